@@ -1,0 +1,61 @@
+"""pyhcomm: Huawei HCCL's HCOMM communication data plane, simulated in Python.
+
+Three tiers over one core:
+
+* the flat C tier, here: ``HcommLocalCopyOnThread``, ``HcclThreadAcquireWithStream`` ... with
+  pyhccl's conventions (ints for pointers and handles, ``ret, out = f(...)``, return codes);
+* the acl facade, :mod:`pyhcomm.acl` (pyACL's names: ``dev_ptr, ret = acl.rt.malloc(...)``);
+* the Pythonic tier: :class:`Device`, :class:`Comm`, :class:`Thread`, :class:`Buffer` ... raising
+  :class:`HcclError`.
+
+Every enum member is also a module constant (``pyhcomm.COMM_ENGINE_CPU_TS``).
+"""
+from __future__ import annotations
+
+from . import enums as _enums
+from .capi import *  # noqa: F401,F403
+from .capi import __all__ as _capi_all
+from .core.runtime import runtime as _runtime
+from .core.task import record
+from .enums import *  # noqa: F401,F403
+from .errors import (AclError, AclRuntimeError, HcclDeadlockError, HcclError, HcclNotSupportedError,
+                     HcclResult, HcclRuntimeError, HcclTimeoutError, HcclUsageError)
+from .products import DEFAULT_PRODUCT, PRODUCTS, Product, find_product
+
+__version__ = "0.1.0"
+
+
+def set_product(name, device_count: int | None = None) -> Product:
+    """Select the simulated product (case-insensitive name); only while no device is open.
+
+    Raises:
+        ValueError: an unknown name (the message lists the valid ones).
+        RuntimeError: devices are open.
+    """
+    return _runtime.set_product(name, device_count)
+
+
+def get_product() -> Product:
+    """The product being simulated."""
+    return _runtime.product
+
+
+def reset() -> None:
+    """Close every device and forget all runtime state (as ``aclFinalize``); keeps the product."""
+    _runtime.reset()
+
+
+_constants = {}
+for _enum in _enums.ALL_ENUMS + (HcclResult, AclError):
+    _constants.update(_enum.__members__)
+globals().update(_constants)
+
+from .pythonic import Buffer, Comm, Device, Kernel, Stream, Thread  # noqa: E402
+
+__all__ = (list(_capi_all) + list(_constants)
+           + ["AclError", "AclRuntimeError", "HcclDeadlockError", "HcclError", "HcclNotSupportedError",
+              "HcclResult", "HcclRuntimeError", "HcclTimeoutError", "HcclUsageError", "DEFAULT_PRODUCT",
+              "PRODUCTS", "Product", "find_product", "set_product", "get_product", "reset", "record",
+              "Buffer", "Comm", "Device", "Kernel", "Stream", "Thread", "CommEngine", "HcommDataType",
+              "HcommReduceOp", "HcclDataType", "HcclReduceOp", "HCCL", "HCCL_ROOT_INFO_BYTES",
+              "COMM_NAME_MAX_LENGTH", "HCCL_RES_TAG_MAX_LEN"])

@@ -1,0 +1,46 @@
+"""``acl.util``: host pointers for numpy arrays and bytes, and numpy views of host memory."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import memory
+
+
+def numpy_to_ptr(array: np.ndarray) -> int:
+    """The host address of a C-contiguous numpy array, usable with ``acl.rt.memcpy``."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"numpy_to_ptr: expected a numpy.ndarray, not {type(array).__name__}")
+    if not array.flags.c_contiguous:
+        raise ValueError("numpy_to_ptr: the array must be C-contiguous (use numpy.ascontiguousarray)")
+    return memory.register_host_array(array, readonly=not array.flags.writeable)
+
+
+def bytes_to_ptr(data) -> int:
+    """The host address of a bytes-like object (read-only for ``bytes``)."""
+    view = np.frombuffer(data, dtype=np.uint8)
+    ptr = memory.register_host_array(view, readonly=not view.flags.writeable, keep=data)
+    return ptr
+
+
+def _host(ptr: int, nbytes: int, fn: str):
+    alloc = memory.host_map.find(ptr)
+    if alloc is None or ptr + nbytes > alloc.end:
+        raise ValueError(f"{fn}: 0x{ptr:x} + {nbytes} is not host memory known to pyhcomm")
+    return alloc
+
+
+def ptr_to_numpy(ptr: int, shape, npy_type) -> np.ndarray:
+    """A numpy view of host memory at ``ptr`` (``npy_type`` is a numpy type number or dtype)."""
+    dtype = np.dtype(np.sctypeDict[npy_type]) if isinstance(npy_type, int) else np.dtype(npy_type)
+    shape = tuple(shape) if not isinstance(shape, int) else (shape,)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    alloc = _host(ptr, nbytes, "ptr_to_numpy")
+    off = ptr - alloc.addr
+    return alloc.storage.array[off:off + nbytes].view(dtype).reshape(shape)
+
+
+def ptr_to_bytes(ptr: int, size: int) -> bytes:
+    """A copy of ``size`` bytes of host memory at ``ptr``."""
+    alloc = _host(ptr, size, "ptr_to_bytes")
+    off = ptr - alloc.addr
+    return alloc.storage.array[off:off + size].tobytes()

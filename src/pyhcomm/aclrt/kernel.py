@@ -1,0 +1,164 @@
+"""Kernel loading and launch with pyACL's model: binary -> function -> args -> launch.
+
+In pyhcomm a kernel "binary" is a Python module of kernels: a ``.py`` file path or an importable
+module name (or a module object). A kernel is a function of that module; its arguments are the
+values appended with ``aclrtKernelArgsAppend`` (Python objects, or bytes copied from a host
+pointer), passed positionally.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import os
+import types
+
+from ..core import handles, memory
+from ..core.kernel import run_kernel
+from ..core.scheduler import scheduler
+from ..core.task import Task, call_site
+from ..enums import aclrtLaunchKernelAttrId
+from ..errors import AclError, acl_error
+from .stream import get_stream
+
+_module_ids = itertools.count()
+
+
+class Binary:
+    def __init__(self, module, path):
+        self.module = module
+        self.path = path
+
+
+class Function:
+    def __init__(self, binary, name, fn):
+        self.binary = binary
+        self.name = name
+        self.fn = fn
+
+
+class KernelArgs:
+    def __init__(self, function):
+        self.function = function
+        self.values: list = []
+        self.finalized = False
+
+
+def _invalid(api, msg):
+    return acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, msg)
+
+
+def aclrtBinaryLoadFromFile(bin_path, options=None) -> int:
+    """Load a kernel module; returns a binary handle."""
+    api = "aclrtBinaryLoadFromFile"
+    if isinstance(bin_path, types.ModuleType):
+        return handles.kernels.add(Binary(bin_path, getattr(bin_path, "__file__", bin_path.__name__)))
+    if not bin_path or not isinstance(bin_path, str):
+        raise _invalid(api, "binPath must be a non-empty path or module name")
+    if os.path.isfile(bin_path):
+        if not bin_path.endswith(".py"):
+            raise acl_error(AclError.ACL_ERROR_INVALID_FILE, api, f"{bin_path} is not a Python kernel module (.py)")
+        name = f"pyhcomm_kernels_{next(_module_ids)}"
+        spec = importlib.util.spec_from_file_location(name, bin_path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise acl_error(AclError.ACL_ERROR_INVALID_FILE, api, f"loading {bin_path} failed: {exc!r}") from exc
+    else:
+        try:
+            module = importlib.import_module(bin_path)
+        except ImportError as exc:
+            raise acl_error(AclError.ACL_ERROR_INVALID_FILE, api,
+                            f"{bin_path} is neither a file nor an importable module ({exc})") from None
+    return handles.kernels.add(Binary(module, bin_path))
+
+
+def aclrtBinaryUnLoad(bin_handle) -> None:
+    if not isinstance(handles.kernels.get(bin_handle), Binary):
+        raise _invalid("aclrtBinaryUnLoad", f"binHandle {bin_handle!r} is not a loaded binary")
+    handles.kernels.remove(bin_handle)
+
+
+def aclrtBinaryGetFunction(bin_handle, kernel_name: str) -> int:
+    api = "aclrtBinaryGetFunction"
+    binary = handles.kernels.get(bin_handle)
+    if not isinstance(binary, Binary):
+        raise _invalid(api, f"binHandle {bin_handle!r} is not a loaded binary")
+    fn = getattr(binary.module, kernel_name, None) if isinstance(kernel_name, str) else None
+    if not callable(fn):
+        raise acl_error(AclError.ACL_ERROR_KERNEL_NOT_FOUND, api, f"{binary.path} has no kernel {kernel_name!r}")
+    return handles.kernels.add(Function(binary, kernel_name, fn))
+
+
+def _function(handle, api) -> Function:
+    f = handles.kernels.get(handle)
+    if not isinstance(f, Function):
+        raise _invalid(api, f"funcHandle {handle!r} is not a kernel function")
+    return f
+
+
+def aclrtKernelArgsInit(func_handle) -> int:
+    return handles.kernels.add(KernelArgs(_function(func_handle, "aclrtKernelArgsInit")))
+
+
+def _args(handle, api) -> KernelArgs:
+    a = handles.kernels.get(handle)
+    if not isinstance(a, KernelArgs):
+        raise _invalid(api, f"argsHandle {handle!r} is not kernel arguments")
+    return a
+
+
+def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
+    """Append one argument: a Python object, or ``param_size`` bytes copied from host pointer ``param``."""
+    api = "aclrtKernelArgsAppend"
+    args = _args(args_handle, api)
+    if args.finalized:
+        raise _invalid(api, "arguments are already finalized")
+    if isinstance(param, int) and not isinstance(param, bool) and param_size is not None:
+        alloc = memory.host_map.find(param)
+        if alloc is None or param + param_size > alloc.end:
+            raise _invalid(api, f"param 0x{param:x} + {param_size} is not host memory known to pyhcomm")
+        off = param - alloc.addr
+        param = bytes(alloc.storage.array[off:off + param_size])
+    args.values.append(param)
+    return len(args.values) - 1
+
+
+def aclrtKernelArgsFinalize(args_handle) -> None:
+    _args(args_handle, "aclrtKernelArgsFinalize").finalized = True
+
+
+def _cfg_timeout(cfg, api):
+    if not cfg:
+        return None
+    if isinstance(cfg, dict):
+        cfg = [{"id": k, "value": v} for k, v in cfg.items()]
+    timeout = None
+    for item in cfg:
+        attr = item.get("id")
+        if attr == aclrtLaunchKernelAttrId.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT or attr == "timeout":
+            timeout = item.get("value")
+        elif attr not in set(aclrtLaunchKernelAttrId):
+            raise _invalid(api, f"cfg attribute id {attr!r} is not an aclrtLaunchKernelAttrId")
+    return timeout
+
+
+def aclrtLaunchKernelWithConfig(func_handle, num_blocks, stream, cfg, args_handle, reserve=None) -> None:
+    """Enqueue the kernel on ``stream``; it runs on the device side when the stream reaches it."""
+    api = "aclrtLaunchKernelWithConfig"
+    f = _function(func_handle, api)
+    args = _args(args_handle, api)
+    if args.function is not f:
+        raise _invalid(api, "argsHandle was initialised for another function")
+    if not isinstance(num_blocks, int) or num_blocks < 1:
+        raise _invalid(api, f"numBlocks {num_blocks!r} must be at least 1")
+    launch_function(f.fn, get_stream(stream, api), tuple(args.values), num_blocks, _cfg_timeout(cfg, api),
+                    f.name)
+
+
+def launch_function(fn, stream, args, num_blocks=1, timeout=None, name=None) -> None:
+    """Enqueue ``fn(*args)`` as an AI CPU kernel on ``stream`` (a Stream object)."""
+    name = name or getattr(fn, "__name__", repr(fn))
+    scheduler.submit(Task("KernelLaunch", stream, run_kernel, (name, fn, args, stream, num_blocks, timeout),
+                          site=call_site(), detail=name))

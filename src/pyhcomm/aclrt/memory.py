@@ -1,0 +1,242 @@
+"""Memory calls: ``aclrtMalloc[WithCfg]``, ``aclrtFree``, host memory, ``aclrtMemcpy``, ``aclrtMemset``.
+
+Deliberate differences: an allocation is exactly the requested size (the real runtime rounds up
+by 32-64 bytes), so the bounds checks are strict; memory is zero-filled (real memory is not
+initialised); every device has 64 GiB. Host pointers must be known to pyhcomm (from
+``aclrtMallocHost`` or ``acl.util.numpy_to_ptr`` / ``bytes_to_ptr``) so that no call can touch
+arbitrary process memory.
+"""
+from __future__ import annotations
+
+from ..backend import get_backend
+from ..core import memory
+from ..core.runtime import runtime
+from ..core.scheduler import scheduler
+from ..core.task import Task, call_site
+from ..enums import MALLOC_KNOWN_BITS, aclrtMallocAttrType, aclrtMemcpyKind
+from ..errors import AclError, HcclResult, HcclRuntimeError, acl_error
+from .device import check_device_id, current_device
+from .stream import get_stream
+
+DEVICE_CAPACITY = 64 << 30
+
+_K = aclrtMemcpyKind
+_H, _D, _ANY = "host", "device", "any"
+#: (dst side, src side) each memcpy kind requires.
+_KIND_SIDES = {
+    _K.ACL_MEMCPY_HOST_TO_HOST: (_H, _H),
+    _K.ACL_MEMCPY_HOST_TO_DEVICE: (_D, _H),
+    _K.ACL_MEMCPY_DEVICE_TO_HOST: (_H, _D),
+    _K.ACL_MEMCPY_DEVICE_TO_DEVICE: (_D, _D),
+    _K.ACL_MEMCPY_DEFAULT: (_ANY, _ANY),
+    _K.ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE: (_D, _H),
+    _K.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE: (_D, _D),
+    _K.ACL_MEMCPY_INTER_DEVICE_TO_DEVICE: (_D, _D),
+}
+
+
+def _invalid(api, msg):
+    return acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, msg)
+
+
+def _rt_invalid(api, msg):
+    return acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api, msg)
+
+
+def _device_bytes(device: int) -> int:
+    return sum(a.size for a in memory.device_map if a.device == device)
+
+
+def _malloc(api, size, policy, device, module_id=None) -> int:
+    if isinstance(size, bool) or not isinstance(size, int):
+        raise TypeError(f"{api}: size must be an int, not {type(size).__name__}")
+    if size <= 0:
+        raise _invalid(api, f"size {size} must be greater than 0")
+    if isinstance(policy, bool) or not isinstance(policy, int):
+        raise TypeError(f"{api}: policy must be an int, not {type(policy).__name__}")
+    if policy < 0 or policy & ~MALLOC_KNOWN_BITS:
+        raise _invalid(api, f"policy 0x{policy:x} has bits outside aclrtMemMallocPolicy")
+    if _device_bytes(device) + size > DEVICE_CAPACITY:
+        raise acl_error(AclError.ACL_ERROR_RT_MEMORY_ALLOCATION, api,
+                        f"{size} bytes do not fit in the {DEVICE_CAPACITY >> 30} GiB of device {device}")
+    alloc = memory.alloc_device(device, size, policy=policy, module_id=module_id)
+    if alloc is None:
+        raise acl_error(AclError.ACL_ERROR_RT_MEMORY_ALLOCATION, api, f"device {device} address space is full")
+    return alloc.addr
+
+
+def aclrtMalloc(size: int, policy: int) -> int:
+    """Allocate ``size`` bytes on the current device; the address is 512-byte aligned."""
+    return _malloc("aclrtMalloc", size, policy, current_device("aclrtMalloc").id)
+
+
+def aclrtMallocWithCfg(size: int, policy: int, cfg=None) -> int:
+    """``aclrtMalloc`` with attributes: ``cfg`` is pyACL's dict
+    ``{"numAttrs": n, "attrs": [{"attr": ACL_RT_MEM_ATTR_MODULE_ID, "value": {"moduleId": 3}}]}``
+    (``{}`` or None for NULL). ``ACL_RT_MEM_ATTR_DEVICE_ID`` allocates on that device.
+    """
+    api = "aclrtMallocWithCfg"
+    device = current_device(api).id
+    module_id = None
+    if cfg:
+        if not isinstance(cfg, dict):
+            raise TypeError(f"{api}: cfg must be a dict like pyACL's aclrtMallocConfig")
+        attrs = cfg.get("attrs", [])
+        num = cfg.get("numAttrs", len(attrs))
+        if num != len(attrs):
+            raise _invalid(api, f"cfg numAttrs {num} but {len(attrs)} attrs given")
+        for i, item in enumerate(attrs):
+            kind, value = item.get("attr"), item.get("value", {})
+            if kind == aclrtMallocAttrType.ACL_RT_MEM_ATTR_MODULE_ID:
+                module_id = value.get("moduleId") if isinstance(value, dict) else value
+                if not isinstance(module_id, int) or not 0 <= module_id <= 0xFFFF:
+                    raise _invalid(api, f"cfg attrs[{i}] moduleId {module_id!r} is not a uint16")
+            elif kind == aclrtMallocAttrType.ACL_RT_MEM_ATTR_DEVICE_ID:
+                dev_id = value.get("deviceId") if isinstance(value, dict) else value
+                device = check_device_id(dev_id, api)
+                if device not in runtime.devices:
+                    raise acl_error(AclError.ACL_ERROR_RT_INVALID_DEVICEID, api, f"device {device} is not open")
+            elif kind in (aclrtMallocAttrType.ACL_RT_MEM_ATTR_RSV, aclrtMallocAttrType.ACL_RT_MEM_ATTR_VA_FLAG):
+                pass
+            else:
+                raise _invalid(api, f"cfg attrs[{i}] attr {kind!r} is not an aclrtMallocAttrType")
+    return _malloc(api, size, policy, device, module_id)
+
+
+def aclrtFree(dev_ptr: int) -> None:
+    """Free device memory from ``aclrtMalloc``; a second free is ``ACL_ERROR_RT_MEMORY_FREE``."""
+    api = "aclrtFree"
+    if not dev_ptr:
+        raise _invalid(api, "devPtr is NULL")
+    alloc = memory.device_map.exact(dev_ptr)
+    if alloc is None:
+        if memory.freed_map.exact(dev_ptr) is not None:
+            raise acl_error(AclError.ACL_ERROR_RT_MEMORY_FREE, api, f"0x{dev_ptr:x} was already freed (double free)")
+        inner = memory.device_map.find(dev_ptr)
+        if inner is not None:
+            raise _rt_invalid(api, f"0x{dev_ptr:x} is inside the allocation at 0x{inner.addr:x}, not its start")
+        raise _rt_invalid(api, f"{memory.describe_address(dev_ptr)}")
+    if alloc.owner != "user":
+        raise _rt_invalid(api, f"0x{dev_ptr:x} is owned by HCCL ({alloc.owner} buffer) and must not be freed")
+    memory.free_device(alloc)
+
+
+def aclrtMallocHost(size: int) -> int:
+    """Allocate host memory; the result is a real process address."""
+    api = "aclrtMallocHost"
+    if isinstance(size, bool) or not isinstance(size, int):
+        raise TypeError(f"{api}: size must be an int, not {type(size).__name__}")
+    if size <= 0:
+        raise _invalid(api, f"size {size} must be greater than 0")
+    return memory.alloc_host(size).addr
+
+
+def aclrtFreeHost(host_ptr: int) -> None:
+    api = "aclrtFreeHost"
+    if not host_ptr:
+        raise _invalid(api, "hostPtr is NULL")
+    alloc = memory.host_map.exact(host_ptr)
+    if alloc is None or alloc.owner != "user":
+        raise _rt_invalid(api, f"0x{host_ptr:x} is not memory from aclrtMallocHost (or was already freed)")
+    memory.free_host(alloc)
+
+
+def _resolve(api, addr, n, side, name):
+    """Find the allocation holding ``[addr, addr+n)`` on ``side`` (host, device or any)."""
+    if side in (_D, _ANY):
+        alloc = memory.device_map.find(addr)
+        if alloc is not None:
+            if addr + n > alloc.end:
+                raise _rt_invalid(api, f"{name} 0x{addr:x} + {n} runs past its allocation ({alloc.size} bytes)")
+            return alloc
+    if side in (_H, _ANY):
+        alloc = memory.host_map.find(addr)
+        if alloc is not None:
+            if addr + n > alloc.end:
+                raise _rt_invalid(api, f"{name} 0x{addr:x} + {n} runs past its host buffer ({alloc.size} bytes)")
+            return alloc
+    if side == _D:
+        raise _rt_invalid(api, f"{name} {memory.describe_address(addr)}")
+    if memory.device_map.find(addr) is not None:
+        raise _rt_invalid(api, f"{name} 0x{addr:x} is device memory, but the copy kind needs host memory")
+    raise _rt_invalid(api, f"{name} 0x{addr:x} is not host memory known to pyhcomm (use aclrtMallocHost or "
+                           "acl.util.numpy_to_ptr)")
+
+
+def _check_copy(api, dst, dest_max, src, count, kind):
+    if not dst:
+        raise _invalid(api, "dst is NULL")
+    if not src:
+        raise _invalid(api, "src is NULL")
+    for name, val in (("destMax", dest_max), ("count", count), ("kind", kind)):
+        if isinstance(val, bool) or not isinstance(val, int):
+            raise TypeError(f"{api}: {name} must be an int, not {type(val).__name__}")
+    if count <= 0 or dest_max <= 0:
+        raise _rt_invalid(api, f"count {count} and destMax {dest_max} must be greater than 0")
+    if count > dest_max:
+        raise _rt_invalid(api, f"count {count} exceeds destMax {dest_max}")
+    if kind not in _KIND_SIDES:
+        raise _rt_invalid(api, f"kind {kind} is not an aclrtMemcpyKind (0..7)")
+    dst_side, src_side = _KIND_SIDES[kind]
+    d = _resolve(api, dst, count, dst_side, "dst")
+    if d.owner == "numpy-readonly":
+        raise _rt_invalid(api, f"dst 0x{dst:x} is read-only host memory (a bytes object or read-only array)")
+    s = _resolve(api, src, count, src_side, "src")
+    if dest_max > d.end - dst:
+        raise _rt_invalid(api, f"destMax {dest_max} runs past dst's allocation ({d.end - dst} bytes left)")
+    return d, s
+
+
+def aclrtMemcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
+    """Copy ``count`` bytes now (synchronous; not ordered with any stream)."""
+    d, s = _check_copy("aclrtMemcpy", dst, dest_max, src, count, kind)
+    get_backend().copy(d.storage, dst - d.addr, s.storage, src - s.addr, count)
+
+
+def _run_async_copy(d, d_off, s, s_off, n, _keep):
+    if d.storage is None or s.storage is None:
+        raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, "aclrtMemcpyAsync", "memory was freed before the copy ran")
+    get_backend().copy(d.storage, d_off, s.storage, s_off, n)
+
+
+def aclrtMemcpyAsync(dst: int, dest_max: int, src: int, count: int, kind: int, stream: int) -> None:
+    """Enqueue a copy on ``stream`` (0 = the current device's default stream)."""
+    api = "aclrtMemcpyAsync"
+    st = get_stream(stream, api)
+    d, s = _check_copy(api, dst, dest_max, src, count, kind)
+    keep = (d.storage.anchor(), s.storage.anchor())  # user arrays stay alive until the copy ran
+    scheduler.submit(Task("MemcpyAsync", st, _run_async_copy, (d, dst - d.addr, s, src - s.addr, count, keep),
+                          reads=((src, count),), writes=((dst, count),), site=call_site()))
+
+
+def _check_set(api, dev_ptr, max_count, value, count):
+    if not dev_ptr:
+        raise _invalid(api, "devPtr is NULL")
+    for name, val in (("maxCount", max_count), ("value", value), ("count", count)):
+        if isinstance(val, bool) or not isinstance(val, int):
+            raise TypeError(f"{api}: {name} must be an int, not {type(val).__name__}")
+    if count > max_count:
+        raise _rt_invalid(api, f"count {count} exceeds maxCount {max_count}")
+    if count < 0:
+        raise _rt_invalid(api, f"count {count} is negative")
+    return _resolve(api, dev_ptr, max(count, 1), _ANY, "devPtr")
+
+
+def aclrtMemset(dev_ptr: int, max_count: int, value: int, count: int) -> None:
+    """Fill ``count`` bytes with the low byte of ``value`` now (synchronous)."""
+    a = _check_set("aclrtMemset", dev_ptr, max_count, value, count)
+    get_backend().memset(a.storage, dev_ptr - a.addr, value & 0xFF, count)
+
+
+def _run_memset(a, off, value, n):
+    if a.storage is None:
+        raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, "aclrtMemsetAsync", "memory was freed before the fill ran")
+    get_backend().memset(a.storage, off, value, n)
+
+
+def aclrtMemsetAsync(dev_ptr: int, max_count: int, value: int, count: int, stream: int) -> None:
+    api = "aclrtMemsetAsync"
+    st = get_stream(stream, api)
+    a = _check_set(api, dev_ptr, max_count, value, count)
+    scheduler.submit(Task("MemsetAsync", st, _run_memset, (a, dev_ptr - a.addr, value & 0xFF, count),
+                          writes=((dev_ptr, count),), site=call_site()))

@@ -1,0 +1,118 @@
+"""Streams: ``aclrtCreateStream``, ``aclrtDestroyStream`` and the synchronize calls.
+
+Synchronize calls block the host thread and run the device's queued tasks (see
+:mod:`pyhcomm.core.scheduler`). A stream's first execution error is returned once, as an
+``aclError``, and logged with its full explanation; the stream is usable again afterwards.
+"""
+from __future__ import annotations
+
+import logging
+
+from ..core import handles
+from ..core.runtime import runtime
+from ..core.scheduler import DONE_OK, TIMED_OUT, scheduler
+from ..errors import AclError, acl_code_of, acl_error
+from .device import current_device
+
+log = logging.getLogger("pyhcomm")
+
+#: The explanation of the most recent error a synchronize call returned (``aclGetRecentErrMsg``).
+recent_error = {"message": ""}
+
+
+def get_stream(stream, api: str):
+    """Resolve a stream handle; 0 is the current device's default stream."""
+    if not stream:
+        return current_device(api).default_stream
+    st = handles.streams.get(stream)
+    if st is None:
+        raise acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api,
+                        f"stream 0x{stream:x} is not a live stream" if isinstance(stream, int)
+                        else f"stream {stream!r} is not a stream handle")
+    return st
+
+
+def aclrtCreateStream() -> int:
+    """Create a stream on the current device."""
+    return current_device("aclrtCreateStream").new_stream().handle
+
+
+def aclrtDestroyStream(stream: int) -> None:
+    """Wait for the stream's tasks, then destroy it. Blocks the host."""
+    api = "aclrtDestroyStream"
+    if not stream:
+        raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, "stream is NULL")
+    st = get_stream(stream, api)
+    dev = runtime.devices.get(st.device)
+    if dev is not None and st is dev.default_stream:
+        raise acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api, "the default stream cannot be destroyed")
+    scheduler.run_until(lambda: st.idle or st.error is not None)
+    st.error = None
+    scheduler.drop_stream(st)
+    handles.streams.remove(st.handle)
+    if dev is not None:
+        dev.streams.pop(st.handle, None)
+
+
+def take_error(streams, api: str):
+    """Return (and clear) the first error among ``streams`` as an ``AclRuntimeError``, or None."""
+    first = None
+    for st in streams:
+        if st.error is not None:
+            if first is None:
+                first = st.error
+            st.error = None
+    if first is None:
+        return None
+    recent_error["message"] = str(first)
+    log.error("%s: %s", api, first)
+    return acl_error(acl_code_of(first), api, str(first))
+
+
+def _sync(streams, api: str, timeout_s):
+    streams = list(streams)
+
+    def done():
+        return all(st.idle or st.error is not None for st in streams)
+
+    status = scheduler.run_until(done, timeout_s)
+    err = take_error(streams, api)
+    if err is not None:
+        raise err
+    if status == TIMED_OUT:
+        raise acl_error(AclError.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, api, f"not complete after {timeout_s * 1000:g} ms")
+    if status != DONE_OK:
+        raise acl_error(AclError.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, api, "the stream can never complete")
+
+
+def aclrtSynchronizeStream(stream: int) -> None:
+    """Block until every task of ``stream`` ran; raise its first execution error."""
+    _sync([get_stream(stream, "aclrtSynchronizeStream")], "aclrtSynchronizeStream", None)
+
+
+def _timeout_ms(timeout, api):
+    if isinstance(timeout, bool) or not isinstance(timeout, int):
+        raise TypeError(f"{api}: timeout must be an int (ms), not {type(timeout).__name__}")
+    if timeout == -1:
+        return None
+    if timeout <= 0:
+        raise acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api, f"timeout {timeout} must be -1 (forever) or > 0 ms")
+    return timeout / 1000.0
+
+
+def aclrtSynchronizeStreamWithTimeout(stream: int, timeout: int) -> None:
+    """As :func:`aclrtSynchronizeStream`, giving up after ``timeout`` ms (-1 = forever)."""
+    api = "aclrtSynchronizeStreamWithTimeout"
+    _sync([get_stream(stream, api)], api, _timeout_ms(timeout, api))
+
+
+def aclrtSynchronizeDevice() -> None:
+    """Block until every stream of the current device is idle; raise the first error any hit."""
+    dev = current_device("aclrtSynchronizeDevice")
+    _sync(dev.streams.values(), "aclrtSynchronizeDevice", None)
+
+
+def aclrtSynchronizeDeviceWithTimeout(timeout: int) -> None:
+    api = "aclrtSynchronizeDeviceWithTimeout"
+    dev = current_device(api)
+    _sync(dev.streams.values(), api, _timeout_ms(timeout, api))

@@ -1,0 +1,1 @@
+"""The simulator core: memory, streams, tasks, the scheduler and the runtime state."""

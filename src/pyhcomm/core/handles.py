@@ -1,0 +1,49 @@
+"""Opaque handles: deterministic nonzero integers, one disjoint range per kind of object.
+
+Real handles are object addresses; ours are table keys, so an unknown or stale handle is
+recognised instead of being dereferenced.
+"""
+from __future__ import annotations
+
+import threading
+
+
+class HandleTable:
+    """Maps handles of one kind to live objects."""
+
+    def __init__(self, kind: str, base: int, step: int):
+        self.kind = kind
+        self._base = base
+        self._step = step
+        self._next = base
+        self._objs: dict[int, object] = {}
+        self._lock = threading.Lock()
+
+    def add(self, obj) -> int:
+        with self._lock:
+            h = self._next
+            self._next += self._step
+            self._objs[h] = obj
+            return h
+
+    def get(self, handle):
+        return self._objs.get(handle)
+
+    def remove(self, handle) -> None:
+        self._objs.pop(handle, None)
+
+    def values(self):
+        return list(self._objs.values())
+
+    def reset(self) -> None:
+        """Forget every object and restart numbering (runtime reset only)."""
+        with self._lock:
+            self._objs.clear()
+            self._next = self._base
+
+
+streams = HandleTable("stream", 0x5710_0000_0000, 0x100)
+threads = HandleTable("thread", 0x7410_0000_0000, 0x40)
+comms = HandleTable("communicator", 0xC044_0000_0000, 0x1000)
+notifies = HandleTable("notify", 0x6E00_0000_0000, 0x40)
+kernels = HandleTable("kernel", 0x4B00_0000_0000, 0x100)

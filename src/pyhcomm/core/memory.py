@@ -1,0 +1,193 @@
+"""Simulated memory: device address spaces, host memory, and address lookup.
+
+Device addresses are synthetic and deterministic: device ``d`` allocates upwards from
+``DEVICE_VA_BASE + d * DEVICE_VA_STRIDE``; addresses are never reused, so a stale pointer to freed
+memory is always recognised. Host memory (``aclrtMallocHost`` and numpy arrays handed out through
+``acl.util.numpy_to_ptr``) keeps its real process address, as on a real machine.
+
+Every check that a pointer lies wholly inside one live allocation goes through :func:`resolve`.
+"""
+from __future__ import annotations
+
+import bisect
+import threading
+import weakref
+
+import numpy as np
+
+from ..backend import get_backend
+
+DEVICE_VA_BASE = 0x12C0_0000_0000
+DEVICE_VA_STRIDE = 0x0100_0000_0000   # 1 TiB of address space per device
+ALLOC_ALIGN = 512                      # every start is 512-byte aligned (>= the 64 ACL promises)
+ALLOC_GAP = 512                        # no two allocations touch: overruns never land in a neighbour
+
+DEVICE = "device"
+HOST = "host"
+
+
+class Allocation:
+    """One allocation: ``[addr, end)`` backed by ``storage`` on ``device`` (None for host)."""
+
+    __slots__ = ("addr", "size", "end", "device", "kind", "storage", "owner", "policy", "module_id",
+                 "freed", "__weakref__")
+
+    def __init__(self, addr, size, device, kind, storage, owner="user", policy=0, module_id=None):
+        self.addr = addr
+        self.size = size
+        self.end = addr + size
+        self.device = device
+        self.kind = kind
+        self.storage = storage
+        self.owner = owner
+        self.policy = policy
+        self.module_id = module_id
+        self.freed = False
+
+    def __repr__(self):
+        where = f"device {self.device}" if self.kind == DEVICE else "host"
+        return f"<Allocation 0x{self.addr:x} {self.size} B on {where} ({self.owner})>"
+
+
+class MemoryMap:
+    """Sorted, non-overlapping allocations; lookups are lock-free (copy-on-write lists)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._table = ((), ())  # (starts, allocations)
+
+    def add(self, alloc: Allocation) -> None:
+        with self._lock:
+            starts, allocs = self._table
+            i = bisect.bisect_left(starts, alloc.addr)
+            self._table = (starts[:i] + (alloc.addr,) + starts[i:], allocs[:i] + (alloc,) + allocs[i:])
+
+    def remove(self, alloc: Allocation) -> bool:
+        with self._lock:
+            starts, allocs = self._table
+            i = bisect.bisect_left(starts, alloc.addr)
+            if i == len(starts) or allocs[i] is not alloc:
+                return False
+            self._table = (starts[:i] + starts[i + 1:], allocs[:i] + allocs[i + 1:])
+            return True
+
+    def find(self, addr: int):
+        """Return the allocation containing ``addr``, or None."""
+        starts, allocs = self._table
+        i = bisect.bisect_right(starts, addr) - 1
+        if i >= 0:
+            a = allocs[i]
+            if addr < a.end:
+                return a
+        return None
+
+    def exact(self, addr: int):
+        """Return the allocation starting exactly at ``addr``, or None."""
+        a = self.find(addr)
+        return a if a is not None and a.addr == addr else None
+
+    def __iter__(self):
+        return iter(self._table[1])
+
+    def __len__(self):
+        return len(self._table[1])
+
+
+#: Live device allocations of every device, live host allocations, and freed device ranges.
+device_map = MemoryMap()
+host_map = MemoryMap()
+freed_map = MemoryMap()
+
+_next_lock = threading.Lock()
+_next_addr: dict[int, int] = {}
+
+
+def _reserve(device: int, size: int) -> int:
+    with _next_lock:
+        base = _next_addr.get(device, DEVICE_VA_BASE + device * DEVICE_VA_STRIDE)
+        addr = (base + ALLOC_ALIGN - 1) & ~(ALLOC_ALIGN - 1)
+        end = addr + size
+        if end > DEVICE_VA_BASE + (device + 1) * DEVICE_VA_STRIDE:
+            return 0
+        _next_addr[device] = end + ALLOC_GAP
+        return addr
+
+
+def release_device_memory(device: int) -> None:
+    """Free every allocation of ``device`` and restart its addresses from the base."""
+    for a in [a for a in device_map if a.device == device]:
+        free_device(a)
+    for a in [a for a in freed_map if a.device == device]:
+        freed_map.remove(a)
+    with _next_lock:
+        _next_addr.pop(device, None)
+
+
+def alloc_device(device: int, size: int, owner="user", policy=0, module_id=None) -> Allocation | None:
+    """Allocate ``size`` zero-filled bytes on ``device``; None when the address space is full."""
+    addr = _reserve(device, size)
+    if not addr:
+        return None
+    alloc = Allocation(addr, size, device, DEVICE, get_backend().allocate(size), owner, policy, module_id)
+    device_map.add(alloc)
+    return alloc
+
+
+def free_device(alloc: Allocation) -> None:
+    """Release a device allocation; its range is remembered to explain later stale uses."""
+    if device_map.remove(alloc):
+        alloc.freed = True
+        freed_map.add(Allocation(alloc.addr, alloc.size, alloc.device, DEVICE, None, alloc.owner))
+        alloc.storage = None
+
+
+def alloc_host(size: int) -> Allocation:
+    """Allocate ``size`` bytes of host memory; its address is the real process address."""
+    storage = get_backend().allocate(size)
+    alloc = Allocation(storage.addr, size, None, HOST, storage, "user")
+    host_map.add(alloc)
+    return alloc
+
+
+def free_host(alloc: Allocation) -> None:
+    if host_map.remove(alloc):
+        alloc.freed = True
+        alloc.storage = None
+
+
+def register_host_array(array, readonly: bool = False, keep=None) -> int:
+    """Make a numpy array's memory usable as a host pointer; return its address.
+
+    The registration ends by itself when the owning object (``keep``, else the array's base) is
+    garbage collected; an owner that cannot be weakly referenced stays registered (and alive).
+    """
+    owner_obj = keep if keep is not None else (array.base if isinstance(array.base, np.ndarray) else array)
+    try:
+        anchor = weakref.ref(owner_obj)
+    except TypeError:
+        anchor = (lambda obj: (lambda: obj))(owner_obj)
+    storage = get_backend().wrap(array, anchor)
+    if storage.size == 0:
+        return storage.addr
+    existing = host_map.find(storage.addr)
+    if existing is not None and existing.addr == storage.addr and existing.size >= storage.size:
+        return storage.addr
+    if existing is not None or host_map.find(storage.addr + storage.size - 1) is not None:
+        # part of a region registered before (a view of a registered array): lookups find that one
+        return storage.addr
+    alloc = Allocation(storage.addr, storage.size, None, HOST, storage, "numpy-readonly" if readonly else "numpy")
+    host_map.add(alloc)
+    if isinstance(anchor, weakref.ref):
+        weakref.finalize(owner_obj, host_map.remove, alloc)
+    return storage.addr
+
+
+def describe_address(addr: int) -> str:
+    """Say what ``addr`` is, for error messages about a pointer that is not usable memory."""
+    a = host_map.find(addr)
+    if a is not None:
+        return f"0x{addr:x} is host memory, not device memory"
+    a = freed_map.find(addr)
+    if a is not None:
+        return f"0x{addr:x} lies in device memory that was freed ({a.size} bytes at 0x{a.addr:x} on device {a.device})"
+    return f"0x{addr:x} is not memory allocated on a device (aclrtMalloc, HCCL buffer)"

@@ -1,0 +1,31 @@
+"""Notifies: the 1-bit flag registers that order tasks across streams.
+
+Models the NPU notify register: a record sets it to 1, a wait blocks its stream until it is 1 and
+then clears it; two records before one wait therefore coalesce into one. ``counting=True`` (an
+option, off by default) makes a notify count records instead, so that none is lost.
+"""
+from __future__ import annotations
+
+
+class Notify:
+    """One notify register. ``owner`` describes who waits on it (for hang reports)."""
+
+    __slots__ = ("value", "counting", "owner", "index")
+
+    def __init__(self, owner: str, index: int, counting: bool = False):
+        self.value = 0
+        self.counting = counting
+        self.owner = owner
+        self.index = index
+
+    def is_set(self) -> bool:
+        return self.value > 0
+
+    def record(self) -> None:
+        self.value = self.value + 1 if self.counting else 1
+
+    def consume(self) -> None:
+        self.value -= 1
+
+    def __repr__(self):
+        return f"<Notify {self.owner}[{self.index}]={self.value}>"

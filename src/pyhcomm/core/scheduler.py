@@ -1,0 +1,240 @@
+"""The scheduler: runs queued tasks, and turns hangs into errors.
+
+Execution model. Enqueueing never runs a task; tasks run when a host thread blocks in a
+synchronize-style call (``aclrtSynchronizeStream``, ``HcommThreadJoin``, ...): that thread becomes
+the device and runs every runnable task of every stream, in FIFO order per stream, until what it
+waits for is done. So results appear only after a synchronisation, on a laptop exactly as the
+contract says, and the same program gives the same order. A stream whose queue grows past
+``DRAIN_DEPTH`` runs its runnable tasks at enqueue time, like a full hardware queue.
+
+A task whose ``ready()`` is false (a notify wait) blocks its stream. When nothing can run, the
+blocked host thread sleeps until another host thread enqueues work, or a wait task's timeout
+passes (the stream then fails with ``HCCL_E_TIMEOUT``). When every host thread that uses the
+runtime is blocked and nothing can run, nothing ever will: the blocked streams fail at once with
+an :class:`HcclDeadlockError` that names each wait and who could have satisfied it.
+
+Execution happens under one re-entrant lock: an AI CPU kernel runs inline on the thread that
+reached its launch task and may enqueue tasks or wait (re-entering the scheduler).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from ..errors import HcclDeadlockError, HcclError, HcclResult, HcclRuntimeError, HcclTimeoutError
+from .task import DONE, FAILED, RUNNING, SKIPPED, record
+
+DRAIN_DEPTH = 1 << 16
+
+DONE_OK, TIMED_OUT, STUCK = "done", "timeout", "stuck"
+
+_monotonic = time.monotonic
+
+
+class Scheduler:
+    """Process-wide task execution (see the module docstring)."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.cv = threading.Condition(self.lock)
+        self.active: dict = {}          # streams with queued tasks, in the order they got work
+        self.waiting = 0                # host threads sleeping in run_until
+        self.blocked: dict = {}         # thread ident -> depth of run_until on that thread
+        self.hosts: dict = {}           # thread ident -> threading.Thread using the runtime
+        self.last_deadlock = None       # the report of the most recent deadlock
+
+    # -- host threads --------------------------------------------------------------------------
+    def register_host(self) -> None:
+        """Count the calling OS thread as one that may still enqueue work."""
+        t = threading.current_thread()
+        self.hosts[t.ident] = t
+
+    def unregister_host(self) -> None:
+        self.hosts.pop(threading.get_ident(), None)
+
+    # -- enqueue -------------------------------------------------------------------------------
+    def submit(self, task) -> None:
+        """Append ``task`` to its stream; never runs it (except past ``DRAIN_DEPTH``)."""
+        record.add(task)
+        stream = task.stream
+        q = stream.queue
+        with self.lock:
+            q.append(task)
+            if stream not in self.active:
+                self.active[stream] = None
+            if self.waiting:
+                self.cv.notify_all()
+        if len(q) >= DRAIN_DEPTH:
+            self.run_ready()
+
+    # -- execution -----------------------------------------------------------------------------
+    def run_ready(self) -> bool:
+        """Run every task that can run now, without waiting; return whether any ran."""
+        ran = False
+        with self.lock:
+            while self._step():
+                ran = True
+        return ran
+
+    def _step(self) -> bool:
+        progressed = False
+        active = self.active
+        for stream in list(active):
+            q = stream.queue
+            while q and not stream.busy:
+                task = q[0]
+                if stream.error is not None:
+                    q.popleft()
+                    task.state = SKIPPED
+                    progressed = True
+                    continue
+                ready = task.ready
+                if ready is not None and not ready():
+                    if task.t_head is None:
+                        task.t_head = _monotonic()
+                    break
+                q.popleft()
+                progressed = True
+                task.state = RUNNING
+                try:
+                    task.fn(*task.args)
+                except HcclError as exc:
+                    self._fail(stream, task, exc)
+                except Exception as exc:  # a bug in a task body must not kill the host thread
+                    self._fail(stream, task, HcclRuntimeError(
+                        HcclResult.HCCL_E_INTERNAL, task.kind, f"{task.describe()} raised {exc!r}"))
+                else:
+                    task.state = DONE
+            if not q and not stream.busy:
+                active.pop(stream, None)
+        if progressed and self.waiting:
+            self.cv.notify_all()
+        return progressed
+
+    def _fail(self, stream, task, exc) -> None:
+        task.state = FAILED
+        if stream.error is None:
+            stream.error = exc
+
+    def fail_stream(self, stream, exc) -> None:
+        """Fail ``stream`` with ``exc``: its queued tasks will be skipped."""
+        with self.lock:
+            if stream.error is None:
+                stream.error = exc
+            if stream.queue and stream not in self.active:
+                self.active[stream] = None
+            self.cv.notify_all()
+
+    # -- blocking ------------------------------------------------------------------------------
+    def run_until(self, done, timeout: float | None = None) -> str:
+        """Run tasks until ``done()`` holds. Blocks the calling host thread.
+
+        Returns ``DONE_OK``; ``TIMED_OUT`` when ``timeout`` seconds passed first; ``STUCK`` when
+        nothing can ever make ``done()`` true (after failing the blocked streams, if any).
+        """
+        deadline = None if timeout is None else _monotonic() + timeout
+        me = threading.get_ident()
+        with self.lock:
+            while True:
+                if done():
+                    return DONE_OK
+                if self._step():
+                    continue
+                if done():
+                    return DONE_OK
+                now = _monotonic()
+                if self._expire(now):
+                    continue
+                if deadline is not None and now >= deadline:
+                    return TIMED_OUT
+                if self._world_stuck(me):
+                    if self._fail_deadlock():
+                        continue
+                    return STUCK
+                wake = self._next_expiry(deadline)
+                self.waiting += 1
+                self.blocked[me] = self.blocked.get(me, 0) + 1
+                try:
+                    self.cv.wait(None if wake is None else max(0.0, wake - now))
+                finally:
+                    self.waiting -= 1
+                    depth = self.blocked[me] - 1
+                    if depth:
+                        self.blocked[me] = depth
+                    else:
+                        del self.blocked[me]
+
+    def _world_stuck(self, me) -> bool:
+        for ident, t in list(self.hosts.items()):
+            if ident == me or ident in self.blocked:
+                continue
+            if not t.is_alive():
+                self.hosts.pop(ident, None)
+                continue
+            return False
+        return True
+
+    def blocked_heads(self):
+        """The (stream, task) pairs whose head task cannot run now."""
+        out = []
+        for stream in self.active:
+            if stream.queue and not stream.busy and stream.error is None:
+                task = stream.queue[0]
+                if task.ready is not None and not task.ready():
+                    out.append((stream, task))
+        return out
+
+    def _expire(self, now) -> bool:
+        expired = False
+        for stream, task in self.blocked_heads():
+            if task.timeout and task.t_head is not None and now - task.t_head >= task.timeout:
+                msg = (f"{task.describe()} timed out after {task.timeout:g} s"
+                       + (f": {task.blocker()}" if task.blocker else ""))
+                self._fail(stream, task, HcclTimeoutError(HcclResult.HCCL_E_TIMEOUT, task.kind, msg))
+                expired = True
+        if expired:
+            self.cv.notify_all()
+        return expired
+
+    def _next_expiry(self, deadline):
+        wake = deadline
+        for _stream, task in self.blocked_heads():
+            if task.timeout and task.t_head is not None:
+                t = task.t_head + task.timeout
+                wake = t if wake is None else min(wake, t)
+        return wake
+
+    def _fail_deadlock(self) -> bool:
+        heads = self.blocked_heads()
+        if not heads:
+            return False
+        from ..verify.hang import explain_deadlock  # the hang report lives with the verifier
+        report = explain_deadlock(heads, self)
+        self.last_deadlock = report
+        for stream, task in heads:
+            self._fail(stream, task, HcclDeadlockError(HcclResult.HCCL_E_TIMEOUT, task.kind, report))
+        self.cv.notify_all()
+        return True
+
+    def drop_stream(self, stream) -> None:
+        """Forget a destroyed stream and skip whatever it still had queued."""
+        with self.lock:
+            for task in stream.queue:
+                task.state = SKIPPED
+            stream.queue.clear()
+            stream.destroyed = True
+            self.active.pop(stream, None)
+            self.cv.notify_all()
+
+    def reset(self) -> None:
+        """Drop every queued task (runtime finalisation)."""
+        with self.lock:
+            for stream in list(self.active):
+                for task in stream.queue:
+                    task.state = SKIPPED
+                stream.queue.clear()
+            self.active.clear()
+            self.cv.notify_all()
+
+
+scheduler = Scheduler()

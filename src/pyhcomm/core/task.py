@@ -1,0 +1,111 @@
+"""Tasks: every enqueued operation, recorded as data.
+
+A :class:`Task` says what it is (``kind``), where it runs (rank, device, thread, stream), what it
+touches (byte ranges read and written, as device addresses), who enqueued it (the user's
+``file:line``) and when (``seq``, a global order). The verifier, the trace export and the timing
+model read these records; the scheduler runs them through ``fn(*args)``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections import deque
+from itertools import count
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PENDING, RUNNING, DONE, FAILED, SKIPPED = "pending", "running", "done", "failed", "skipped"
+
+
+class Task:
+    """One task on one stream (see the module docstring for the fields)."""
+
+    __slots__ = ("seq", "kind", "stream", "thread", "rank", "device", "reads", "writes", "site",
+                 "fn", "args", "ready", "blocker", "timeout", "t_head", "state", "detail", "side")
+
+    def __init__(self, kind, stream, fn, args, reads=(), writes=(), thread=None, rank=None,
+                 site=None, ready=None, blocker=None, timeout=0.0, detail=None, side="host"):
+        self.seq = 0
+        self.kind = kind
+        self.stream = stream
+        self.thread = thread
+        self.rank = rank
+        self.device = stream.device
+        self.reads = reads
+        self.writes = writes
+        self.site = site
+        self.fn = fn
+        self.args = args
+        self.ready = ready
+        self.blocker = blocker
+        self.timeout = timeout
+        self.t_head = None
+        self.state = PENDING
+        self.detail = detail
+        self.side = side
+
+    @property
+    def where(self) -> str:
+        """``file:line`` of the user call that enqueued the task."""
+        return f"{self.site[0]}:{self.site[1]}" if self.site else "<unknown>"
+
+    def describe(self) -> str:
+        who = f"rank {self.rank} " if self.rank is not None else ""
+        thr = f"thread 0x{self.thread:x} " if self.thread else ""
+        return (f"{self.kind} task #{self.seq} on {who}device {self.device} {thr}"
+                f"stream 0x{self.stream.handle:x}, enqueued at {self.where}")
+
+    def __repr__(self):
+        return f"<Task #{self.seq} {self.kind} {self.state} stream=0x{self.stream.handle:x}>"
+
+
+def call_site():
+    """Return ``(filename, lineno)`` of the innermost caller outside the pyhcomm package."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f = f.f_back
+    if f is None:
+        return None
+    return (f.f_code.co_filename, f.f_lineno)
+
+
+class TaskRecord:
+    """The ordered record of every enqueued task (bounded; ``capacity`` 0 = unbounded).
+
+    ``PYHCOMM_RECORD_CAPACITY`` sets the default capacity (1,000,000 tasks).
+    """
+
+    def __init__(self, capacity: int | None = None):
+        if capacity is None:
+            capacity = int(os.environ.get("PYHCOMM_RECORD_CAPACITY", "1000000"))
+        self.capacity = capacity
+        self._tasks = deque(maxlen=capacity or None)
+        self._seq = count(1)
+        self._lock = threading.Lock()
+        self.enabled = True
+
+    def add(self, task: Task) -> None:
+        task.seq = next(self._seq)
+        if self.enabled:
+            self._tasks.append(task)
+
+    def tasks(self, *, rank=None, device=None, kind=None):
+        """Return the recorded tasks in enqueue order, optionally filtered."""
+        out = list(self._tasks)
+        if rank is not None:
+            out = [t for t in out if t.rank == rank]
+        if device is not None:
+            out = [t for t in out if t.device == device]
+        if kind is not None:
+            out = [t for t in out if t.kind == kind]
+        return out
+
+    def clear(self) -> None:
+        self._tasks.clear()
+
+    def __len__(self):
+        return len(self._tasks)
+
+
+record = TaskRecord()

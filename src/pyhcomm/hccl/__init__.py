@@ -1,0 +1,1 @@
+"""The HCCL control plane: communicators, the HCCL buffer, threads (raising implementations)."""

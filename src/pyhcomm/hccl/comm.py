@@ -1,0 +1,219 @@
+"""Communicators: root info, rendezvous of N ranks in one process, the HCCL buffer.
+
+Each rank is a :class:`Communicator` on its own simulated device, normally driven by its own host
+OS thread. ``HcclCommInitRootInfo`` is collective: it blocks until all ``nRanks`` ranks have
+joined, or ``HCCL_CONNECT_TIMEOUT`` seconds (default 120) pass.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+
+from ..core import handles, memory
+from ..core.runtime import runtime
+from ..enums import HCCL_ROOT_INFO_BYTES
+from ..errors import HcclResult, hccl_error, not_found, para, ptr
+
+ROOT_MAGIC = b"PYHCOMM-ROOT\0"
+DEFAULT_BUFFSIZE_MB = 200
+ENV_BUFFSIZE = "HCCL_BUFFSIZE"
+ENV_CONNECT_TIMEOUT = "HCCL_CONNECT_TIMEOUT"
+
+
+def buffsize_mb() -> int:
+    """``HCCL_BUFFSIZE`` in MB (integer >= 1; default 200)."""
+    raw = os.environ.get(ENV_BUFFSIZE)
+    if raw is None:
+        return DEFAULT_BUFFSIZE_MB
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        memory_log = __import__("logging").getLogger("pyhcomm")
+        memory_log.warning("HCCL_BUFFSIZE=%r is not an integer >= 1; using %d MB", raw, DEFAULT_BUFFSIZE_MB)
+        return DEFAULT_BUFFSIZE_MB
+    return value
+
+
+class World:
+    """What the ranks of one communicator share: their number, name and rendezvous."""
+
+    _ids = itertools.count()
+
+    def __init__(self, nranks: int | None = None):
+        self.id = next(self._ids)
+        self.name = f"hccl_world_{self.id}"
+        self.nranks = nranks
+        self.comms: dict[int, "Communicator"] = {}
+        self.cv = threading.Condition()
+
+    def root_info(self) -> bytes:
+        body = ROOT_MAGIC + str(self.id).encode()
+        return body + b"\0" * (HCCL_ROOT_INFO_BYTES - len(body))
+
+
+_roots: dict[int, World] = {}
+_roots_lock = threading.Lock()
+
+
+class Communicator:
+    """One rank of a communicator (``HcclComm``)."""
+
+    def __init__(self, world: World, rank: int, device: int):
+        self.world = world
+        self.rank = rank
+        self.device = device
+        self.buffer_size = 2 * buffsize_mb() * (1 << 20)
+        self.hccl_buffer = None         # Allocation, created on first HcclGetHcclBuffer
+        self.threads: list = []         # HcommThread objects acquired on this communicator
+        self.notify_total = 0
+        self.engine_ctx: dict = {}
+        self.destroyed = False
+        self.handle = handles.comms.add(self)
+
+    @property
+    def nranks(self) -> int:
+        return self.world.nranks
+
+    @property
+    def name(self) -> str:
+        return self.world.name
+
+    def __repr__(self):
+        return f"<Communicator {self.name} rank {self.rank}/{self.nranks} device {self.device}>"
+
+
+def get_root_info() -> bytes:
+    """``HcclGetRootInfo``: a fresh root, as the bytes of an ``HcclRootInfo``."""
+    world = World()
+    with _roots_lock:
+        _roots[world.id] = world
+    return world.root_info()
+
+
+def _world_of(root_info, api: str) -> World:
+    if root_info is None:
+        raise ptr(api, "rootInfo is NULL")
+    raw = bytes(root_info)
+    if not raw.startswith(ROOT_MAGIC):
+        raise para(api, "rootInfo was not produced by HcclGetRootInfo")
+    try:
+        wid = int(raw[len(ROOT_MAGIC):].split(b"\0", 1)[0])
+    except ValueError:
+        raise para(api, "rootInfo is corrupted") from None
+    world = _roots.get(wid)
+    if world is None:
+        raise para(api, "rootInfo names a root that does not exist in this process")
+    return world
+
+
+def init_root_info(nranks: int, root_info, rank: int) -> Communicator:
+    """``HcclCommInitRootInfo``: join rank ``rank`` of ``nranks``; collective, blocks the host."""
+    api = "HcclCommInitRootInfo"
+    world = _world_of(root_info, api)
+    if not isinstance(nranks, int) or nranks < 1:
+        raise para(api, f"nRanks {nranks} must be at least 1")
+    if not isinstance(rank, int) or not 0 <= rank < nranks:
+        raise para(api, f"rank {rank} is outside [0, {nranks})")
+    dev = runtime.current_device()
+    if dev is None:
+        raise hccl_error(HcclResult.HCCL_E_RUNTIME, api, "no current device: call aclrtSetDevice first")
+    timeout = float(os.environ.get(ENV_CONNECT_TIMEOUT, "120"))
+    with world.cv:
+        if world.nranks is None:
+            world.nranks = nranks
+        elif world.nranks != nranks:
+            raise para(api, f"nRanks {nranks} differs from {world.nranks} given by another rank")
+        if rank in world.comms:
+            raise para(api, f"rank {rank} already joined {world.name}")
+        for other in world.comms.values():
+            if other.device == dev.id:
+                raise para(api, f"rank {rank} and rank {other.rank} are both on device {dev.id}")
+        comm = Communicator(world, rank, dev.id)
+        world.comms[rank] = comm
+        world.cv.notify_all()
+        end = time.monotonic() + timeout
+        while len(world.comms) < nranks:
+            left = end - time.monotonic()
+            if left <= 0:
+                missing = sorted(set(range(nranks)) - set(world.comms))
+                del world.comms[rank]
+                handles.comms.remove(comm.handle)
+                raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
+                                 f"ranks {missing} of {world.name} did not join within {timeout:g} s "
+                                 f"({ENV_CONNECT_TIMEOUT})")
+            world.cv.wait(left)
+    return comm
+
+
+def init_all(devices) -> list[Communicator]:
+    """``HcclCommInitAll``: one communicator per device, all in this call."""
+    api = "HcclCommInitAll"
+    if devices is None:
+        raise ptr(api, "devices is NULL")
+    devices = list(devices)
+    if not devices:
+        raise para(api, "ndev must be at least 1")
+    if len(set(devices)) != len(devices):
+        raise para(api, f"devices {devices} repeat a device")
+    for d in devices:
+        if not isinstance(d, int) or not 0 <= d < runtime.device_count:
+            raise para(api, f"device {d} is outside [0, {runtime.device_count})")
+    world = World(len(devices))
+    saved = runtime.ctx.device
+    comms = []
+    for rank, d in enumerate(devices):
+        runtime.open_device(d)
+        comm = Communicator(world, rank, d)
+        world.comms[rank] = comm
+        comms.append(comm)
+    runtime.ctx.device = saved
+    return comms
+
+
+def get_comm(handle, api: str) -> Communicator:
+    """Look a communicator up: NULL is ``HCCL_E_PTR``, unknown or destroyed ``HCCL_E_NOT_FOUND``."""
+    if not handle:
+        raise ptr(api, "comm is NULL")
+    comm = handles.comms.get(handle)
+    if comm is None:
+        raise not_found(api, f"comm 0x{handle:x} is not a live communicator" if isinstance(handle, int)
+                        else f"comm {handle!r} is not a communicator handle")
+    return comm
+
+
+def hccl_buffer(comm: Communicator, api: str):
+    """The rank's HCCL buffer (allocated on first use, the same on every call)."""
+    if comm.hccl_buffer is None:
+        alloc = memory.alloc_device(comm.device, comm.buffer_size, owner="hccl")
+        if alloc is None:
+            raise hccl_error(HcclResult.HCCL_E_MEMORY, api, f"cannot allocate {comm.buffer_size} bytes")
+        comm.hccl_buffer = alloc
+    return comm.hccl_buffer
+
+
+_destroy_hooks: list = []
+
+
+def destroy(comm: Communicator) -> None:
+    """``HcclCommDestroy``: release threads, engine contexts and the HCCL buffer."""
+    for hook in _destroy_hooks:
+        hook(comm)
+    if comm.hccl_buffer is not None:
+        memory.free_device(comm.hccl_buffer)
+        comm.hccl_buffer = None
+    comm.destroyed = True
+    handles.comms.remove(comm.handle)
+    comm.world.comms.pop(comm.rank, None)
+
+
+def _on_device_released(device_id: int) -> None:
+    for comm in handles.comms.values():
+        if comm.device == device_id:
+            destroy(comm)
+
+
+runtime.finalize_hooks.append(_on_device_released)

@@ -1,0 +1,1 @@
+"""The HCOMM data plane: primitives that enqueue tasks on threads (raising implementations)."""

@@ -1,0 +1,76 @@
+"""Argument checks shared by every data-plane primitive (validate first, then act)."""
+from __future__ import annotations
+
+from ..core import memory
+from ..core.runtime import on_device_side, runtime
+from ..enums import CommEngine
+from ..errors import not_support, para, ptr
+
+UINT64_MAX = (1 << 64) - 1
+
+
+def nonnull(value, api: str, name: str) -> int:
+    """Check a pointer argument: NULL (0 / None) is ``HCCL_E_PTR``."""
+    if not value:
+        raise ptr(api, f"{name} is NULL")
+    if not isinstance(value, int):
+        raise TypeError(f"{api}: {name} must be an int address, not {type(value).__name__}")
+    return value
+
+
+def length(value, api: str, name: str = "len") -> int:
+    """Check a byte or element count: an int in [0, 2**64)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{api}: {name} must be an int, not {type(value).__name__}")
+    if not 0 <= value <= UINT64_MAX:
+        raise para(api, f"{name} {value} is outside [0, 2**64)")
+    return value
+
+
+def product_supports_hcomm(api: str) -> None:
+    """``HCCL_E_NOT_SUPPORT`` on products outside the seed's support table."""
+    product = runtime.product
+    if not product.hcomm:
+        raise not_support(api, f"not supported on {product.name}: {product.why_not}")
+
+
+def thread_side(thread, api: str) -> None:
+    """Check that ``thread`` is used from its side, and the Atlas 350 device-side-only rule."""
+    device_side = on_device_side()
+    product = runtime.product
+    if product.device_side_only:
+        if not device_side:
+            raise not_support(api, f"on {product.name} this call is supported only on the device side "
+                                   "(inside an AI CPU kernel), not from the host")
+        if thread.engine != CommEngine.COMM_ENGINE_AICPU_TS:
+            raise not_support(api, f"on {product.name} this call needs a COMM_ENGINE_AICPU_TS thread; "
+                                   f"thread 0x{thread.handle:x} is {thread.engine.name}")
+    if thread.host_side and device_side:
+        raise not_support(api, f"thread 0x{thread.handle:x} is a {thread.engine.name} (host) thread: export "
+                               "it to COMM_ENGINE_AICPU_TS with HcclThreadExportToCommEngine to use it in a kernel")
+    if not thread.host_side and not device_side:
+        raise not_support(api, f"thread 0x{thread.handle:x} is a {thread.engine.name} (device) thread: call this "
+                               "inside an AI CPU kernel, or export the thread to COMM_ENGINE_CPU_TS")
+
+
+def device_range(addr: int, n: int, device: int, api: str, name: str):
+    """Resolve ``[addr, addr + n)`` to ``(allocation, offset)`` on ``device``, or ``HCCL_E_PARA``.
+
+    The range must lie wholly inside one live device allocation of ``device``.
+    """
+    alloc = memory.device_map.find(addr)
+    if alloc is None:
+        raise para(api, f"{name} {memory.describe_address(addr)}")
+    if alloc.device != device:
+        raise para(api, f"{name} 0x{addr:x} is memory of device {alloc.device}; the thread runs on device "
+                        f"{device} and cannot access it")
+    if addr + n > alloc.end:
+        raise para(api, f"{name} 0x{addr:x} + {n} runs past its allocation ({alloc.size} bytes at "
+                        f"0x{alloc.addr:x})")
+    return alloc, addr - alloc.addr
+
+
+def no_partial_overlap(dst: int, src: int, n: int, api: str) -> None:
+    """``HCCL_E_PARA`` when ``[dst, dst+n)`` and ``[src, src+n)`` overlap but are not the same range."""
+    if dst != src and dst < src + n and src < dst + n:
+        raise para(api, f"dst 0x{dst:x} and src 0x{src:x} overlap by {n - abs(dst - src)} of {n} bytes")

@@ -1,0 +1,275 @@
+"""The Pythonic tier: devices, buffers, streams, communicators and threads as objects.
+
+Methods raise :class:`~pyhcomm.errors.HcclError` subclasses (``.code``, ``.api``) instead of
+returning codes; ``close()`` is idempotent and every object is a context manager. Enqueueing
+methods return at once; ``synchronize()`` blocks.
+
+    with Device(0) as dev:
+        comm = Comm.init_all([0])[0]
+        t = comm.thread(COMM_ENGINE_CPU_TS, stream=dev.default_stream, notify_num=2)
+        src, dst = dev.malloc(256), dev.malloc(256)
+        src.write(np.arange(64, dtype=np.float32))
+        t.local_copy(dst, src)
+        dev.synchronize()
+        print(dst.read(np.float32))
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .aclrt import device as _dev
+from .aclrt import kernel as _kernel
+from .aclrt import memory as _mem
+from .aclrt import stream as _stream
+from .core import handles, memory
+from .core.runtime import runtime
+from .enums import CommEngine, aclrtMemcpyKind, aclrtMemMallocPolicy
+from .errors import para
+from .hccl import comm as _comm
+from .hccl import thread as _thread
+from .hcomm.local import local_copy
+
+_HUGE_HBW = aclrtMemMallocPolicy.ACL_MEM_MALLOC_HUGE_FIRST | aclrtMemMallocPolicy.ACL_MEM_TYPE_HIGH_BAND_WIDTH
+
+
+class _Closable:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _addr(x) -> int:
+    return x.addr if isinstance(x, Buffer) else x
+
+
+class Buffer(_Closable):
+    """Device memory ``[addr, addr + size)``; slicing gives a view of part of it."""
+
+    def __init__(self, addr: int, size: int, device: int, owned: bool = True):
+        self.addr, self.size, self.device, self._owned = addr, size, device, owned
+
+    def __getitem__(self, key: slice) -> "Buffer":
+        start, stop, step = key.indices(self.size)
+        if step != 1:
+            raise ValueError("Buffer slices must be contiguous")
+        return Buffer(self.addr + start, max(0, stop - start), self.device, owned=False)
+
+    def __len__(self):
+        return self.size
+
+    def numpy(self, dtype=np.uint8) -> np.ndarray:
+        """A live numpy view of the simulated device memory (no synchronisation implied)."""
+        alloc = memory.device_map.find(self.addr)
+        if alloc is None:
+            raise para("Buffer.numpy", memory.describe_address(self.addr))
+        off = self.addr - alloc.addr
+        return alloc.storage.array[off:off + self.size].view(dtype)
+
+    def write(self, data) -> None:
+        """Copy host data (array-like) into the buffer now (``aclrtMemcpy`` host to device)."""
+        arr = np.ascontiguousarray(data)
+        if arr.nbytes > self.size:
+            raise para("Buffer.write", f"{arr.nbytes} bytes do not fit in {self.size}")
+        if arr.nbytes:
+            ptr = memory.register_host_array(arr)
+            _mem.aclrtMemcpy(self.addr, self.size, ptr, arr.nbytes, aclrtMemcpyKind.ACL_MEMCPY_HOST_TO_DEVICE)
+
+    def read(self, dtype=np.uint8) -> np.ndarray:
+        """Copy the buffer to a new host array now (``aclrtMemcpy`` device to host)."""
+        out = np.empty(self.size // np.dtype(dtype).itemsize, dtype=dtype)
+        if out.nbytes:
+            ptr = memory.register_host_array(out)
+            _mem.aclrtMemcpy(ptr, out.nbytes, self.addr, out.nbytes, aclrtMemcpyKind.ACL_MEMCPY_DEVICE_TO_HOST)
+        return out
+
+    def fill(self, value: int) -> None:
+        _mem.aclrtMemset(self.addr, self.size, value, self.size)
+
+    def close(self) -> None:
+        """Free the memory (owned buffers only; idempotent)."""
+        if self._owned:
+            self._owned = False
+            if memory.device_map.exact(self.addr) is not None:
+                _mem.aclrtFree(self.addr)
+
+    def __repr__(self):
+        return f"<Buffer 0x{self.addr:x} {self.size} B device {self.device}>"
+
+
+class Stream(_Closable):
+    """A stream (``aclrtStream``); ``handle`` is the int the C tier takes."""
+
+    def __init__(self, handle: int, owned: bool = True):
+        self.handle, self._owned = handle, owned
+
+    def synchronize(self, timeout_ms: int = -1) -> None:
+        """Block until the stream's tasks ran; raise its first execution error."""
+        _stream.aclrtSynchronizeStreamWithTimeout(self.handle, timeout_ms)
+
+    def launch(self, fn, *args, num_blocks: int = 1) -> None:
+        """Enqueue ``fn(*args)`` as an AI CPU kernel: it runs on the device side in stream order."""
+        _kernel.launch_function(fn, _stream.get_stream(self.handle, "Stream.launch"), args, num_blocks)
+
+    def close(self) -> None:
+        if self._owned:
+            self._owned = False
+            if handles.streams.get(self.handle) is not None:
+                _stream.aclrtDestroyStream(self.handle)
+
+    def __repr__(self):
+        return f"<Stream 0x{self.handle:x}>"
+
+
+class Device(_Closable):
+    """An open device (``aclrtSetDevice``); ``close()`` resets it."""
+
+    def __init__(self, device_id: int = 0):
+        _dev.aclrtSetDevice(device_id)
+        self.id = device_id
+        self._open = True
+
+    @property
+    def soc_name(self) -> str:
+        return _dev.aclrtGetSocName()
+
+    @property
+    def default_stream(self) -> Stream:
+        return Stream(runtime.devices[self.id].default_stream.handle, owned=False)
+
+    def malloc(self, size: int, policy: int = _HUGE_HBW, module_id: int | None = None) -> Buffer:
+        runtime.ctx.device = self.id
+        cfg = None
+        if module_id is not None:
+            cfg = {"numAttrs": 1, "attrs": [{"attr": 1, "value": {"moduleId": module_id}}]}
+        return Buffer(_mem.aclrtMallocWithCfg(size, policy, cfg), size, self.id)
+
+    def stream(self) -> Stream:
+        runtime.ctx.device = self.id
+        return Stream(_stream.aclrtCreateStream())
+
+    def synchronize(self) -> None:
+        """Block until every stream of the device is idle; raise the first error any hit."""
+        runtime.ctx.device = self.id
+        _stream.aclrtSynchronizeDevice()
+
+    def close(self) -> None:
+        if self._open:
+            self._open = False
+            _dev.aclrtResetDevice(self.id)
+
+    def __repr__(self):
+        return f"<Device {self.id} {runtime.product.name}>"
+
+
+class Thread:
+    """An HCOMM thread (``ThreadHandle``); primitives enqueue on it and return at once."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+        self._t = _thread.get_thread(handle, "Thread")
+
+    @property
+    def engine(self) -> CommEngine:
+        return self._t.engine
+
+    @property
+    def stream(self) -> Stream:
+        return Stream(self._t.stream.handle, owned=False)
+
+    @property
+    def notify_num(self) -> int:
+        return len(self._t.notifies)
+
+    def local_copy(self, dst, src, nbytes: int | None = None) -> None:
+        """Enqueue ``HcommLocalCopyOnThread``; ``nbytes`` defaults to the size of both buffers."""
+        if nbytes is None:
+            sizes = {b.size for b in (dst, src) if isinstance(b, Buffer)}
+            if len(sizes) != 1:
+                raise para("HcommLocalCopyOnThread", f"give nbytes: buffer sizes {sorted(sizes)} differ or are unknown")
+            nbytes = sizes.pop()
+        local_copy(self.handle, _addr(dst), _addr(src), nbytes)
+
+    def synchronize(self, timeout_ms: int = -1) -> None:
+        """Block until this thread's stream is idle."""
+        self.stream.synchronize(timeout_ms)
+
+    def __repr__(self):
+        return f"<Thread 0x{self.handle:x} {self.engine.name}>"
+
+
+class Comm(_Closable):
+    """One rank of a communicator (``HcclComm``)."""
+
+    def __init__(self, nranks: int, root_info: bytes, rank: int):
+        """Join rank ``rank`` of ``nranks`` (collective: blocks until every rank joined)."""
+        self._c = _comm.init_root_info(nranks, root_info, rank)
+        self.handle = self._c.handle
+
+    @staticmethod
+    def root_info() -> bytes:
+        return _comm.get_root_info()
+
+    @classmethod
+    def init_all(cls, devices) -> list["Comm"]:
+        """One communicator per device, all created by this call (``HcclCommInitAll``)."""
+        out = []
+        for c in _comm.init_all(devices):
+            obj = cls.__new__(cls)
+            obj._c, obj.handle = c, c.handle
+            out.append(obj)
+        return out
+
+    @property
+    def rank(self) -> int:
+        return self._c.rank
+
+    @property
+    def size(self) -> int:
+        return self._c.nranks
+
+    @property
+    def name(self) -> str:
+        return self._c.name
+
+    @property
+    def device(self) -> int:
+        return self._c.device
+
+    def hccl_buffer(self) -> Buffer:
+        """The rank's HCCL buffer (library-owned: closing the Buffer does nothing)."""
+        a = _comm.hccl_buffer(_comm.get_comm(self.handle, "HcclGetHcclBuffer"), "HcclGetHcclBuffer")
+        return Buffer(a.addr, a.size, a.device, owned=False)
+
+    def thread(self, engine=CommEngine.COMM_ENGINE_CPU_TS, stream: Stream | None = None,
+               notify_num: int = 0) -> Thread:
+        """One thread: wrapping ``stream`` (``HcclThreadAcquireWithStream``) or with its own stream."""
+        if stream is not None:
+            h = _thread.acquire_with_stream(self.handle, engine, stream.handle, notify_num).handle
+            return Thread(h)
+        return self.threads(engine, 1, notify_num)[0]
+
+    def threads(self, engine, count: int, notify_num: int = 0) -> list[Thread]:
+        """``count`` threads with their own streams (``HcclThreadAcquire``)."""
+        return [Thread(t.handle) for t in _thread.acquire(self.handle, engine, count, notify_num)]
+
+    def close(self) -> None:
+        if not self._c.destroyed:
+            _comm.destroy(self._c)
+
+    def __repr__(self):
+        return f"<Comm {self.name} rank {self.rank}/{self.size}>"
+
+
+class Kernel:
+    """A Python function used as an AI CPU kernel: ``Kernel(fn).launch(stream, *args)``."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def launch(self, stream: Stream, *args, num_blocks: int = 1) -> None:
+        stream.launch(self.fn, *args, num_blocks=num_blocks)
+
+    def __call__(self, *args):
+        return self.fn(*args)

@@ -1,0 +1,1 @@
+"""Tools that read the task record: hang reports now; race and deadlock checks later."""
