@@ -11,6 +11,24 @@ from enum import IntEnum
 log = logging.getLogger("pyhcomm")
 
 
+def _default_handler() -> None:
+    """Print pyhcomm's log on stderr (as CANN's logs do); ``PYHCOMM_LOG_LEVEL`` sets the level."""
+    import os
+
+    level = os.environ.get("PYHCOMM_LOG_LEVEL", "WARNING").upper()
+    if level == "OFF":
+        log.addHandler(logging.NullHandler())
+        log.propagate = False
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("[pyhcomm %(levelname)s] %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(getattr(logging, level, logging.WARNING))
+
+
+_default_handler()
+
+
 class HcclResult(IntEnum):
     """``HcclResult`` of ``hccl_types.h`` (HCOMM's ``HcommResult`` uses the same values)."""
 

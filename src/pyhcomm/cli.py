@@ -1,0 +1,31 @@
+"""Command line: ``python -m pyhcomm demo | products | version``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pyhcomm", description="HCOMM data plane simulator")
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("demo", help="run both seed examples and show the calls, codes and bytes")
+    sub.add_parser("products", help="list the simulated products and what each supports")
+    sub.add_parser("version", help="print the version")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        from .demo import main as demo
+        return demo()
+    if args.command == "products":
+        from .products import catalogue_text
+        print(catalogue_text())
+        return 0
+    if args.command == "version":
+        from . import __version__
+        print(__version__)
+        return 0
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
