@@ -48,7 +48,10 @@ class Task:
     @property
     def where(self) -> str:
         """``file:line`` of the user call that enqueued the task."""
-        return f"{self.site[0]}:{self.site[1]}" if self.site else "<unknown>"
+        if not self.site:
+            return "<unknown>"
+        filename, line = site_location(self.site)
+        return f"{filename}:{line}"
 
     def describe(self) -> str:
         who = f"rank {self.rank} " if self.rank is not None else ""
@@ -61,13 +64,34 @@ class Task:
 
 
 def call_site():
-    """Return ``(filename, lineno)`` of the innermost caller outside the pyhcomm package."""
+    """Return the innermost caller outside the pyhcomm package as ``(code, instruction offset)``.
+
+    The line number is worked out only when asked for (:func:`site_location`): computing
+    ``f_lineno`` costs microseconds in a long function, and this runs on every primitive.
+    """
     f = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
         f = f.f_back
     if f is None:
         return None
-    return (f.f_code.co_filename, f.f_lineno)
+    return (f.f_code, f.f_lasti)
+
+
+_lines: dict = {}
+
+
+def site_location(site) -> tuple:
+    """``(filename, lineno)`` of a site from :func:`call_site`."""
+    loc = _lines.get(site)
+    if loc is None:
+        code, lasti = site
+        line = code.co_firstlineno
+        for start, end, lineno in code.co_lines():
+            if start <= lasti < end and lineno is not None:
+                line = lineno
+                break
+        loc = _lines[site] = (code.co_filename, line)
+    return loc
 
 
 class TaskRecord:
