@@ -191,6 +191,33 @@ class Thread:
             nbytes = sizes.pop()
         local_copy(self.handle, _addr(dst), _addr(src), nbytes)
 
+    def local_reduce(self, dst, src, count: int | None = None, dtype=None, op="sum") -> None:
+        """Enqueue ``HcommLocalReduceOnThread``: ``dst[i] = op(dst[i], src[i])`` for ``count`` elements.
+
+        Args:
+            dst, src: Buffers or device addresses.
+            count: elements; defaults to the size of both buffers over the element size.
+            dtype: an ``HcommDataType`` (or int), or a numpy dtype (``np.float32``, ``ml_dtypes.bfloat16``).
+            op: an ``HcommReduceOp`` (or int), or ``"sum"``, ``"prod"``, ``"max"``, ``"min"``.
+        """
+        dt, rop = _reduce_dtype(dtype), _reduce_op(op)
+        if count is None:
+            sizes = {b.size for b in (dst, src) if isinstance(b, Buffer)}
+            if len(sizes) != 1:
+                raise para("HcommLocalReduceOnThread", f"give count: buffer sizes {sorted(sizes)} differ or are unknown")
+            size = sizes.pop()
+            item = _DATA_TYPE_SIZE.get(dt)
+            if item is None or size % item:
+                raise para("HcommLocalReduceOnThread", f"give count: {size} bytes is not a whole number of "
+                                                       f"dataType {dt} elements")
+            count = size // item
+        _local_reduce(self.handle, _addr(dst), _addr(src), count, dt, rop)
+
+    def export(self, engine) -> "Thread":
+        """This thread's handle for code running on ``engine`` (``HcclThreadExportToCommEngine``):
+        the same stream and notifies; exporting again to the same engine gives the same handle."""
+        return Thread(_thread.export_to_comm_engine(self._t.comm.handle, 1, [self.handle], engine)[0].handle)
+
     def synchronize(self, timeout_ms: int = -1) -> None:
         """Block until this thread's stream is idle."""
         self.stream.synchronize(timeout_ms)
@@ -254,6 +281,30 @@ class Comm(_Closable):
         """``count`` threads with their own streams (``HcclThreadAcquire``)."""
         return [Thread(t.handle) for t in _thread.acquire(self.handle, engine, count, notify_num)]
 
+    def engine_ctx_create(self, tag: str, engine, size: int) -> "EngineCtx":
+        """A new zero-filled engine context (``HcclEngineCtxCreate``): host memory for CPU, CPU_TS
+        and CCU, device memory for AICPU, AICPU_TS and AIV; owned by the communicator."""
+        return EngineCtx(self, _ectx.create(self.handle, tag, engine, size))
+
+    def engine_ctx_get(self, tag: str, engine) -> "EngineCtx":
+        """The existing engine context (``HcclEngineCtxGet``; ``HCCL_E_NOT_FOUND`` if absent)."""
+        return EngineCtx(self, _ectx.get(self.handle, tag, engine))
+
+    def engine_ctx_copy(self, tag: str, engine, data, offset: int = 0, nbytes: int | None = None) -> None:
+        """Copy host ``data`` (bytes-like, or a host pointer with ``nbytes``) into the context now."""
+        if nbytes is None:
+            nbytes = memoryview(data).nbytes
+        _ectx.copy(self.handle, engine, tag, data, nbytes, offset)
+
+    def engine_ctx_destroy(self, tag: str, engine) -> None:
+        """Release one engine context (``HcclEngineCtxDestroy``)."""
+        _ectx.destroy(self.handle, tag, engine)
+
+    def lock(self) -> "_CommLock":
+        """Inside an AI CPU kernel: ``with comm.lock():`` brackets the body with
+        ``HcommAcquireComm`` / ``HcommReleaseComm`` on this communicator's name."""
+        return _CommLock(self.name)
+
     def close(self) -> None:
         if not self._c.destroyed:
             _comm.destroy(self._c)
@@ -273,3 +324,101 @@ class Kernel:
 
     def __call__(self, *args):
         return self.fn(*args)
+
+
+# -- helpers of Thread.local_reduce ------------------------------------------------------------
+from .enums import DATA_TYPE_SIZE as _DATA_TYPE_SIZE  # noqa: E402
+from .enums import NUMPY_DTYPE as _NUMPY_DTYPE  # noqa: E402
+from .enums import HcommReduceOp as _HcommReduceOp  # noqa: E402
+from .hcomm.reduce import local_reduce as _local_reduce  # noqa: E402
+
+_DTYPE_OF_NUMPY = {dt: value for value, dt in _NUMPY_DTYPE.items()}
+_OP_NAMES = {"sum": 0, "prod": 1, "max": 2, "min": 3}
+
+
+def _reduce_dtype(dtype) -> int:
+    """An ``HcommDataType`` value from an int / enum, or from a numpy dtype (``HCCL_E_PARA`` if none)."""
+    if dtype is None:
+        raise TypeError("HcommLocalReduceOnThread: give dtype (an HcommDataType or a numpy dtype)")
+    if isinstance(dtype, int) and not isinstance(dtype, bool):
+        return dtype
+    try:
+        np_dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"HcommLocalReduceOnThread: dtype {dtype!r} is neither an HcommDataType nor a numpy dtype") from None
+    value = _DTYPE_OF_NUMPY.get(np_dtype)
+    if value is None:
+        raise para("HcommLocalReduceOnThread", f"numpy dtype {np_dtype} has no HcommDataType")
+    return value
+
+
+def _reduce_op(op) -> int:
+    """An ``HcommReduceOp`` value from an int / enum or a name (``"sum"``, ``"prod"``, ``"max"``, ``"min"``)."""
+    if isinstance(op, str):
+        value = _OP_NAMES.get(op.lower().removeprefix("hcomm_reduce_").removeprefix("hccl_reduce_"))
+        if value is None:
+            raise para("HcommLocalReduceOnThread", f"reduce op {op!r} is not sum, prod, max or min")
+        return _HcommReduceOp(value)
+    return op
+
+
+# -- engine contexts and the communicator lock -------------------------------------------------
+from .hccl import engine_ctx as _ectx  # noqa: E402
+from .errors import not_found as _not_found  # noqa: E402
+from .hcomm import comm_lock as _comm_lock  # noqa: E402
+
+
+class EngineCtx(_Closable):
+    """An engine context of a :class:`Comm`: ``size`` bytes at ``addr`` (host or device memory).
+
+    ``close()`` destroys it (idempotent); otherwise it lives until the communicator is destroyed.
+    """
+
+    def __init__(self, comm: Comm, ctx):
+        self.comm, self._ctx = comm, ctx
+        self.tag, self.engine, self.addr, self.size = ctx.tag, ctx.engine, ctx.addr, ctx.size
+
+    @property
+    def on_device(self) -> bool:
+        """True for device memory (AICPU, AICPU_TS, AIV), False for host memory."""
+        return self._ctx.on_device
+
+    @property
+    def alive(self) -> bool:
+        return self.comm._c.engine_ctx.get((self.tag, self.engine)) is self._ctx
+
+    def write(self, data, offset: int = 0) -> None:
+        """Copy bytes-like ``data`` into the context at ``offset`` now (``HcclEngineCtxCopy``)."""
+        _ectx.copy(self.comm.handle, self.engine, self.tag, data, memoryview(data).nbytes, offset)
+
+    def numpy(self, dtype=np.uint8) -> np.ndarray:
+        """A live numpy view of the context's memory."""
+        if not self.alive:
+            raise _not_found("EngineCtx.numpy", f"engine context {self.tag!r} was destroyed")
+        return self._ctx.alloc.storage.array.view(dtype)
+
+    def read(self) -> bytes:
+        """A copy of the context's bytes."""
+        return self.numpy().tobytes()
+
+    def close(self) -> None:
+        """Destroy the context (``HcclEngineCtxDestroy``); nothing if it is already gone."""
+        if not self.comm._c.destroyed and self.alive:
+            _ectx.destroy(self.comm.handle, self.tag, self.engine)
+
+    def __repr__(self):
+        return f"<EngineCtx {self.tag!r} {self.engine.name} 0x{self.addr:x} {self.size} B>"
+
+
+class _CommLock:
+    """``with comm.lock():`` inside an AI CPU kernel (``HcommAcquireComm`` / ``HcommReleaseComm``)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self):
+        _comm_lock.acquire_comm(self.name)
+        return self
+
+    def __exit__(self, *exc):
+        _comm_lock.release_comm(self.name)

@@ -121,3 +121,56 @@ class CpuBackend:
                     self._pool = ThreadPoolExecutor(max_workers=self.threads - 1,
                                                     thread_name_prefix="pyhcomm-copy")
         return self._pool
+
+    def reduce(self, dst: Storage, dst_off: int, src: Storage, src_off: int, count: int, np_dtype,
+               op: int) -> None:
+        """Reduce in place: ``dst[i] = op(dst[i], src[i])`` for ``count`` elements of ``np_dtype``.
+
+        ``op`` is an ``HcommReduceOp`` value (0 SUM, 1 PROD, 2 MAX, 3 MIN). Integers wrap (two's
+        complement, as the hardware's adders; no saturation). Floats narrower than 32 bits (fp16,
+        bf16, fp8) are computed in float32 and rounded once to their type (round to nearest even);
+        MAX/MIN propagate NaN as ``numpy.maximum``/``numpy.minimum``. Large reduces run in chunks
+        of ``REDUCE_CHUNK`` elements on the calling thread; ``dst`` and ``src`` may be the same
+        range, not partially overlapping ones.
+        """
+        if count == 0:
+            return
+        dt = np.dtype(np_dtype)
+        ufunc = _REDUCE_UFUNCS[int(op)]
+        n = count * dt.itemsize
+        d = dst.array[dst_off:dst_off + n].view(dt)
+        s = src.array[src_off:src_off + n].view(dt)
+        wide = _reduce_compute_dtype(dt)
+        step = REDUCE_CHUNK
+        with np.errstate(all="ignore"):
+            for i in range(0, count, step):
+                dc, sc = d[i:i + step], s[i:i + step]
+                if wide is None:
+                    ufunc(dc, sc, out=dc)
+                else:
+                    acc = dc.astype(wide)
+                    ufunc(acc, sc.astype(wide), out=acc)
+                    dc[...] = acc.astype(dt)
+
+
+# -- element-wise reduction (CpuBackend.reduce) ------------------------------------------------
+import ml_dtypes as _ml_dtypes  # noqa: E402
+
+#: Elements per chunk of a reduce (bounds the float32 temporaries of narrow float types).
+REDUCE_CHUNK = 1 << 20
+
+#: ufunc by ``HcommReduceOp`` value.
+_REDUCE_UFUNCS = {0: np.add, 1: np.multiply, 2: np.maximum, 3: np.minimum}
+
+#: Float types narrower than float32: reduced in float32, rounded once.
+_NARROW_FLOATS = frozenset(np.dtype(t) for t in (
+    [np.float16] + [getattr(_ml_dtypes, name) for name in
+                    ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float8_e4m3fnuz",
+                     "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e4m3", "float8_e3m4",
+                     "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn")
+                    if hasattr(_ml_dtypes, name)]))
+
+
+def _reduce_compute_dtype(dt: np.dtype):
+    """The dtype a reduce of ``dt`` computes in: float32 for narrow floats, else None (itself)."""
+    return np.dtype(np.float32) if dt in _NARROW_FLOATS else None

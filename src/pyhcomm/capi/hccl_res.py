@@ -26,3 +26,52 @@ def HcclGetHcclBuffer(comm):
     c = _comm.get_comm(comm, "HcclGetHcclBuffer")
     buf = _comm.hccl_buffer(c, "HcclGetHcclBuffer")
     return buf.addr, buf.size
+
+
+# -- thread export and resources, engine contexts ----------------------------------------------
+
+from ..hccl import engine_ctx as _ectx  # noqa: E402
+
+__all__ += ["HcclThreadExportToCommEngine", "HcclThreadResGetInfo", "HcclEngineCtxCreate", "HcclEngineCtxGet",
+            "HcclEngineCtxCopy", "HcclEngineCtxDestroy"]
+
+
+@c_api([])
+def HcclThreadExportToCommEngine(comm, threadNum, threads, dstCommEngine):
+    """``ret, exported = HcclThreadExportToCommEngine(comm, threadNum, threads, dstCommEngine)``:
+    handles for code on ``dstCommEngine`` that share the threads' streams and notifies."""
+    return [t.handle for t in _thread.export_to_comm_engine(comm, threadNum, threads, dstCommEngine)]
+
+
+@c_api(0)
+def HcclThreadResGetInfo(comm, thread, resType, infoLen):
+    """``ret, info = HcclThreadResGetInfo(comm, thread, THREAD_RES_TYPE_STREAM, 8)``: the
+    ``aclrtStream`` (int handle) behind the thread."""
+    return _thread.res_get_info(comm, thread, resType, infoLen)
+
+
+@c_api(0)
+def HcclEngineCtxCreate(comm, ctxTag, engine, size):
+    """``ret, ctx = HcclEngineCtxCreate(comm, ctxTag, engine, size)``: a zero-filled block (host
+    memory for CPU / CPU_TS / CCU, device memory for AICPU / AICPU_TS / AIV), owned by HCCL."""
+    return _ectx.create(comm, ctxTag, engine, size).addr
+
+
+@c_api(0, 0)
+def HcclEngineCtxGet(comm, ctxTag, engine):
+    """``ret, ctx, size = HcclEngineCtxGet(comm, ctxTag, engine)``; ``HCCL_E_NOT_FOUND`` if absent."""
+    c = _ectx.get(comm, ctxTag, engine)
+    return c.addr, c.size
+
+
+@c_api()
+def HcclEngineCtxCopy(comm, engine, ctxTag, srcCtx, size, dstCtxOffset):
+    """``ret = HcclEngineCtxCopy(comm, engine, ctxTag, srcCtx, size, dstCtxOffset)``: copy ``size``
+    bytes from host pointer or bytes-like ``srcCtx`` into the context now (synchronous)."""
+    _ectx.copy(comm, engine, ctxTag, srcCtx, size, dstCtxOffset)
+
+
+@c_api()
+def HcclEngineCtxDestroy(comm, ctxTag, engine):
+    """``ret = HcclEngineCtxDestroy(comm, ctxTag, engine)``: release one engine context."""
+    _ectx.destroy(comm, ctxTag, engine)

@@ -9,7 +9,7 @@ from ..errors import HcclError
 from ..hcomm.local import local_copy
 from ._wrap import SUCCESS, failed
 
-__all__ = ["HcommLocalCopyOnThread"]
+__all__ = ["HcommLocalCopyOnThread", "HcommLocalReduceOnThread"]
 
 
 def HcommLocalCopyOnThread(thread, dst, src, len):  # noqa: A002 - the C parameter name
@@ -22,3 +22,38 @@ def HcommLocalCopyOnThread(thread, dst, src, len):  # noqa: A002 - the C paramet
 
 
 HcommLocalCopyOnThread.raising = local_copy
+
+
+from ..hcomm.reduce import local_reduce  # noqa: E402
+
+
+def HcommLocalReduceOnThread(thread, dst, src, count, dataType, reduceOp):  # noqa: N803 - C names
+    """Enqueue ``dst[i] = reduceOp(dst[i], src[i])`` for ``count`` elements on ``thread``; ``ret``."""
+    try:
+        local_reduce(thread, dst, src, count, dataType, reduceOp)
+    except HcclError as exc:
+        return failed(exc)
+    return SUCCESS
+
+
+HcommLocalReduceOnThread.raising = local_reduce
+
+
+# -- communicator lock (device side) -----------------------------------------------------------
+
+from ..hcomm.comm_lock import acquire_comm, release_comm  # noqa: E402
+from ._wrap import c_api  # noqa: E402
+
+__all__ += ["HcommAcquireComm", "HcommReleaseComm"]
+
+
+@c_api()
+def HcommAcquireComm(commId):  # noqa: N803 - the C parameter name
+    """Inside an AI CPU kernel, lock communicator ``commId`` (``HcclGetCommName``); ``ret``."""
+    acquire_comm(commId)
+
+
+@c_api()
+def HcommReleaseComm(commId):  # noqa: N803 - the C parameter name
+    """Inside an AI CPU kernel, unlock communicator ``commId``; ``ret``."""
+    release_comm(commId)

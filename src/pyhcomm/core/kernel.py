@@ -36,6 +36,11 @@ def current_kernel() -> KernelContext | None:
     return kernels[-1] if kernels else None
 
 
+#: Called with the KernelContext when any kernel ends, also one that failed (``hcomm.comm_lock``
+#: releases the communicators a kernel still holds).
+end_hooks: list = []
+
+
 def run_kernel(name, fn, args, stream, num_blocks, timeout, finish_hooks=()):
     """Task body of a kernel launch (see the module docstring)."""
     ctx = runtime.ctx
@@ -62,3 +67,5 @@ def run_kernel(name, fn, args, stream, num_blocks, timeout, finish_hooks=()):
         ctx.kernels.pop()
         ctx.device = saved_device
         stream.busy = False
+        for hook in end_hooks:
+            hook(kctx)

@@ -27,6 +27,7 @@ from .task import DONE, FAILED, RUNNING, SKIPPED, record
 DRAIN_DEPTH = 1 << 16
 
 DONE_OK, TIMED_OUT, STUCK = "done", "timeout", "stuck"
+MAX_SLEEP = 1.0  # a sleeping host thread re-checks at least this often (belt and braces)
 
 _monotonic = time.monotonic
 
@@ -58,11 +59,14 @@ class Scheduler:
         record.add(task)
         stream = task.stream
         q = stream.queue
-        with self.lock:
-            q.append(task)
-            if stream not in self.active:
-                self.active[stream] = None
-            if self.waiting:
+        # No lock on this path: deque.append and the dict insert are atomic under the GIL, and
+        # _step re-checks a queue after dropping it from ``active`` (see there). Sleepers are
+        # woken under the lock, so no wake-up is lost.
+        q.append(task)
+        if stream not in self.active:
+            self.active[stream] = None
+        if self.waiting:
+            with self.lock:
                 self.cv.notify_all()
         if len(q) >= DRAIN_DEPTH:
             self.run_ready()
@@ -97,7 +101,7 @@ class Scheduler:
                 progressed = True
                 task.state = RUNNING
                 try:
-                    task.fn(*task.args)
+                    task.run()
                 except HcclError as exc:
                     self._fail(stream, task, exc)
                 except Exception as exc:  # a bug in a task body must not kill the host thread
@@ -107,6 +111,8 @@ class Scheduler:
                     task.state = DONE
             if not q and not stream.busy:
                 active.pop(stream, None)
+                if q:  # a task was appended while we dropped the stream: keep it active
+                    active[stream] = None
         if progressed and self.waiting:
             self.cv.notify_all()
         return progressed
@@ -155,7 +161,12 @@ class Scheduler:
                 self.waiting += 1
                 self.blocked[me] = self.blocked.get(me, 0) + 1
                 try:
-                    self.cv.wait(None if wake is None else max(0.0, wake - now))
+                    # A submitter that saw waiting == 0 appended before this step, so this step
+                    # runs its task; any later submitter sees waiting > 0 and notifies.
+                    if self._step():
+                        continue
+                    wait = MAX_SLEEP if wake is None else min(MAX_SLEEP, max(0.0, wake - now))
+                    self.cv.wait(wait)
                 finally:
                     self.waiting -= 1
                     depth = self.blocked[me] - 1

@@ -45,6 +45,10 @@ class Task:
         self.detail = detail
         self.side = side
 
+    def run(self) -> None:
+        """Execute the task's effect (called by the scheduler when the stream reaches it)."""
+        self.fn(*self.args)
+
     @property
     def where(self) -> str:
         """``file:line`` of the user call that enqueued the task."""
@@ -61,6 +65,31 @@ class Task:
 
     def __repr__(self):
         return f"<Task #{self.seq} {self.kind} {self.state} stream=0x{self.stream.handle:x}>"
+
+
+class SiteTask(Task):
+    """Base of the hot-path task kinds: no per-task tuples (fewer objects for the GC to scan).
+
+    Subclasses store their operands in slots, compute ``reads``/``writes`` on demand and implement
+    ``run``. The call site is kept as ``(code, instruction offset)`` in two slots.
+    """
+
+    __slots__ = ("code", "lasti")
+
+    @property
+    def site(self):
+        return (self.code, self.lasti) if self.code is not None else None
+
+    def set_site(self) -> None:
+        """Record the innermost caller outside the pyhcomm package."""
+        f = sys._getframe(2)
+        while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+            f = f.f_back
+        if f is None:
+            self.code = None
+        else:
+            self.code = f.f_code
+            self.lasti = f.f_lasti
 
 
 def call_site():

@@ -37,7 +37,7 @@ class HcommThread:
     """One HCOMM thread handle (see the module docstring)."""
 
     __slots__ = ("handle", "comm", "engine", "stream", "notifies", "owns_stream", "rank", "device",
-                 "origin", "exports")
+                 "origin", "exports", "local_side", "last_dst", "last_src")
 
     def __init__(self, comm, engine, stream, notifies, owns_stream, origin=None):
         self.comm = comm
@@ -49,6 +49,8 @@ class HcommThread:
         self.device = comm.device
         self.origin = origin
         self.exports = {}
+        self.local_side = local_op_side(self.engine)
+        self.last_dst = self.last_src = None   # allocations last resolved for this thread (fast path)
         self.handle = handles.threads.add(self)
 
     @property
@@ -58,6 +60,21 @@ class HcommThread:
     def __repr__(self):
         return (f"<HcommThread 0x{self.handle:x} {self.engine.name} rank {self.rank} "
                 f"stream 0x{self.stream.handle:x} notifies={len(self.notifies)}>")
+
+
+HOST_SIDE, DEVICE_SIDE = "host", "device"
+
+
+def local_op_side(engine: CommEngine):
+    """The side from which local operations may use a thread of ``engine`` on the current product
+    (None: from neither). The product cannot change while threads exist, so this is computed once.
+    """
+    product = runtime.product
+    if not product.hcomm:
+        return None
+    if product.device_side_only:
+        return DEVICE_SIDE if engine == CommEngine.COMM_ENGINE_AICPU_TS else None
+    return HOST_SIDE if engine in HOST_ENGINES else DEVICE_SIDE
 
 
 def check_engine(engine, api: str) -> CommEngine:
@@ -156,3 +173,92 @@ def release_comm_threads(comm) -> None:
 
 
 comm_mod._destroy_hooks.append(release_comm_threads)
+
+
+# -- HcclThreadExportToCommEngine, HcclThreadResGetInfo ----------------------------------------
+
+from ..enums import ThreadResType  # noqa: E402
+
+HCCL_THREAD_EXPORT_MAX_NUM = 40
+#: ``sizeof(aclrtStream)``: the only ``infoLen`` ``THREAD_RES_TYPE_STREAM`` accepts.
+ACLRT_STREAM_SIZE = 8
+
+
+def _own_thread(comm, handle, api: str, name: str) -> HcommThread:
+    t = get_thread(handle, api, name)
+    if t.comm is not comm:
+        raise para(api, f"{name} 0x{t.handle:x} belongs to rank {t.comm.rank} of {t.comm.name}, "
+                        f"not to this communicator (rank {comm.rank} of {comm.name})")
+    return t
+
+
+def export_one(thread: HcommThread, engine: CommEngine) -> HcommThread:
+    """The handle of ``thread`` for code running on ``engine`` (created once, then cached).
+
+    The exported handle shares the original's stream and notify list: tasks enqueued and notifies
+    recorded through either handle act on the same queue and registers. Exporting to the engine
+    the (original) thread already has gives the original handle back; exporting an exported
+    handle exports its original.
+    """
+    root = thread.origin if thread.origin is not None else thread
+    if engine == root.engine:
+        return root
+    exported = root.exports.get(engine)
+    if exported is None or handles.threads.get(exported.handle) is not exported:
+        exported = HcommThread(root.comm, engine, root.stream, root.notifies, False, origin=root)
+        root.exports[engine] = exported
+        root.comm.threads.append(exported)
+    return exported
+
+
+def export_to_comm_engine(comm_handle, thread_num, thread_handles, dst_engine) -> list[HcommThread]:
+    """``HcclThreadExportToCommEngine``: handles usable on ``dst_engine`` for the same threads.
+
+    No import step is needed on the other side: the exported handles are valid at once and die
+    with the communicator. Exporting the same thread to the same engine again gives the same handle.
+
+    Raises:
+        HcclUsageError: NULL comm or threads, or a NULL thread (``HCCL_E_PTR``); ``thread_num`` 0 or
+            above 40, fewer handles than ``thread_num``, an invalid engine or a thread of another
+            communicator (``HCCL_E_PARA``); unknown comm or thread (``HCCL_E_NOT_FOUND``).
+    """
+    api = "HcclThreadExportToCommEngine"
+    comm = comm_mod.get_comm(comm_handle, api)
+    if thread_handles is None:
+        raise ptr(api, "threads is NULL")
+    if isinstance(thread_num, bool) or not isinstance(thread_num, int):
+        raise TypeError(f"{api}: threadNum must be an int, not {type(thread_num).__name__}")
+    if not 0 < thread_num <= HCCL_THREAD_EXPORT_MAX_NUM:
+        raise para(api, f"threadNum {thread_num} is outside [1, {HCCL_THREAD_EXPORT_MAX_NUM}]")
+    engine = check_engine(dst_engine, api)
+    thread_handles = list(thread_handles)
+    if len(thread_handles) < thread_num:
+        raise para(api, f"threads holds {len(thread_handles)} handles, fewer than threadNum {thread_num}")
+    threads = [_own_thread(comm, h, api, f"threads[{i}]") for i, h in enumerate(thread_handles[:thread_num])]
+    return [export_one(t, engine) for t in threads]
+
+
+def res_get_info(comm_handle, thread_handle, res_type, info_len) -> int:
+    """``HcclThreadResGetInfo``: a resource behind a thread; for ``THREAD_RES_TYPE_STREAM`` the
+    ``aclrtStream`` handle (an int) of the thread's stream (shared by exported handles).
+
+    Raises:
+        HcclUsageError: NULL comm or thread (``HCCL_E_PTR``); unknown comm or thread
+            (``HCCL_E_NOT_FOUND``); a thread of another communicator, a ``resType`` other than
+            ``THREAD_RES_TYPE_STREAM`` (pyhcomm's choice: the enum has no other valid member), or
+            ``infoLen != sizeof(aclrtStream)`` (8) (``HCCL_E_PARA``).
+    """
+    api = "HcclThreadResGetInfo"
+    comm = comm_mod.get_comm(comm_handle, api)
+    t = _own_thread(comm, thread_handle, api, "thread")
+    if isinstance(res_type, bool) or not isinstance(res_type, int):
+        raise TypeError(f"{api}: resType must be a ThreadResType int, not {type(res_type).__name__}")
+    if isinstance(info_len, bool) or not isinstance(info_len, int):
+        raise TypeError(f"{api}: infoLen must be an int, not {type(info_len).__name__}")
+    if res_type != ThreadResType.THREAD_RES_TYPE_STREAM:
+        raise para(api, f"resType {res_type} is not a supported ThreadResType (only "
+                        f"THREAD_RES_TYPE_STREAM = {int(ThreadResType.THREAD_RES_TYPE_STREAM)})")
+    if info_len != ACLRT_STREAM_SIZE:
+        raise para(api, f"infoLen {info_len} must be sizeof(aclrtStream) = {ACLRT_STREAM_SIZE} "
+                        "for THREAD_RES_TYPE_STREAM")
+    return t.stream.handle

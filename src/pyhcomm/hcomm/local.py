@@ -11,23 +11,58 @@ and the task fails the stream instead of touching freed memory.
 from __future__ import annotations
 
 from ..backend import get_backend
-from ..core.runtime import on_device_side
-from ..core.task import Task, call_site
+from ..core import handles
+from ..core.runtime import runtime
+from ..core.scheduler import scheduler
+from ..core.task import PENDING, SiteTask
 from ..errors import HcclResult, HcclRuntimeError
 from ..hccl.thread import get_thread
 from . import validate as v
-from .launch import enqueue
+from .validate import UINT64_MAX
 
+API = "HcommLocalCopyOnThread"
 _backend = get_backend()
+_threads = handles.threads._objs
+_ctx = runtime.ctx
+_submit = scheduler.submit
 
 
-def _run_copy(dst_alloc, dst_off, src_alloc, src_off, n):
-    dst, src = dst_alloc.storage, src_alloc.storage
-    if dst is None or src is None:
-        which = "dst" if dst is None else "src"
-        raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, "HcommLocalCopyOnThread",
-                               f"{which} memory was freed before the copy ran")
-    _backend.copy(dst, dst_off, src, src_off, n)
+class LocalCopyTask(SiteTask):
+    """A ``LocalCopy`` task: ``n`` bytes from ``src_alloc + src_off`` to ``dst_alloc + dst_off``."""
+
+    __slots__ = ("dst_alloc", "dst_off", "src_alloc", "src_off", "n")
+
+    def __init__(self, t, side, d, d_off, s, s_off, n):
+        self.seq = 0
+        self.kind = "LocalCopy"
+        self.stream = t.stream
+        self.device = t.device
+        self.thread = t.handle
+        self.rank = t.rank
+        self.ready = None
+        self.blocker = None
+        self.timeout = 0.0
+        self.t_head = None
+        self.state = PENDING
+        self.detail = None
+        self.side = side
+        self.dst_alloc, self.dst_off, self.src_alloc, self.src_off, self.n = d, d_off, s, s_off, n
+        self.set_site()
+
+    @property
+    def reads(self):
+        return ((self.src_alloc.addr + self.src_off, self.n),)
+
+    @property
+    def writes(self):
+        return ((self.dst_alloc.addr + self.dst_off, self.n),)
+
+    def run(self) -> None:
+        dst, src = self.dst_alloc.storage, self.src_alloc.storage
+        if dst is None or src is None:
+            which = "dst" if dst is None else "src"
+            raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, API, f"{which} memory was freed before the copy ran")
+        _backend.copy(dst, self.dst_off, src, self.src_off, self.n)
 
 
 def local_copy(thread: int, dst: int, src: int, n: int) -> None:
@@ -39,16 +74,27 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
             partial overlap (``HCCL_E_PARA``).
         HcclNotSupportedError: product, side or engine rules (``HCCL_E_NOT_SUPPORT``).
     """
-    api = "HcommLocalCopyOnThread"
-    v.nonnull(dst, api, "dst")
-    v.nonnull(src, api, "src")
-    t = get_thread(thread, api)
-    v.product_supports_hcomm(api)
-    v.thread_side(t, api)
-    v.length(n, api)
-    dst_alloc, dst_off = v.device_range(dst, n, t.device, api, "dst")
-    src_alloc, src_off = v.device_range(src, n, t.device, api, "src")
-    v.no_partial_overlap(dst, src, n, api)
-    enqueue(Task("LocalCopy", t.stream, _run_copy, (dst_alloc, dst_off, src_alloc, src_off, n),
-                 reads=((src, n),), writes=((dst, n),), thread=t.handle, rank=t.rank,
-                 site=call_site(), side="device" if on_device_side() else "host"))
+    # Checks in the documented order; each has a cheap test for the common case and falls back
+    # to the validate helpers, which produce the error.
+    if not dst or type(dst) is not int:
+        v.nonnull(dst, API, "dst")
+    if not src or type(src) is not int:
+        v.nonnull(src, API, "src")
+    t = _threads.get(thread) if thread else None
+    if t is None or t.stream.destroyed:
+        t = get_thread(thread, API)
+    side = "device" if _ctx.kernels else "host"
+    if t.local_side != side:
+        v.product_supports_hcomm(API)
+        v.thread_side(t, API)
+    if type(n) is not int or n < 0 or n > UINT64_MAX:
+        v.length(n, API)
+    d = t.last_dst
+    if d is None or dst < d.addr or dst + n > d.end or d.storage is None:
+        d = t.last_dst = v.device_range(dst, n, t.device, API, "dst")[0]
+    s = t.last_src
+    if s is None or src < s.addr or src + n > s.end or s.storage is None:
+        s = t.last_src = v.device_range(src, n, t.device, API, "src")[0]
+    if dst != src and dst < src + n and src < dst + n:
+        v.no_partial_overlap(dst, src, n, API)
+    _submit(LocalCopyTask(t, side, d, dst - d.addr, s, src - s.addr, n))

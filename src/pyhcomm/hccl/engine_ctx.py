@@ -1,0 +1,259 @@
+"""Engine contexts: tagged, communicator-owned memory blocks handed to the data plane.
+
+``HcclEngineCtxCreate(comm, ctxTag, engine, size)`` gives one zero-filled block per
+(communicator, tag, engine). Hosts use it to pass serialised resources (thread and channel
+handles, buffer addresses) to code running on an engine, e.g. an AI CPU kernel.
+
+Placement (models hcomm's ``hcomm_engine_ctx_c_adpt.cc``):
+
+* ``COMM_ENGINE_CPU``, ``COMM_ENGINE_CPU_TS``, ``COMM_ENGINE_CCU``: host memory with a real process
+  address (like ``aclrtMallocHost``), in :data:`pyhcomm.core.memory.host_map`;
+* ``COMM_ENGINE_AICPU``, ``COMM_ENGINE_AICPU_TS``, ``COMM_ENGINE_AIV``: device memory on the
+  communicator's device, in :data:`pyhcomm.core.memory.device_map`.
+
+Both are owned by HCCL (owner ``"engine_ctx"``): ``aclrtFree`` / ``aclrtFreeHost`` refuse them.
+``HcclEngineCtxDestroy`` releases one; ``HcclCommDestroy`` releases the rest.
+
+Error codes where the documentation is silent (pyhcomm's choices):
+
+* a missing context on Get / Copy / Destroy is ``HCCL_E_NOT_FOUND`` (the real library's code is
+  unspecified; HCCL's simulator returns ``HCCL_E_PARA``; callers only test for success);
+* a duplicate (tag, engine) on Create is ``HCCL_E_PARA`` (as the simulator);
+* ``ctxTag`` NULL (None) or ``srcCtx`` NULL is ``HCCL_E_PTR``; an empty tag or one longer than
+  ``HCCL_RES_TAG_MAX_LEN`` (255) characters is ``HCCL_E_PARA``;
+* a Copy of ``size == 0`` bytes, a range past the end of the context, or a source that is not
+  host memory known to pyhcomm is ``HCCL_E_PARA``;
+* memory that cannot be allocated is ``HCCL_E_MEMORY``.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..core import memory
+from ..enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
+from ..errors import HcclResult, hccl_error, not_found, para, ptr
+from . import comm as comm_mod
+from .thread import check_engine
+
+__all__ = ["EngineCtx", "create", "get", "copy", "destroy", "release_comm_engine_ctx", "is_host_engine"]
+
+OWNER = "engine_ctx"
+#: Same per-device capacity as ``aclrtMalloc`` (pyhcomm gives every device 64 GiB).
+DEVICE_CAPACITY = 64 << 30
+
+_lock = threading.Lock()
+
+
+class EngineCtx:
+    """One engine context: ``size`` bytes at ``addr`` (host or device memory, see module docstring)."""
+
+    __slots__ = ("tag", "engine", "alloc", "comm")
+
+    def __init__(self, comm, tag: str, engine: CommEngine, alloc: memory.Allocation):
+        self.comm = comm
+        self.tag = tag
+        self.engine = engine
+        self.alloc = alloc
+
+    @property
+    def addr(self) -> int:
+        return self.alloc.addr
+
+    @property
+    def size(self) -> int:
+        return self.alloc.size
+
+    @property
+    def on_device(self) -> bool:
+        return self.alloc.kind == memory.DEVICE
+
+    def __repr__(self):
+        where = f"device {self.alloc.device}" if self.on_device else "host"
+        return f"<EngineCtx {self.tag!r} {self.engine.name} 0x{self.addr:x} {self.size} B on {where}>"
+
+
+def is_host_engine(engine: CommEngine) -> bool:
+    """Whether ``engine``'s context lives in host memory (CPU, CPU_TS, CCU)."""
+    return engine in HOST_ENGINES
+
+
+def _check_tag(tag, api: str) -> str:
+    if tag is None:
+        raise ptr(api, "ctxTag is NULL")
+    if isinstance(tag, (bytes, bytearray)):
+        tag = bytes(tag).split(b"\0", 1)[0].decode("utf-8", "replace")
+    if not isinstance(tag, str):
+        raise TypeError(f"{api}: ctxTag must be a str, not {type(tag).__name__}")
+    if not tag:
+        raise para(api, "ctxTag is empty")
+    if len(tag) > HCCL_RES_TAG_MAX_LEN:
+        raise para(api, f"ctxTag has {len(tag)} characters, more than HCCL_RES_TAG_MAX_LEN "
+                        f"({HCCL_RES_TAG_MAX_LEN})")
+    return tag
+
+
+def _check_u64(value, api: str, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{api}: {name} must be an int, not {type(value).__name__}")
+    if not 0 <= value < 1 << 64:
+        raise para(api, f"{name} {value} is outside [0, 2**64)")
+    return value
+
+
+def _lookup(comm, tag: str, engine: CommEngine, api: str) -> EngineCtx:
+    ctx = comm.engine_ctx.get((tag, engine))
+    if ctx is None:
+        raise not_found(api, f"no engine context {tag!r} for {engine.name} on rank {comm.rank} "
+                             "(create it with HcclEngineCtxCreate)")
+    return ctx
+
+
+def _allocate(comm, engine: CommEngine, size: int, api: str) -> memory.Allocation:
+    if is_host_engine(engine):
+        try:
+            alloc = memory.alloc_host(size)
+        except (MemoryError, ValueError) as exc:
+            raise hccl_error(HcclResult.HCCL_E_MEMORY, api,
+                             f"cannot allocate {size} bytes of host memory: {exc}") from None
+        alloc.owner = OWNER
+        return alloc
+    used = sum(a.size for a in memory.device_map if a.device == comm.device)
+    if used + size > DEVICE_CAPACITY:
+        raise hccl_error(HcclResult.HCCL_E_MEMORY, api, f"{size} bytes do not fit in the "
+                         f"{DEVICE_CAPACITY >> 30} GiB of device {comm.device} ({used} bytes in use)")
+    alloc = memory.alloc_device(comm.device, size, owner=OWNER)
+    if alloc is None:
+        raise hccl_error(HcclResult.HCCL_E_MEMORY, api, f"device {comm.device} address space is full")
+    return alloc
+
+
+def _free(ctx: EngineCtx) -> None:
+    if ctx.on_device:
+        memory.free_device(ctx.alloc)
+    else:
+        memory.free_host(ctx.alloc)
+
+
+def create(comm_handle, ctx_tag, engine, size) -> EngineCtx:
+    """``HcclEngineCtxCreate``: a new zero-filled context for (``ctx_tag``, ``engine``).
+
+    Raises:
+        HcclUsageError: NULL comm or tag (``HCCL_E_PTR``), unknown comm (``HCCL_E_NOT_FOUND``),
+            bad tag, engine or size, or a duplicate (tag, engine) (``HCCL_E_PARA``).
+        HcclRuntimeError: no memory (``HCCL_E_MEMORY``).
+    """
+    api = "HcclEngineCtxCreate"
+    comm = comm_mod.get_comm(comm_handle, api)
+    tag = _check_tag(ctx_tag, api)
+    engine = check_engine(engine, api)
+    size = _check_u64(size, api, "size")
+    if size == 0:
+        raise para(api, "size must be greater than 0")
+    with _lock:
+        if (tag, engine) in comm.engine_ctx:
+            raise para(api, f"engine context {tag!r} for {engine.name} already exists on rank {comm.rank}")
+        ctx = EngineCtx(comm, tag, engine, _allocate(comm, engine, size, api))
+        comm.engine_ctx[(tag, engine)] = ctx
+    return ctx
+
+
+def get(comm_handle, ctx_tag, engine) -> EngineCtx:
+    """``HcclEngineCtxGet``: the existing context for (``ctx_tag``, ``engine``).
+
+    Raises:
+        HcclUsageError: NULL comm or tag (``HCCL_E_PTR``), bad tag or engine (``HCCL_E_PARA``),
+            unknown comm or no such context (``HCCL_E_NOT_FOUND``).
+    """
+    api = "HcclEngineCtxGet"
+    comm = comm_mod.get_comm(comm_handle, api)
+    tag = _check_tag(ctx_tag, api)
+    engine = check_engine(engine, api)
+    return _lookup(comm, tag, engine, api)
+
+
+def _source_bytes(src, size: int, api: str) -> np.ndarray:
+    """``size`` bytes of ``src`` (a host pointer known to pyhcomm, or a bytes-like object)."""
+    if isinstance(src, bool):
+        raise TypeError(f"{api}: srcCtx must be a host pointer (int) or bytes-like, not bool")
+    if isinstance(src, int):
+        alloc = memory.host_map.find(src)
+        if alloc is None:
+            if memory.device_map.find(src) is not None:
+                raise para(api, f"srcCtx 0x{src:x} is device memory; the copy source must be host memory")
+            raise para(api, f"srcCtx 0x{src:x} is not host memory known to pyhcomm (use aclrtMallocHost "
+                            "or acl.util.numpy_to_ptr), or pass a bytes-like object")
+        if src + size > alloc.end:
+            raise para(api, f"srcCtx 0x{src:x} + {size} runs past its host buffer ({alloc.size} bytes)")
+        off = src - alloc.addr
+        return alloc.storage.array[off:off + size]
+    try:
+        view = memoryview(src).cast("B")
+    except TypeError:
+        raise TypeError(f"{api}: srcCtx must be a host pointer (int) or bytes-like, "
+                        f"not {type(src).__name__}") from None
+    if view.nbytes < size:
+        raise para(api, f"srcCtx holds {view.nbytes} bytes, fewer than size {size}")
+    return np.frombuffer(view, dtype=np.uint8, count=size)
+
+
+def copy(comm_handle, engine, ctx_tag, src_ctx, size, dst_ctx_offset) -> None:
+    """``HcclEngineCtxCopy``: copy ``size`` host bytes into the context at ``dst_ctx_offset``.
+
+    Synchronous (a ``memcpy`` for host contexts, a host-to-device ``aclrtMemcpy`` for device
+    contexts); not ordered with any stream. ``src_ctx`` is a host pointer (``int``) known to
+    pyhcomm or a bytes-like object (``bytes``, ``bytearray``, numpy array ...).
+
+    Raises:
+        HcclUsageError: NULL comm, tag or srcCtx (``HCCL_E_PTR``); bad tag, engine, size, a range
+            past the end of the context or an unusable source (``HCCL_E_PARA``); unknown comm or
+            no such context (``HCCL_E_NOT_FOUND``).
+    """
+    api = "HcclEngineCtxCopy"
+    comm = comm_mod.get_comm(comm_handle, api)
+    if ctx_tag is None:
+        raise ptr(api, "ctxTag is NULL")
+    if src_ctx is None or (isinstance(src_ctx, int) and not isinstance(src_ctx, bool) and src_ctx == 0):
+        raise ptr(api, "srcCtx is NULL")
+    tag = _check_tag(ctx_tag, api)
+    engine = check_engine(engine, api)
+    size = _check_u64(size, api, "size")
+    offset = _check_u64(dst_ctx_offset, api, "dstCtxOffset")
+    if size == 0:
+        raise para(api, "size must be greater than 0")
+    ctx = _lookup(comm, tag, engine, api)
+    if offset + size > ctx.size:
+        raise para(api, f"dstCtxOffset {offset} + size {size} runs past the end of engine context {tag!r} "
+                        f"({ctx.size} bytes)")
+    data = _source_bytes(src_ctx, size, api)
+    np.copyto(ctx.alloc.storage.array[offset:offset + size], data)  # numpy handles overlap
+
+
+def destroy(comm_handle, ctx_tag, engine) -> None:
+    """``HcclEngineCtxDestroy``: release one context (optional: the communicator releases the rest).
+
+    Raises:
+        HcclUsageError: NULL comm or tag (``HCCL_E_PTR``), bad tag or engine (``HCCL_E_PARA``),
+            unknown comm or no such context (``HCCL_E_NOT_FOUND``).
+    """
+    api = "HcclEngineCtxDestroy"
+    comm = comm_mod.get_comm(comm_handle, api)
+    tag = _check_tag(ctx_tag, api)
+    engine = check_engine(engine, api)
+    with _lock:
+        ctx = _lookup(comm, tag, engine, api)
+        del comm.engine_ctx[(tag, engine)]
+    _free(ctx)
+
+
+def release_comm_engine_ctx(comm) -> None:
+    """Free every engine context of a destroyed communicator (``HcclCommDestroy``)."""
+    with _lock:
+        ctxs = list(comm.engine_ctx.values())
+        comm.engine_ctx.clear()
+    for ctx in ctxs:
+        _free(ctx)
+
+
+comm_mod._destroy_hooks.append(release_comm_engine_ctx)
