@@ -283,6 +283,15 @@ def test_stream_create_destroy(dev0):
     assert acl.rt.destroy_stream(0) == E.ACL_ERROR_INVALID_PARAM
 
 
+def test_destroy_stream_waits_for_its_tasks(dev0):
+    s, _ = acl.rt.create_stream()
+    src, dst = malloc(128), malloc(128)
+    data = write(src, pattern(128))
+    assert acl.rt.memcpy_async(dst, 128, src, 128, D2D, s) == 0
+    assert acl.rt.destroy_stream(s) == 0
+    assert (read(dst, 128) == data).all()
+
+
 def test_create_stream_without_device():
     assert acl.init() == 0
     s, ret = acl.rt.create_stream()

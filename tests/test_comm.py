@@ -2,13 +2,14 @@
 HcclCommDestroy and the HCCL buffer (size, stability, lazy commitment)."""
 import logging
 import os
+import threading
 
 import numpy as np
 import pytest
 
 import pyhcomm
 from pyhcomm import acl
-from hcomm_testutil import D2D, malloc, pattern, read, run_threads, write
+from hcomm_testutil import JOIN_TIMEOUT, D2D, malloc, pattern, read, run_threads, write
 
 R = pyhcomm.HcclResult
 MB = 1 << 20
@@ -43,6 +44,7 @@ def test_init_root_info_n_ranks_each_on_its_own_host_thread(nranks):
     ret, root = pyhcomm.HcclGetRootInfo()
     assert ret == 0
     results = {}
+    all_joined = threading.Barrier(nranks, timeout=JOIN_TIMEOUT)
 
     def rank_main(rank):
         def body():
@@ -55,6 +57,7 @@ def test_init_root_info_n_ranks_each_on_its_own_host_thread(nranks):
             out["name"] = pyhcomm.HcclGetCommName(comm)
             out["buffer"] = pyhcomm.HcclGetHcclBuffer(comm)
             results[rank] = out
+            all_joined.wait()
             assert pyhcomm.HcclCommDestroy(comm) == 0
             assert acl.rt.reset_device(rank) == 0
         return body
@@ -73,6 +76,29 @@ def test_init_root_info_n_ranks_each_on_its_own_host_thread(nranks):
         assert ret == 0 and size == 400 * MB
         base = DEVICE_VA_BASE + r * DEVICE_VA_STRIDE
         assert base <= addr < base + DEVICE_VA_STRIDE      # on the rank's own device
+
+
+@pytest.mark.parametrize("nranks", [3])
+def test_a_rank_may_destroy_its_comm_while_others_still_return_from_init(nranks, monkeypatch):
+    """Once the last rank joined, every rank's HcclCommInitRootInfo succeeds, even if a rank that
+    returned first destroys its communicator at once (no barrier between init and destroy)."""
+    monkeypatch.setenv("HCCL_CONNECT_TIMEOUT", "1")   # a wrongly stuck rank fails fast
+    assert acl.init() == 0
+    _, root = pyhcomm.HcclGetRootInfo()
+    codes = {}
+
+    def rank_main(rank):
+        def body():
+            assert acl.rt.set_device(rank) == 0
+            ret, comm = pyhcomm.HcclCommInitRootInfo(nranks, root, rank)
+            codes[rank] = ret
+            if ret == 0:
+                assert pyhcomm.HcclCommDestroy(comm) == 0
+            assert acl.rt.reset_device(rank) == 0
+        return body
+
+    run_threads([rank_main(r) for r in range(nranks)])
+    assert codes == {r: R.HCCL_SUCCESS for r in range(nranks)}
 
 
 def test_init_root_info_argument_errors(dev0):
@@ -208,7 +234,10 @@ def test_hccl_buffer_is_400_mb_and_stable(dev0):
 def test_hccl_buffsize_env(dev0, monkeypatch):
     monkeypatch.setenv("HCCL_BUFFSIZE", "3")
     _, comms = pyhcomm.HcclCommInitAll(1, [0])
-    assert pyhcomm.HcclGetHcclBuffer(comms[0])[2] == 2 * 3 * MB
+    first = pyhcomm.HcclGetHcclBuffer(comms[0])
+    assert first[0] == 0 and first[2] == 2 * 3 * MB
+    monkeypatch.setenv("HCCL_BUFFSIZE", "7")           # later changes do not resize a live buffer
+    assert pyhcomm.HcclGetHcclBuffer(comms[0]) == first
 
 
 def test_hccl_buffsize_env_invalid_falls_back_with_warning(dev0, monkeypatch, caplog):

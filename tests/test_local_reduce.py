@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pyhcomm
-from pyhcomm import Comm, Device, HcclNotSupportedError, HcclUsageError
+from pyhcomm import Comm, Device, HcclNotSupportedError, HcclUsageError, acl
 from pyhcomm.backend import get_backend
 from pyhcomm.backend import cpu as cpu_backend
 from pyhcomm.enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine, HcommDataType, HcommReduceOp
@@ -203,10 +203,10 @@ def test_int_wraparound_examples():
 
 def test_16_bit_floats_round_once_from_fp32():
     dev, _, t = host_env()
-    # fp16: 2048 + 1 is a tie (-> 2048, even), 2050 + 1 -> 2052; 65504 + 16 rounds back to 65504,
-    # 65504 + 32 overflows to inf
+    # fp16: 2048 + 1 is a tie (-> 2048, even), 2050 + 1 -> 2052; 65504 + 8 rounds back to 65504,
+    # 65504 + 16 is a tie whose even neighbour is 65536: it overflows to inf
     a = np.array([2048, 2050, 65504, 65504, -0.0, -0.0], np.float16)
-    b = np.array([1, 1, 16, 32, 0.0, -0.0], np.float16)
+    b = np.array([1, 1, 8, 16, 0.0, -0.0], np.float16)
     dst, src = upload(dev, a), upload(dev, b)
     assert API(t.handle, dst.addr, src.addr, 6, D.HCOMM_DATA_TYPE_FP16, SUM) == OK
     t.synchronize()
@@ -392,6 +392,14 @@ def test_check_order():
     assert not pyhcomm.record.tasks(kind="LocalReduce")
 
 
+def test_numpy_integer_enums_are_accepted():
+    dev, _, t = host_env()
+    buf = upload(dev, np.array([1, 2], np.int32))
+    assert API(t.handle, buf.addr, buf.addr, 2, np.int64(2), np.uint8(0)) == OK
+    t.synchronize()
+    assert buf.read(np.int32).tolist() == [2, 4]
+
+
 def test_wrong_python_types_raise_type_error():
     dev, _, t = host_env()
     buf = dev.malloc(256)
@@ -430,7 +438,7 @@ def test_bounds():
     assert API(t.handle, x.addr, y.addr + 4, 64, FP32, SUM) == PARA      # src runs past
     assert API(t.handle, x.addr, y.addr, 65, FP32, SUM) == PARA
     host = np.zeros(64, np.float32)
-    hptr = pyhcomm.acl.util.numpy_to_ptr(host)
+    hptr = acl.util.numpy_to_ptr(host)
     with pytest.raises(HcclUsageError, match="host memory"):
         API.raising(t.handle, x.addr, hptr, 64, FP32, SUM)
     z = dev.malloc(256)
@@ -480,7 +488,7 @@ def test_pythonic_local_reduce():
     t.local_reduce(dst, src, dtype=D.HCOMM_DATA_TYPE_BFP16, op="max")
     t.local_reduce(dst.addr, src.addr, 2, np.dtype(ml_dtypes.bfloat16), O.HCOMM_REDUCE_MIN)
     t.synchronize()
-    assert dst.read(ml_dtypes.bfloat16).astype(np.float32).tolist() == [1, -1, 4, 12]
+    assert dst.read(ml_dtypes.bfloat16).astype(np.float32).tolist() == [1, 1, 4, 12]   # [2.5, -1, 4, 12] -> max -> min of 2
     i = upload(dev, np.array([100, -100], np.int8))
     t.local_reduce(i, i, dtype=np.int8, op=pyhcomm.HcclReduceOp.HCCL_REDUCE_SUM)
     t.synchronize()

@@ -293,6 +293,8 @@ class Comm(_Closable):
     def engine_ctx_copy(self, tag: str, engine, data, offset: int = 0, nbytes: int | None = None) -> None:
         """Copy host ``data`` (bytes-like, or a host pointer with ``nbytes``) into the context now."""
         if nbytes is None:
+            if isinstance(data, int):
+                raise TypeError("HcclEngineCtxCopy: give nbytes with a host pointer")
             nbytes = memoryview(data).nbytes
         _ectx.copy(self.handle, engine, tag, data, nbytes, offset)
 

@@ -56,7 +56,9 @@ class Scheduler:
     # -- enqueue -------------------------------------------------------------------------------
     def submit(self, task) -> None:
         """Append ``task`` to its stream; never runs it (except past ``DRAIN_DEPTH``)."""
-        record.add(task)
+        task.seq = _next_seq()
+        if record.enabled:
+            _record_append(task)
         stream = task.stream
         q = stream.queue
         # No lock on this path: deque.append and the dict insert are atomic under the GIL, and
@@ -248,4 +250,6 @@ class Scheduler:
             self.cv.notify_all()
 
 
+_next_seq = record.next_seq
+_record_append = record.append
 scheduler = Scheduler()

@@ -18,11 +18,44 @@ _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PENDING, RUNNING, DONE, FAILED, SKIPPED = "pending", "running", "done", "failed", "skipped"
 
 
-class Task:
-    """One task on one stream (see the module docstring for the fields)."""
+class TaskBase:
+    """What every task has; kind-specific fields live in subclasses (class attributes give defaults)."""
 
-    __slots__ = ("seq", "kind", "stream", "thread", "rank", "device", "reads", "writes", "site",
-                 "fn", "args", "ready", "blocker", "timeout", "t_head", "state", "detail", "side")
+    __slots__ = ("seq", "stream", "thread", "rank", "device", "t_head", "state", "side")
+    kind = "Task"
+    reads = ()
+    writes = ()
+    site = None
+    ready = None        # callable: False while the task may not run (a wait)
+    blocker = None      # callable: why the task cannot run, for hang reports
+    timeout = 0.0       # seconds a not-ready task may wait before its stream fails (0 = forever)
+    detail = None
+
+    def run(self) -> None:  # pragma: no cover - every kind implements it
+        raise NotImplementedError
+
+    @property
+    def where(self) -> str:
+        """``file:line`` of the user call that enqueued the task."""
+        if not self.site:
+            return "<unknown>"
+        filename, line = site_location(self.site)
+        return f"{filename}:{line}"
+
+    def describe(self) -> str:
+        who = f"rank {self.rank} " if self.rank is not None else ""
+        thr = f"thread 0x{self.thread:x} " if self.thread else ""
+        return (f"{self.kind} task #{self.seq} on {who}device {self.device} {thr}"
+                f"stream 0x{self.stream.handle:x}, enqueued at {self.where}")
+
+    def __repr__(self):
+        return f"<Task #{self.seq} {self.kind} {self.state} stream=0x{self.stream.handle:x}>"
+
+
+class Task(TaskBase):
+    """A general task: its effect is ``fn(*args)``; every field is given at construction."""
+
+    __slots__ = ("kind", "reads", "writes", "site", "fn", "args", "ready", "blocker", "timeout", "detail")
 
     def __init__(self, kind, stream, fn, args, reads=(), writes=(), thread=None, rank=None,
                  site=None, ready=None, blocker=None, timeout=0.0, detail=None, side="host"):
@@ -49,25 +82,8 @@ class Task:
         """Execute the task's effect (called by the scheduler when the stream reaches it)."""
         self.fn(*self.args)
 
-    @property
-    def where(self) -> str:
-        """``file:line`` of the user call that enqueued the task."""
-        if not self.site:
-            return "<unknown>"
-        filename, line = site_location(self.site)
-        return f"{filename}:{line}"
 
-    def describe(self) -> str:
-        who = f"rank {self.rank} " if self.rank is not None else ""
-        thr = f"thread 0x{self.thread:x} " if self.thread else ""
-        return (f"{self.kind} task #{self.seq} on {who}device {self.device} {thr}"
-                f"stream 0x{self.stream.handle:x}, enqueued at {self.where}")
-
-    def __repr__(self):
-        return f"<Task #{self.seq} {self.kind} {self.state} stream=0x{self.stream.handle:x}>"
-
-
-class SiteTask(Task):
+class SiteTask(TaskBase):
     """Base of the hot-path task kinds: no per-task tuples (fewer objects for the GC to scan).
 
     Subclasses store their operands in slots, compute ``reads``/``writes`` on demand and implement
@@ -80,9 +96,16 @@ class SiteTask(Task):
     def site(self):
         return (self.code, self.lasti) if self.code is not None else None
 
-    def set_site(self) -> None:
-        """Record the innermost caller outside the pyhcomm package."""
-        f = sys._getframe(2)
+    def set_site(self, depth: int = 2) -> None:
+        """Record the innermost caller outside the pyhcomm package.
+
+        ``depth`` is where the caller usually is (frames above this method); the walk goes on
+        from there while frames are pyhcomm's own.
+        """
+        try:
+            f = sys._getframe(depth)
+        except ValueError:
+            f = sys._getframe(1)
         while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
             f = f.f_back
         if f is None:
@@ -138,10 +161,16 @@ class TaskRecord:
         self._lock = threading.Lock()
         self.enabled = True
 
-    def add(self, task: Task) -> None:
+    def add(self, task: TaskBase) -> None:
         task.seq = next(self._seq)
         if self.enabled:
             self._tasks.append(task)
+
+    def next_seq(self) -> int:
+        return next(self._seq)
+
+    def append(self, task: TaskBase) -> None:
+        self._tasks.append(task)
 
     def tasks(self, *, rank=None, device=None, kind=None):
         """Return the recorded tasks in enqueue order, optionally filtered."""
@@ -156,6 +185,11 @@ class TaskRecord:
 
     def clear(self) -> None:
         self._tasks.clear()
+
+    def set_capacity(self, capacity: int) -> None:
+        """Keep at most ``capacity`` tasks (0 = unbounded); keeps the newest."""
+        self.capacity = capacity
+        self._tasks = deque(self._tasks, maxlen=capacity or None)
 
     def __len__(self):
         return len(self._tasks)

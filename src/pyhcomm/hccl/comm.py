@@ -48,6 +48,7 @@ class World:
         self.name = f"hccl_world_{self.id}"
         self.nranks = nranks
         self.comms: dict[int, "Communicator"] = {}
+        self.joined: set[int] = set()   # ranks that completed their join (kept after destroy)
         self.cv = threading.Condition()
 
     def root_info(self) -> bytes:
@@ -127,20 +128,22 @@ def init_root_info(nranks: int, root_info, rank: int) -> Communicator:
             world.nranks = nranks
         elif world.nranks != nranks:
             raise para(api, f"nRanks {nranks} differs from {world.nranks} given by another rank")
-        if rank in world.comms:
+        if rank in world.comms or rank in world.joined:
             raise para(api, f"rank {rank} already joined {world.name}")
         for other in world.comms.values():
             if other.device == dev.id:
                 raise para(api, f"rank {rank} and rank {other.rank} are both on device {dev.id}")
         comm = Communicator(world, rank, dev.id)
         world.comms[rank] = comm
+        world.joined.add(rank)
         world.cv.notify_all()
         end = time.monotonic() + timeout
-        while len(world.comms) < nranks:
+        while len(world.joined) < nranks:
             left = end - time.monotonic()
             if left <= 0:
-                missing = sorted(set(range(nranks)) - set(world.comms))
+                missing = sorted(set(range(nranks)) - world.joined)
                 del world.comms[rank]
+                world.joined.discard(rank)
                 handles.comms.remove(comm.handle)
                 raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
                                  f"ranks {missing} of {world.name} did not join within {timeout:g} s "

@@ -177,9 +177,12 @@ comm_mod._destroy_hooks.append(release_comm_threads)
 
 # -- HcclThreadExportToCommEngine, HcclThreadResGetInfo ----------------------------------------
 
+import threading  # noqa: E402
+
 from ..enums import ThreadResType  # noqa: E402
 
 HCCL_THREAD_EXPORT_MAX_NUM = 40
+_export_lock = threading.Lock()
 #: ``sizeof(aclrtStream)``: the only ``infoLen`` ``THREAD_RES_TYPE_STREAM`` accepts.
 ACLRT_STREAM_SIZE = 8
 
@@ -203,11 +206,12 @@ def export_one(thread: HcommThread, engine: CommEngine) -> HcommThread:
     root = thread.origin if thread.origin is not None else thread
     if engine == root.engine:
         return root
-    exported = root.exports.get(engine)
-    if exported is None or handles.threads.get(exported.handle) is not exported:
-        exported = HcommThread(root.comm, engine, root.stream, root.notifies, False, origin=root)
-        root.exports[engine] = exported
-        root.comm.threads.append(exported)
+    with _export_lock:
+        exported = root.exports.get(engine)
+        if exported is None or handles.threads.get(exported.handle) is not exported:
+            exported = HcommThread(root.comm, engine, root.stream, root.notifies, False, origin=root)
+            root.exports[engine] = exported
+            root.comm.threads.append(exported)
     return exported
 
 

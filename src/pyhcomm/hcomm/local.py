@@ -32,22 +32,18 @@ class LocalCopyTask(SiteTask):
 
     __slots__ = ("dst_alloc", "dst_off", "src_alloc", "src_off", "n")
 
+    kind = "LocalCopy"
+
     def __init__(self, t, side, d, d_off, s, s_off, n):
-        self.seq = 0
-        self.kind = "LocalCopy"
         self.stream = t.stream
         self.device = t.device
         self.thread = t.handle
         self.rank = t.rank
-        self.ready = None
-        self.blocker = None
-        self.timeout = 0.0
         self.t_head = None
         self.state = PENDING
-        self.detail = None
         self.side = side
         self.dst_alloc, self.dst_off, self.src_alloc, self.src_off, self.n = d, d_off, s, s_off, n
-        self.set_site()
+        self.set_site(4)  # set_site <- __init__ <- local_copy <- C tier / Pythonic method <- user
 
     @property
     def reads(self):

@@ -36,6 +36,8 @@ the same bytes, and code that does not is not punished here.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..backend import get_backend
 from ..core.runtime import on_device_side, runtime
 from ..core.task import Task, call_site
@@ -76,7 +78,8 @@ def _name(enum, value) -> str:
 
 
 def _int_arg(value, name: str, enum) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    """An enum argument as an int (numpy integers too); ``TypeError`` for anything else, as a binding."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{API}: {name} must be an int ({enum.__name__}), not {type(value).__name__}")
     return int(value)
 
