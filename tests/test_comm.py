@@ -279,3 +279,25 @@ def test_hccl_buffers_do_not_commit_memory_until_touched(dev0):
     assert grown < 64 * MB, f"touching 4 pages committed {grown / MB:.1f} MB"
     for c in comms:
         assert pyhcomm.HcclCommDestroy(c) == 0
+
+
+def test_hccl_buffer_is_the_same_for_concurrent_first_calls(dev0):
+    """Host threads sharing one communicator all get the one HCCL buffer, even when their first
+    HcclGetHcclBuffer calls race (repeated on fresh communicators to give the race a chance)."""
+    nthreads, trials = 4, 12
+    for _ in range(trials):
+        ret, comms = pyhcomm.HcclCommInitAll(1, [0])
+        assert ret == 0
+        comm = comms[0]
+        got = []
+        start = threading.Barrier(nthreads, timeout=JOIN_TIMEOUT)
+
+        def caller():
+            start.wait()
+            got.append(pyhcomm.HcclGetHcclBuffer(comm))
+
+        run_threads([caller] * nthreads)
+        assert len(got) == nthreads
+        assert len(set(got)) == 1, f"concurrent HcclGetHcclBuffer calls returned {sorted(set(got))}"
+        assert pyhcomm.HcclGetHcclBuffer(comm) == got[0]
+        assert pyhcomm.HcclCommDestroy(comm) == 0

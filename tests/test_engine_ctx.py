@@ -289,7 +289,9 @@ def test_a_kernel_copies_out_of_a_device_ctx(dev, comm):
     rets = []
 
     def kernel(thread, dst, src):
+        HcommBatchModeStart("ctx")  # Atlas A2 device-side code must use batch mode
         rets.append(HcommLocalCopyOnThread(thread, dst, src, 256))
+        HcommBatchModeEnd("ctx")
 
     dev.stream().launch(kernel, thread, out.addr, ctx)
     dev.synchronize()

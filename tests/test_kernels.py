@@ -212,7 +212,14 @@ def _comm_and_threads(engine, n=1):
     return comms[0], threads
 
 
-def test_aicpu_ts_thread_copies_inside_a_kernel_on_a2(dev0):
+def _atlas_350():
+    pyhcomm.set_product("Atlas 350")   # device-side primitives outside batch mode: Atlas 350 only
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+
+
+def test_aicpu_ts_thread_copies_inside_a_kernel():
+    _atlas_350()
     comm, (thread,) = _comm_and_threads(pyhcomm.COMM_ENGINE_AICPU_TS)
     stream, _ = acl.rt.create_stream()
     src, dst = malloc(256), malloc(256)
@@ -236,10 +243,11 @@ def test_host_engine_thread_inside_a_kernel_is_not_supported(dev0, caplog):
     with caplog.at_level(logging.ERROR, logger="pyhcomm"):
         assert acl.rt.synchronize_device() == 0
     assert codes == [R.HCCL_E_NOT_SUPPORT]
-    assert "HcommLocalCopyOnThread" in caplog.text and "COMM_ENGINE_CPU_TS" in caplog.text
+    assert "HcommLocalCopyOnThread" in caplog.text
 
 
-def test_device_side_errors_are_codes_inside_the_kernel(dev0):
+def test_device_side_errors_are_codes_inside_the_kernel():
+    _atlas_350()
     stream, _ = acl.rt.create_stream()
     comm, (thread,) = _comm_and_threads(pyhcomm.COMM_ENGINE_AICPU_TS)
     src, dst = malloc(64), malloc(64)
@@ -324,3 +332,25 @@ def test_unsupported_product_inside_a_kernel():
     assert _launch("copy_ret_kernel", stream, codes, thread, dst, src, 64) == 0
     assert acl.rt.synchronize_device() == 0
     assert codes == [R.HCCL_E_NOT_SUPPORT]
+
+
+def test_each_call_checks_its_side():
+    """Whatever the previous call on the same thread did, each call checks its own side: on Atlas
+    350 an AICPU_TS thread works inside a kernel and is refused from the host; a CPU_TS thread is
+    refused on both sides."""
+    _atlas_350()
+    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, (host_t,) = pyhcomm.HcclThreadAcquire(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, 1, 1)
+    _, (dev_t,) = pyhcomm.HcclThreadAcquire(comms[0], pyhcomm.COMM_ENGINE_AICPU_TS, 1, 1)
+    src, dst = malloc(64), malloc(64)
+    stream, _ = acl.rt.create_stream()
+    codes = []
+    assert HcommLocalCopyOnThread(host_t, dst, src, 64) == R.HCCL_E_NOT_SUPPORT
+    assert HcommLocalCopyOnThread(dev_t, dst, src, 64) == R.HCCL_E_NOT_SUPPORT
+    for t in (dev_t, host_t, dev_t, dev_t, host_t):
+        assert _launch("copy_ret_kernel", stream, codes, t, dst, src, 64) == 0
+    assert acl.rt.synchronize_device() == 0
+    assert codes == [0, R.HCCL_E_NOT_SUPPORT, 0, 0, R.HCCL_E_NOT_SUPPORT]
+    assert HcommLocalCopyOnThread(dev_t, dst, src, 64) == R.HCCL_E_NOT_SUPPORT
+    assert HcommLocalCopyOnThread(host_t, dst, src, 64) == R.HCCL_E_NOT_SUPPORT
+    assert [t.side for t in pyhcomm.record.tasks(kind="LocalCopy")] == ["device"] * 3

@@ -373,7 +373,9 @@ def test_memory_freed_before_the_copy_runs_fails_the_stream_untouched(seed, capl
         ret = acl.rt.synchronize_stream(s)
     assert ret != 0
     assert ret == pyhcomm.ACL_ERROR_RT_DEVICE_MEM_ERROR
-    assert API in caplog.text and "freed" in caplog.text
+    assert "aclrtSynchronizeStream" in caplog.text and "freed" in caplog.text
+    (task,) = pyhcomm.record.tasks(kind="LocalCopy")
+    assert task.state == "failed"                    # the record names the task that failed
     assert (read(seed["dst"], 256) == 0).all()
 
 
@@ -455,3 +457,74 @@ def test_ranks_on_their_own_host_threads_copy_concurrently():
 def test_huge_length_is_para(seed, caplog):
     _check_para(caplog, lambda: HcommLocalCopyOnThread(seed["thread"], seed["dst"], seed["src"], 1 << 40),
                 "dst", "runs past")
+
+
+# -- pointers checked on every call, even after earlier successful calls on the same thread ----------
+@pytest.mark.parametrize("which", ["dst", "src"])
+def test_memory_freed_after_an_earlier_copy_is_para(seed, caplog, which):
+    t, s = seed["thread"], seed["stream"]
+    victim = malloc(256)
+    dst, src = (victim, seed["src"]) if which == "dst" else (seed["dst"], victim)
+    assert HcommLocalCopyOnThread(t, dst, src, 256) == 0
+    assert HcommLocalCopyOnThread(t, dst + 16, src + 16, 128) == 0
+    assert acl.rt.synchronize_stream(s) == 0
+    assert acl.rt.free(victim) == 0
+    _check_para(caplog, lambda: HcommLocalCopyOnThread(t, dst, src, 256), which, "freed")
+    _check_para(caplog, lambda: HcommLocalCopyOnThread(t, dst + 16, src + 16, 16), which, "freed")
+    assert acl.rt.synchronize_stream(s) == 0
+
+
+@pytest.mark.parametrize("which", ["dst", "src"])
+def test_bounds_checked_after_an_earlier_copy_in_the_same_allocation(seed, caplog, which):
+    t = seed["thread"]
+    buf = malloc(256)
+    other = malloc(1024)
+    dst, src = (buf, other) if which == "dst" else (other, buf)
+    assert HcommLocalCopyOnThread(t, dst, src, 64) == 0
+    off = 200
+    dst2, src2 = (buf + off, other) if which == "dst" else (other, buf + off)
+    _check_para(caplog, lambda: HcommLocalCopyOnThread(t, dst2, src2, 64), which, "runs past")
+    dst3, src3 = (buf - 8, other) if which == "dst" else (other, buf - 8)
+    assert HcommLocalCopyOnThread(t, dst3, src3, 8) == R.HCCL_E_PARA
+
+
+def test_hccl_buffer_of_a_destroyed_comm_is_para_after_earlier_use(seed, caplog):
+    t, s = seed["thread"], seed["stream"]
+    _, others = pyhcomm.HcclCommInitAll(1, [0])       # a second communicator on the same device
+    _, ccl, _ = pyhcomm.HcclGetHcclBuffer(others[0])
+    assert HcommLocalCopyOnThread(t, ccl, seed["src"], 256) == 0
+    assert acl.rt.synchronize_stream(s) == 0
+    assert pyhcomm.HcclCommDestroy(others[0]) == 0
+    _check_para(caplog, lambda: HcommLocalCopyOnThread(t, ccl, seed["src"], 256), "dst", "freed")
+
+
+def test_other_device_memory_is_para_after_earlier_local_use():
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+    _, comms = pyhcomm.HcclCommInitAll(2, [0, 1])
+    stream, _ = acl.rt.create_stream()
+    _, thread = pyhcomm.HcclThreadAcquireWithStream(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, stream, 1)
+    a, b = malloc(256), malloc(256)
+    assert HcommLocalCopyOnThread(thread, b, a, 256) == 0
+    assert acl.rt.set_device(1) == 0
+    far = malloc(256)
+    assert acl.rt.set_device(0) == 0
+    assert HcommLocalCopyOnThread(thread, far, a, 256) == R.HCCL_E_PARA
+    assert HcommLocalCopyOnThread(thread, b, far, 256) == R.HCCL_E_PARA
+
+
+def test_thread_whose_stream_was_destroyed_refuses_copies(seed, caplog):
+    """A copy on a thread whose user stream is gone can never run: it must not be accepted with 0
+    and then silently never land."""
+    t = seed["thread"]
+    assert HcommLocalCopyOnThread(t, seed["dst"], seed["src"], 256) == 0
+    assert acl.rt.destroy_stream(seed["stream"]) == 0           # waits for the first copy
+    assert (read(seed["dst"], 256) == seed["data"]).all()
+    other = malloc(256, fill=0x19)
+    with caplog.at_level(logging.ERROR, logger="pyhcomm"):
+        ret = HcommLocalCopyOnThread(t, other, seed["src"], 256)
+    assert ret != R.HCCL_SUCCESS, "copy accepted on a destroyed stream"
+    assert any(m.startswith(API) for m in _messages(caplog))
+    assert acl.rt.synchronize_device() == 0
+    assert (read(other, 256) == 0x19).all()
+    assert [x.state for x in pyhcomm.record.tasks(kind="LocalCopy")] == ["done"]

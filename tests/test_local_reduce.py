@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 
+from pyhcomm import HcommBatchModeEnd, HcommBatchModeStart
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -115,7 +117,9 @@ def run_in_kernel(dev, fn, *args):
     out = []
 
     def kernel():
+        HcommBatchModeStart("reduce")  # Atlas A2/A3 device-side code must use batch mode
         out.append(fn(*args))
+        HcommBatchModeEnd("reduce")
         return 0
 
     stream = dev.stream()

@@ -132,8 +132,10 @@ def test_exported_host_thread_is_usable_inside_a_kernel(dev, comm):
     rets = []
 
     def kernel(original, exported):
+        HcommBatchModeStart("export")  # Atlas A2 device-side code must use batch mode
         rets.append(HcommLocalCopyOnThread(original, dst.addr, src.addr, 256))
         rets.append(HcommLocalCopyOnThread(exported, dst.addr, src.addr, 256))
+        HcommBatchModeEnd("export")
 
     pyhcomm.record.clear()
     dev.stream().launch(kernel, cpu, on_aicpu)

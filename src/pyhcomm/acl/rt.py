@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..aclrt import device as _d
 from ..aclrt import kernel as _k
 from ..aclrt import memory as _m
+from ..aclrt import notify as _n
 from ..aclrt import stream as _s
 from ._wrap import acl_call
 
@@ -50,3 +51,9 @@ kernel_args_init = acl_call(0)(_k.aclrtKernelArgsInit)
 kernel_args_append = acl_call(0)(_k.aclrtKernelArgsAppend)
 kernel_args_finalize = acl_call()(_k.aclrtKernelArgsFinalize)
 launch_kernel_with_config = acl_call()(_k.aclrtLaunchKernelWithConfig)
+
+create_notify = acl_call(0)(_n.aclrtCreateNotify)
+get_notify_id = acl_call(0)(_n.aclrtGetNotifyId)
+record_notify = acl_call()(_n.aclrtRecordNotify)
+wait_and_reset_notify = acl_call()(_n.aclrtWaitAndResetNotify)
+destroy_notify = acl_call()(_n.aclrtDestroyNotify)

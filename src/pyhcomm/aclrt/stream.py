@@ -6,15 +6,11 @@ Synchronize calls block the host thread and run the device's queued tasks (see
 """
 from __future__ import annotations
 
-import logging
-
 from ..core import handles
 from ..core.runtime import runtime
 from ..core.scheduler import DONE_OK, TIMED_OUT, scheduler
 from ..errors import AclError, acl_code_of, acl_error
 from .device import current_device
-
-log = logging.getLogger("pyhcomm")
 
 #: The explanation of the most recent error a synchronize call returned (``aclGetRecentErrMsg``).
 recent_error = {"message": ""}
@@ -64,9 +60,10 @@ def take_error(streams, api: str):
             st.error = None
     if first is None:
         return None
-    recent_error["message"] = str(first)
-    log.error("%s: %s", api, first)
-    return acl_error(acl_code_of(first), api, str(first))
+    err = acl_error(acl_code_of(first), api, first.message)
+    err.cause = first  # the task failure itself (an HcclError with its own code)
+    recent_error["message"] = str(err)
+    return err
 
 
 def _sync(streams, api: str, timeout_s):
@@ -75,7 +72,7 @@ def _sync(streams, api: str, timeout_s):
     def done():
         return all(st.idle or st.error is not None for st in streams)
 
-    status = scheduler.run_until(done, timeout_s)
+    status = scheduler.run_until(done, timeout_s, api)
     err = take_error(streams, api)
     if err is not None:
         raise err

@@ -45,10 +45,10 @@ def run_kernel(name, fn, args, stream, num_blocks, timeout, finish_hooks=()):
     """Task body of a kernel launch (see the module docstring)."""
     ctx = runtime.ctx
     kctx = KernelContext(name, stream, num_blocks, timeout)
-    saved_device = ctx.device
+    saved = ctx.device, ctx.batch, ctx.wait_timeout
     stream.busy = True
     ctx.kernels.append(kctx)
-    ctx.device = stream.device
+    ctx.device, ctx.batch, ctx.wait_timeout = stream.device, None, None  # the AI CPU's own state
     try:
         for block in range(num_blocks):
             kctx.block_idx = block
@@ -61,11 +61,17 @@ def run_kernel(name, fn, args, stream, num_blocks, timeout, finish_hooks=()):
             if ret not in (None, 0):
                 raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, "KernelLaunch",
                                       f"AI CPU kernel {name} (block {block}) returned {ret!r}")
+        if ctx.batch is not None:
+            batch, ctx.batch = ctx.batch, None
+            batch.abandon()
+            raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, "KernelLaunch",
+                                  f"AI CPU kernel {name} ended inside batch mode {batch.tag!r}: "
+                                  f"HcommBatchModeEnd was never called, {len(batch.tasks)} task(s) were never launched")
         for hook in finish_hooks:
             hook(kctx)
     finally:
         ctx.kernels.pop()
-        ctx.device = saved_device
+        ctx.device, ctx.batch, ctx.wait_timeout = saved
         stream.busy = False
         for hook in end_hooks:
             hook(kctx)

@@ -41,6 +41,8 @@ class _ThreadContext(threading.local):
     def __init__(self):
         self.device: int | None = None
         self.kernels: list = []      # stack of running kernel launches (device side when non-empty)
+        self.batch = None            # the open HCOMM batch of this OS thread (or of the running kernel)
+        self.wait_timeout = None     # HcommSetNotifyWaitTimeOut of this OS thread (seconds)
 
 
 class Runtime:

@@ -43,6 +43,7 @@ class Scheduler:
         self.blocked: dict = {}         # thread ident -> depth of run_until on that thread
         self.hosts: dict = {}           # thread ident -> threading.Thread using the runtime
         self.last_deadlock = None       # the report of the most recent deadlock
+        self.blocked_calls: dict = {}   # thread ident -> the blocking call it is in (for reports)
 
     # -- host threads --------------------------------------------------------------------------
     def register_host(self) -> None:
@@ -134,7 +135,7 @@ class Scheduler:
             self.cv.notify_all()
 
     # -- blocking ------------------------------------------------------------------------------
-    def run_until(self, done, timeout: float | None = None) -> str:
+    def run_until(self, done, timeout: float | None = None, what: str = "") -> str:
         """Run tasks until ``done()`` holds. Blocks the calling host thread.
 
         Returns ``DONE_OK``; ``TIMED_OUT`` when ``timeout`` seconds passed first; ``STUCK`` when
@@ -142,6 +143,15 @@ class Scheduler:
         """
         deadline = None if timeout is None else _monotonic() + timeout
         me = threading.get_ident()
+        if what:
+            self.blocked_calls[me] = what
+        try:
+            return self._run_until(done, deadline, me)
+        finally:
+            if what:
+                self.blocked_calls.pop(me, None)
+
+    def _run_until(self, done, deadline, me) -> str:
         with self.lock:
             while True:
                 if done():

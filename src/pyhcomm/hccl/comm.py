@@ -188,13 +188,18 @@ def get_comm(handle, api: str) -> Communicator:
     return comm
 
 
+_buffer_lock = threading.Lock()
+
+
 def hccl_buffer(comm: Communicator, api: str):
     """The rank's HCCL buffer (allocated on first use, the same on every call)."""
     if comm.hccl_buffer is None:
-        alloc = memory.alloc_device(comm.device, comm.buffer_size, owner="hccl")
-        if alloc is None:
-            raise hccl_error(HcclResult.HCCL_E_MEMORY, api, f"cannot allocate {comm.buffer_size} bytes")
-        comm.hccl_buffer = alloc
+        with _buffer_lock:
+            if comm.hccl_buffer is None:
+                alloc = memory.alloc_device(comm.device, comm.buffer_size, owner="hccl")
+                if alloc is None:
+                    raise hccl_error(HcclResult.HCCL_E_MEMORY, api, f"cannot allocate {comm.buffer_size} bytes")
+                comm.hccl_buffer = alloc
     return comm.hccl_buffer
 
 

@@ -157,6 +157,8 @@ def get_thread(handle, api: str, name: str = "thread") -> HcommThread:
         raise not_found(api, f"{name} 0x{handle:x} is not a live thread handle "
                              "(from HcclThreadAcquire / HcclThreadAcquireWithStream)"
                         if isinstance(handle, int) else f"{name} {handle!r} is not a thread handle")
+    if t.stream.destroyed:
+        raise not_found(api, f"{name} 0x{handle:x}: its stream 0x{t.stream.handle:x} was destroyed")
     return t
 
 

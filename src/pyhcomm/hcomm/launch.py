@@ -1,9 +1,106 @@
-"""Where every data-plane task goes: straight to its stream (eager mode)."""
+"""Where every data-plane task goes: to its stream, or into the open batch.
+
+Batch mode (``HcommBatchModeStart/End``): between Start and End, tasks issued by the same OS
+thread (on the device side: by the same kernel) are kept, not launched; End launches them in
+issue order. Rules as documented: calls must pair, on the same OS thread, with the same tag;
+``tag`` None or "" is a temporary batch. pyhcomm's rule for Atlas A2/A3 device-side code, which
+must use batch mode: a primitive issued inside an AI CPU kernel outside a batch is refused with
+``HCCL_E_NOT_SUPPORT`` (on hardware its tasks would never be launched), and a kernel that ends
+with its batch still open fails with ``ACL_ERROR_RT_AICPU_EXCEPTION``. Atlas 350 runs either way.
+"""
 from __future__ import annotations
 
+import threading
+
+from ..core.runtime import runtime
 from ..core.scheduler import scheduler
+from ..core.task import SKIPPED, call_site
+from ..enums import HCCL_RES_TAG_MAX_LEN
+from ..errors import not_support, para
+
+_ctx = runtime.ctx
+_submit = scheduler.submit
+_open_lock = threading.Lock()
+open_batches: set = set()   # every batch not yet ended (hang reports look inside them)
 
 
-def enqueue(task) -> None:
-    """Hand ``task`` to the scheduler; it runs when its stream reaches it."""
-    scheduler.submit(task)
+class Batch:
+    """Tasks kept between ``HcommBatchModeStart`` and ``HcommBatchModeEnd``."""
+
+    __slots__ = ("tag", "tasks", "site", "__weakref__")
+
+    def __init__(self, tag: str, site):
+        self.tag = tag
+        self.tasks: list = []
+        self.site = site
+
+    def abandon(self) -> None:
+        for t in self.tasks:
+            t.state = SKIPPED
+        with _open_lock:
+            open_batches.discard(self)
+
+
+def require_eager_ok(api: str) -> None:
+    """Refuse device-side eager issue on products that must use batch mode (Atlas A2/A3)."""
+    if _ctx.kernels and not runtime.product.is_950:
+        raise not_support(api, f"on {runtime.product.name} device-side primitives must be issued between "
+                               "HcommBatchModeStart and HcommBatchModeEnd")
+
+
+def enqueue(task, api: str | None = None) -> None:
+    """Launch ``task`` now, or keep it in the open batch."""
+    batch = _ctx.batch
+    if batch is None:
+        if _ctx.kernels:
+            require_eager_ok(api or task.kind)
+        _submit(task)
+    else:
+        batch.tasks.append(task)
+
+
+def _check_tag(tag, api: str) -> str:
+    if tag is None:
+        return ""
+    if not isinstance(tag, str):
+        raise TypeError(f"{api}: batchTag must be a str or None, not {type(tag).__name__}")
+    if len(tag) > HCCL_RES_TAG_MAX_LEN:
+        raise para(api, f"batchTag is {len(tag)} characters; at most {HCCL_RES_TAG_MAX_LEN}")
+    return tag
+
+
+def batch_start(tag) -> None:
+    """``HcommBatchModeStart``: keep this OS thread's tasks until ``batch_end``."""
+    api = "HcommBatchModeStart"
+    tag = _check_tag(tag, api)
+    if _ctx.batch is not None:
+        raise para(api, f"batch {_ctx.batch.tag!r} is already open on this thread (started at "
+                        f"{_where(_ctx.batch.site)}); call HcommBatchModeEnd first")
+    batch = Batch(tag, call_site())
+    _ctx.batch = batch
+    with _open_lock:
+        open_batches.add(batch)
+
+
+def batch_end(tag) -> None:
+    """``HcommBatchModeEnd``: launch the batch's tasks in issue order."""
+    api = "HcommBatchModeEnd"
+    tag = _check_tag(tag, api)
+    batch = _ctx.batch
+    if batch is None:
+        raise para(api, "no batch is open on this thread (HcommBatchModeStart was not called)")
+    if batch.tag != tag:
+        raise para(api, f"batchTag {tag!r} does not match the open batch {batch.tag!r}")
+    _ctx.batch = None
+    with _open_lock:
+        open_batches.discard(batch)
+    for task in batch.tasks:
+        _submit(task)
+
+
+def _where(site) -> str:
+    from ..core.task import site_location
+    if not site:
+        return "<unknown>"
+    f, line = site_location(site)
+    return f"{f}:{line}"

@@ -18,6 +18,7 @@ from ..core.task import PENDING, SiteTask
 from ..errors import HcclResult, HcclRuntimeError
 from ..hccl.thread import get_thread
 from . import validate as v
+from .launch import enqueue
 from .validate import UINT64_MAX
 
 API = "HcommLocalCopyOnThread"
@@ -43,7 +44,7 @@ class LocalCopyTask(SiteTask):
         self.state = PENDING
         self.side = side
         self.dst_alloc, self.dst_off, self.src_alloc, self.src_off, self.n = d, d_off, s, s_off, n
-        self.set_site(4)  # set_site <- __init__ <- local_copy <- C tier / Pythonic method <- user
+        self.set_site(3)  # set_site <- __init__ <- local_copy <- its caller (walks on from there)
 
     @property
     def reads(self):
@@ -93,4 +94,8 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
         s = t.last_src = v.device_range(src, n, t.device, API, "src")[0]
     if dst != src and dst < src + n and src < dst + n:
         v.no_partial_overlap(dst, src, n, API)
-    _submit(LocalCopyTask(t, side, d, dst - d.addr, s, src - s.addr, n))
+    task = LocalCopyTask(t, side, d, dst - d.addr, s, src - s.addr, n)
+    if _ctx.batch is None and not _ctx.kernels:
+        _submit(task)
+    else:
+        enqueue(task, API)

@@ -45,6 +45,13 @@ def thread_side(thread, api: str) -> None:
         if thread.engine != CommEngine.COMM_ENGINE_AICPU_TS:
             raise not_support(api, f"on {product.name} this call needs a COMM_ENGINE_AICPU_TS thread; "
                                    f"thread 0x{thread.handle:x} is {thread.engine.name}")
+    engine_side(thread, api)
+
+
+def engine_side(thread, api: str) -> None:
+    """Check only that ``thread`` is used from its own side (host engines on the host, device
+    engines inside a kernel): synchronisation calls have no Atlas 350 device-only rule."""
+    device_side = on_device_side()
     if thread.host_side and device_side:
         raise not_support(api, f"thread 0x{thread.handle:x} is a {thread.engine.name} (host) thread: export "
                                "it to COMM_ENGINE_AICPU_TS with HcclThreadExportToCommEngine to use it in a kernel")

@@ -1,0 +1,99 @@
+"""Runtime notifies: ``aclrtCreateNotify``, ``aclrtGetNotifyId``, ``aclrtRecordNotify``,
+``aclrtWaitAndResetNotify``, ``aclrtDestroyNotify``.
+
+A runtime notify is a 1-bit register like a thread notify, addressed by handle or by its numeric
+id (``HcommAclrtNotify*OnThread``). ``aclrtWaitAndResetNotify`` takes seconds (0 = forever), as
+the C documentation says (pyACL's page says milliseconds; see hcomm-api notes).
+"""
+from __future__ import annotations
+
+import itertools
+
+from ..core import handles
+from ..core.notify import Notify
+from ..core.runtime import runtime
+from ..core.scheduler import scheduler
+from ..errors import AclError, acl_error
+from .device import current_device
+from .stream import get_stream
+
+ACL_NOTIFY_DEFAULT, ACL_NOTIFY_DEVICE_USE_ONLY = 0, 1
+UINT32_MAX = (1 << 32) - 1
+
+_ids = itertools.count(1)
+by_id: dict[int, "AclNotify"] = {}
+
+
+class AclNotify:
+    __slots__ = ("handle", "id", "device", "notify")
+
+    def __init__(self, device: int):
+        self.device = device
+        self.id = next(_ids)
+        self.notify = Notify(f"runtime notify id {self.id} (device {device})", 0)
+        self.handle = handles.notifies.add(self)
+        by_id[self.id] = self
+
+
+def _get(notify, api) -> AclNotify:
+    if not notify:
+        raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, "notify is NULL")
+    n = handles.notifies.get(notify)
+    if not isinstance(n, AclNotify):
+        raise acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api, f"notify {notify!r} is not a live runtime notify")
+    return n
+
+
+def aclrtCreateNotify(flag: int = ACL_NOTIFY_DEFAULT) -> int:
+    api = "aclrtCreateNotify"
+    dev = current_device(api)
+    if flag not in (ACL_NOTIFY_DEFAULT, ACL_NOTIFY_DEVICE_USE_ONLY):
+        raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, f"flag {flag!r} must be 0 or 1")
+    return AclNotify(dev.id).handle
+
+
+def aclrtGetNotifyId(notify) -> int:
+    return _get(notify, "aclrtGetNotifyId").id
+
+
+def aclrtDestroyNotify(notify) -> None:
+    n = _get(notify, "aclrtDestroyNotify")
+    handles.notifies.remove(n.handle)
+    by_id.pop(n.id, None)
+
+
+def _stream_of(n, stream, api):
+    st = get_stream(stream, api)
+    if st.device != n.device:
+        raise acl_error(AclError.ACL_ERROR_RT_STREAM_CONTEXT, api,
+                        f"stream 0x{st.handle:x} is on device {st.device}, the notify on device {n.device}")
+    return st
+
+
+def aclrtRecordNotify(notify, stream) -> None:
+    """Enqueue a record of ``notify`` on ``stream`` (0 = default stream)."""
+    from ..hcomm.notify import NotifyRecordTask
+    api = "aclrtRecordNotify"
+    n = _get(notify, api)
+    st = _stream_of(n, stream, api)
+    scheduler.submit(NotifyRecordTask("AclrtNotifyRecord", st, None, None, "host", n.notify, n.id, 3))
+
+
+def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
+    """Enqueue on ``stream`` a wait for ``notify`` that resets it (``timeout`` s, 0 = forever)."""
+    from ..hcomm.notify import NotifyWaitTask
+    api = "aclrtWaitAndResetNotify"
+    n = _get(notify, api)
+    st = _stream_of(n, stream, api)
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 <= timeout <= UINT32_MAX:
+        raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, f"timeout {timeout!r} must be 0..{UINT32_MAX} seconds")
+    scheduler.submit(NotifyWaitTask("AclrtNotifyWait", st, None, None, "host", n.notify, n.id, timeout, 3))
+
+
+def _release_device(device_id: int) -> None:
+    for n in [n for n in by_id.values() if n.device == device_id]:
+        handles.notifies.remove(n.handle)
+        by_id.pop(n.id, None)
+
+
+runtime.finalize_hooks.append(_release_device)

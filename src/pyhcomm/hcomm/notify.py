@@ -1,0 +1,203 @@
+"""Thread-to-thread synchronisation: notify record / wait tasks, and the wait timeouts.
+
+``HcommThreadNotifyRecordOnThread(t, d, k)`` enqueues on ``t`` a record of notify ``k`` of thread
+``d``; ``HcommThreadNotifyWaitOnThread(d, k, timeout)`` enqueues on ``d`` a wait for its own notify
+``k``. Notifies are 1-bit registers (:mod:`pyhcomm.core.notify`). The same tasks serve the
+runtime notifies addressed by id (``HcommAclrtNotify*OnThread``, ``aclrtRecordNotify``).
+
+Timeouts are seconds, 0 = wait forever. The default timeout of the ``*WithDefaultTimeout`` waits
+is, in this order: ``HcommSetNotifyWaitTimeOut`` of the calling OS thread (or kernel);
+``HCCL_EXEC_TIMEOUT``; 1836 s. Host-side waits get 27 s more when the default is not set
+explicitly (the host build's ``NOTIFY_WAIT_TIMEOUT_OFFSET``; the docs say 50, see hcomm-api §10).
+
+Deliberate choices: a record of a notify of a thread on another device is ``HCCL_E_PARA``;
+Atlas 350 allows these calls on the host for host-engine threads (its custom-operator sample
+records and waits from a CPU_TS thread), unlike the local copy.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from ..core.runtime import runtime
+from ..core.task import PENDING, SiteTask
+from ..errors import para, ptr
+from ..hccl.thread import get_thread
+from . import validate as v
+from .launch import enqueue
+
+NOTIFY_WAIT_TIMEOUT_DEFAULT = 1836
+NOTIFY_WAIT_TIMEOUT_OFFSET = 27
+UINT32_MAX = (1 << 32) - 1
+ENV_EXEC_TIMEOUT = "HCCL_EXEC_TIMEOUT"
+_ctx = runtime.ctx
+
+
+class NotifyRecordTask(SiteTask):
+    """Set ``notify`` (a record of a thread notify, a runtime notify or a channel notify)."""
+
+    __slots__ = ("kind", "notify", "target")
+    waits = False
+
+    def __init__(self, kind, stream, thread, rank, side, notify, target, depth=3):
+        self.kind = kind
+        self.stream = stream
+        self.device = stream.device
+        self.thread = thread
+        self.rank = rank
+        self.t_head = None
+        self.state = PENDING
+        self.side = side
+        self.notify = notify
+        self.target = target
+        self.set_site(depth)
+
+    @property
+    def detail(self):
+        return self.target
+
+    def run(self) -> None:
+        self.notify.record()
+
+
+class NotifyWaitTask(NotifyRecordTask):
+    """Wait until ``notify`` is set, then clear it; fails its stream after ``timeout`` seconds."""
+
+    __slots__ = ("timeout",)
+    waits = True
+
+    def __init__(self, kind, stream, thread, rank, side, notify, target, timeout, depth=3):
+        super().__init__(kind, stream, thread, rank, side, notify, target, depth + 1)
+        self.timeout = float(timeout)
+
+    def ready(self) -> bool:
+        return self.notify.value > 0
+
+    def blocker(self) -> str:
+        from ..verify.hang import explain_wait
+        return explain_wait(self)
+
+    def run(self) -> None:
+        self.notify.consume()
+
+
+def _check_timeout(value, api: str, name: str = "timeOut") -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{api}: {name} must be an int (seconds), not {type(value).__name__}")
+    if not 0 <= value <= UINT32_MAX:
+        raise para(api, f"{name} {value} is outside [0, {UINT32_MAX}] seconds")
+    return value
+
+
+def _notify_index(thread, idx, api: str, name: str):
+    if isinstance(idx, bool) or not isinstance(idx, int):
+        raise TypeError(f"{api}: {name} must be an int, not {type(idx).__name__}")
+    if not 0 <= idx < len(thread.notifies):
+        raise ptr(api, f"{name} {idx} is out of range: thread 0x{thread.handle:x} has "
+                       f"{len(thread.notifies)} notifies")
+    return thread.notifies[idx]
+
+
+def _issuer(thread_handle, api: str):
+    t = get_thread(thread_handle, api)
+    v.product_supports_hcomm(api)
+    v.engine_side(t, api)
+    return t, "device" if _ctx.kernels else "host"
+
+
+def record(thread, dst_thread, dst_notify_idx) -> None:
+    """``HcommThreadNotifyRecordOnThread``: enqueue on ``thread`` a record of ``dst_thread``'s notify."""
+    api = "HcommThreadNotifyRecordOnThread"
+    t, side = _issuer(thread, api)
+    d = get_thread(dst_thread, api, "dstThread")
+    notify = _notify_index(d, dst_notify_idx, api, "dstNotifyIdx")
+    if d.device != t.device:
+        raise para(api, f"dstThread 0x{dst_thread:x} is on device {d.device}, thread 0x{thread:x} on device "
+                        f"{t.device}: thread notifies do not cross devices (use a channel)")
+    enqueue(NotifyRecordTask("ThreadNotifyRecord", t.stream, t.handle, t.rank, side, notify,
+                             (d.handle, dst_notify_idx)), api)
+
+
+def default_timeout(side: str) -> float:
+    """The timeout of a ``*WithDefaultTimeout`` wait issued now from ``side``."""
+    if _ctx.wait_timeout is not None:
+        return _ctx.wait_timeout
+    raw = os.environ.get(ENV_EXEC_TIMEOUT)
+    try:
+        base = int(raw) if raw is not None else NOTIFY_WAIT_TIMEOUT_DEFAULT
+    except ValueError:
+        base = NOTIFY_WAIT_TIMEOUT_DEFAULT
+    if base <= 0:
+        return 0  # 0 = never time out
+    return base + (NOTIFY_WAIT_TIMEOUT_OFFSET if side == "host" else 0)
+
+
+def wait(thread, notify_idx, timeout, api="HcommThreadNotifyWaitOnThread") -> None:
+    """Enqueue on ``thread`` a wait for its own notify ``notify_idx`` (``timeout`` seconds, 0 = forever)."""
+    t, side = _issuer(thread, api)
+    notify = _notify_index(t, notify_idx, api, "notifyIdx")
+    if timeout is None:
+        timeout = default_timeout(side)
+    else:
+        _check_timeout(timeout, api)
+    enqueue(NotifyWaitTask("ThreadNotifyWait", t.stream, t.handle, t.rank, side, notify,
+                           (t.handle, notify_idx), timeout), api)
+
+
+def wait_default(thread, notify_idx) -> None:
+    """``HcommThreadNotifyWaitOnThreadWithDefaultTimeout``."""
+    wait(thread, notify_idx, None, "HcommThreadNotifyWaitOnThreadWithDefaultTimeout")
+
+
+def _float_seconds(value, api: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{api}: timeOut must be a number of seconds, not {type(value).__name__}")
+    if math.isnan(value) or value < 0 or value > UINT32_MAX:
+        raise para(api, f"timeOut {value} must be a number in [0, {UINT32_MAX}]")
+    return int(value)
+
+
+def set_wait_timeout(value) -> None:
+    """``HcommSetNotifyWaitTimeOut``: the default wait timeout of this OS thread (or kernel)."""
+    _ctx.wait_timeout = _float_seconds(value, "HcommSetNotifyWaitTimeOut")
+
+
+def thread_res_acquire_timeout(value) -> None:
+    """``HcommThreadResAcquireTimeOut``: device side only (queues never fill here: accepted, unused)."""
+    api = "HcommThreadResAcquireTimeOut"
+    if not _ctx.kernels:
+        from ..errors import not_support
+        raise not_support(api, "supported on the device side only (inside an AI CPU kernel)")
+    _float_seconds(value, api)
+
+
+def _runtime_notify(notify_id, t, api: str):
+    from ..aclrt.notify import by_id
+    from ..errors import not_support
+    if runtime.product.is_950:
+        raise not_support(api, f"runtime notifies are not supported on {runtime.product.name}")
+    if isinstance(notify_id, bool) or not isinstance(notify_id, int):
+        raise TypeError(f"{api}: notify id must be an int, not {type(notify_id).__name__}")
+    n = by_id.get(notify_id)
+    if n is None:
+        raise para(api, f"no runtime notify has id {notify_id} (aclrtCreateNotify + aclrtGetNotifyId)")
+    if n.device != t.device:
+        raise para(api, f"runtime notify {notify_id} is on device {n.device}, the thread on device {t.device}")
+    return n
+
+
+def aclrt_record(thread, dst_notify_id) -> None:
+    """``HcommAclrtNotifyRecordOnThread``: enqueue a record of the runtime notify with that id."""
+    api = "HcommAclrtNotifyRecordOnThread"
+    t, side = _issuer(thread, api)
+    n = _runtime_notify(dst_notify_id, t, api)
+    enqueue(NotifyRecordTask("AclrtNotifyRecord", t.stream, t.handle, t.rank, side, n.notify, n.id), api)
+
+
+def aclrt_wait(thread, notify_id, timeout) -> None:
+    """``HcommAclrtNotifyWaitOnThread``: enqueue a wait for the runtime notify with that id."""
+    api = "HcommAclrtNotifyWaitOnThread"
+    t, side = _issuer(thread, api)
+    n = _runtime_notify(notify_id, t, api)
+    _check_timeout(timeout, api)
+    enqueue(NotifyWaitTask("AclrtNotifyWait", t.stream, t.handle, t.rank, side, n.notify, n.id, timeout), api)
