@@ -40,6 +40,12 @@ def get_product() -> Product:
     return _runtime.product
 
 
+def set_notify_counting(enabled: bool) -> None:
+    """Make notifies created from now on count records (True) instead of coalescing them into one
+    bit as the hardware does (False, the default)."""
+    _runtime.notify_counting = bool(enabled)
+
+
 def reset() -> None:
     """Close every device and forget all runtime state (as ``aclFinalize``); keeps the product."""
     _runtime.reset()
@@ -56,6 +62,7 @@ __all__ = (list(_capi_all) + list(_constants)
            + ["AclError", "AclRuntimeError", "HcclDeadlockError", "HcclError", "HcclNotSupportedError",
               "HcclResult", "HcclRuntimeError", "HcclTimeoutError", "HcclUsageError", "DEFAULT_PRODUCT",
               "PRODUCTS", "Product", "find_product", "set_product", "get_product", "reset", "record",
+              "set_notify_counting",
               "Buffer", "Comm", "Device", "Kernel", "Stream", "Thread", "CommEngine", "HcommDataType",
               "HcommReduceOp", "HcclDataType", "HcclReduceOp", "HCCL", "HCCL_ROOT_INFO_BYTES",
               "COMM_NAME_MAX_LENGTH", "HCCL_RES_TAG_MAX_LEN"])

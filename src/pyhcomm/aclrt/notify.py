@@ -30,7 +30,7 @@ class AclNotify:
     def __init__(self, device: int):
         self.device = device
         self.id = next(_ids)
-        self.notify = Notify(f"runtime notify id {self.id} (device {device})", 0)
+        self.notify = Notify(f"runtime notify id {self.id} (device {device})", 0, runtime.notify_counting)
         self.handle = handles.notifies.add(self)
         by_id[self.id] = self
 

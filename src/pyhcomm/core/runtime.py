@@ -57,6 +57,9 @@ class Runtime:
         self.devices: dict[int, Device] = {}
         self.ctx = _ThreadContext()
         self.finalize_hooks: list = []
+        #: Notifies created from now on count records instead of coalescing them (an option; the
+        #: hardware's 1-bit behaviour is the default). ``PYHCOMM_NOTIFY_COUNTING=1`` sets it.
+        self.notify_counting = os.environ.get("PYHCOMM_NOTIFY_COUNTING", "0") not in ("", "0")
 
     @staticmethod
     def _count_from_env(product: Product) -> int:
