@@ -14,6 +14,7 @@ def fresh_runtime():
     runtime.reset()
     runtime.product_chosen = False
     runtime.set_product(DEFAULT_PRODUCT, chosen=False)
+    runtime.notify_counting = False
     pyhcomm.record.clear()
     scheduler.hosts.clear()
     before = set(threading.enumerate())
