@@ -29,5 +29,5 @@ def fresh_runtime():
 def product():
     """Select a product for one test: ``product("Atlas 350")``."""
     def select(name):
-        return runtime.set_product(name, chosen=False)
+        return runtime.set_product(name)  # chosen: a later acl.init() keeps it
     return select

@@ -60,7 +60,7 @@ def take_error(streams, api: str):
             st.error = None
     if first is None:
         return None
-    err = acl_error(acl_code_of(first), api, first.message)
+    err = acl_error(acl_code_of(first), api, str(first))
     err.cause = first  # the task failure itself (an HcclError with its own code)
     recent_error["message"] = str(err)
     return err

@@ -235,7 +235,7 @@ class Scheduler:
         report = explain_deadlock(heads, self)
         self.last_deadlock = report
         for stream, task in heads:
-            self._fail(stream, task, HcclDeadlockError(HcclResult.HCCL_E_TIMEOUT, task.kind, report))
+            self._fail(stream, task, HcclDeadlockError(HcclResult.HCCL_E_TIMEOUT, "", report))
         self.cv.notify_all()
         return True
 

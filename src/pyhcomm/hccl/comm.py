@@ -72,6 +72,8 @@ class Communicator:
         self.threads: list = []         # HcommThread objects acquired on this communicator
         self.notify_total = 0
         self.engine_ctx: dict = {}
+        self.channels: list = []        # ChannelEnd objects acquired on this rank
+        self.mems: list = []            # MemHandle objects registered with HcclCommMemReg
         self.destroyed = False
         self.handle = handles.comms.add(self)
 

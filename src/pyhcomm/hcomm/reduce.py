@@ -77,14 +77,14 @@ def _name(enum, value) -> str:
         return str(value)
 
 
-def _int_arg(value, name: str, enum) -> int:
+def _int_arg(value, name: str, enum, api: str = API) -> int:
     """An enum argument as an int (numpy integers too); ``TypeError`` for anything else, as a binding."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{API}: {name} must be an int ({enum.__name__}), not {type(value).__name__}")
+        raise TypeError(f"{api}: {name} must be an int ({enum.__name__}), not {type(value).__name__}")
     return int(value)
 
 
-def check_dtype_op(data_type, reduce_op, device_side: bool | None = None) -> tuple:
+def check_dtype_op(data_type, reduce_op, device_side: bool | None = None, api: str = API) -> tuple:
     """Check ``(dataType, reduceOp)`` for the current product and side; return them as enums.
 
     Returns:
@@ -94,27 +94,27 @@ def check_dtype_op(data_type, reduce_op, device_side: bool | None = None) -> tup
         HcclUsageError: ``HCCL_E_PARA`` for a value outside the supported (or mapped) set.
         HcclNotSupportedError: a value the Atlas 350 path maps but does not reduce.
     """
-    dt = _int_arg(data_type, "dataType", HcommDataType)
-    op = _int_arg(reduce_op, "reduceOp", HcommReduceOp)
+    dt = _int_arg(data_type, "dataType", HcommDataType, api)
+    op = _int_arg(reduce_op, "reduceOp", HcommReduceOp, api)
     if device_side is None:
         device_side = on_device_side()
     if device_side and runtime.product.is_950:
         if dt not in MAPPED_950_DTYPES:
-            raise para(API, f"dataType {dt} is not an HcommDataType the {runtime.product.name} path maps")
+            raise para(api, f"dataType {dt} is not an HcommDataType the {runtime.product.name} path maps")
         if op not in OPS_950:
-            raise para(API, f"reduceOp {op} is not an HcommReduceOp the {runtime.product.name} path maps "
+            raise para(api, f"reduceOp {op} is not an HcommReduceOp the {runtime.product.name} path maps "
                             "(SUM 0, PROD 1, MAX 2, MIN 3)")
         if dt not in DTYPES_950:
-            raise not_support(API, f"dataType {_name(_D, dt)} cannot be reduced on {runtime.product.name} "
+            raise not_support(api, f"dataType {_name(_D, dt)} cannot be reduced on {runtime.product.name} "
                                    f"(supported: {_names(_D, DTYPES_950)})")
         engine = "sdma" if dt in SDMA_950_DTYPES and op in SDMA_950_OPS else "aicpu"
         return _D(dt), _O(op), engine
     path = "the host path" if not device_side else f"the {runtime.product.name} device path"
     if dt not in HOST_DTYPES:
-        raise para(API, f"dataType {_name(_D, dt)} is not supported on {path} "
+        raise para(api, f"dataType {_name(_D, dt)} is not supported on {path} "
                         f"(supported: {_names(_D, HOST_DTYPES)})")
     if op not in HOST_OPS:
-        raise para(API, f"reduceOp {_name(_O, op)} is not supported on {path} "
+        raise para(api, f"reduceOp {_name(_O, op)} is not supported on {path} "
                         f"(supported: {_names(_O, HOST_OPS)})")
     return _D(dt), _O(op), "sdma"
 

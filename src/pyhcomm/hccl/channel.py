@@ -1,0 +1,340 @@
+"""Channels: the two ends of a link between two ranks, and what each end exposes to the other.
+
+``HcclChannelAcquire`` creates (or returns) this rank's end for ``(engine, remoteRank,
+protocol)``; the pair is matched on communicator, engine, the two ranks and the protocol. When
+both ends exist they are connected: each knows the other's HCCL buffer, the memories the other
+registered and listed in its descriptor, and the other's notifies. Acquire does not block; calls
+that need the peer (``HcclChannelGetHcclBuffer``, data-plane calls from the host) wait for it up
+to ``HCCL_CONNECT_TIMEOUT`` seconds; device-side calls on an unconnected channel are refused.
+
+Engine/protocol legality follows ``HcclChannelAcquire``'s table (hcomm-api §3.4) plus the AICPU
+engine the custom-operator samples use: A2 CPU_TS/AICPU/AICPU_TS -> ROCE, HCCS, HCCS_ONLY;
+A3 AICPU/AICPU_TS -> ROCE, HCCS, HCCS_ONLY; 350 CPU -> ROCE, AICPU/AICPU_TS -> UBOE, UBC_CTP,
+UBC_TP, ROCE, AIV -> UBC_CTP, UBC_TP, UB_MEM, ROCE, CCU -> UBC_CTP, UBC_TP (4 fixed notifies).
+An engine outside the table is ``HCCL_E_NOT_SUPPORT``, so is a protocol the engine does not speak;
+a protocol with no link between the two devices is ``HCCL_E_NOT_FOUND``.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from ..core import handles, memory
+from ..core.notify import Notify
+from ..core.runtime import runtime
+from ..enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
+from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
+from ..topology import CommProtocol, EndpointDesc, protocols_between
+from . import comm as comm_mod
+from .thread import HCOMM_NOTIFY_MAX_NUM, check_engine
+
+HCCL_CHANNEL_MAGIC_WORD = 0x0F0F0F0F
+HCCL_CHANNEL_VERSION = 1
+CHANNEL_NUM_MAX = 1048576
+CCU_NOTIFY_NUM = 4
+
+E, P = CommEngine, CommProtocol
+_A2A3 = {P.COMM_PROTOCOL_ROCE, P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_HCCS_ONLY}
+_UB_AICPU = {P.COMM_PROTOCOL_UBOE, P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_ROCE}
+CHANNEL_PROTOCOLS = {
+    "A2": {E.COMM_ENGINE_CPU_TS: _A2A3, E.COMM_ENGINE_AICPU: _A2A3, E.COMM_ENGINE_AICPU_TS: _A2A3},
+    "A3": {E.COMM_ENGINE_AICPU: _A2A3, E.COMM_ENGINE_AICPU_TS: _A2A3},
+    "950": {E.COMM_ENGINE_CPU: {P.COMM_PROTOCOL_ROCE}, E.COMM_ENGINE_AICPU: _UB_AICPU,
+            E.COMM_ENGINE_AICPU_TS: _UB_AICPU,
+            E.COMM_ENGINE_AIV: {P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM,
+                                P.COMM_PROTOCOL_ROCE},
+            E.COMM_ENGINE_CCU: {P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP}},
+}
+
+
+class CommMemType(IntEnum):
+    COMM_MEM_TYPE_INVALID = -1
+    COMM_MEM_TYPE_DEVICE = 0
+    COMM_MEM_TYPE_HOST = 1
+
+
+@dataclass
+class CommMem:
+    """``CommMem``: a memory range to register (``HcclCommMemReg``) or a remote one."""
+
+    type: int = CommMemType.COMM_MEM_TYPE_DEVICE
+    addr: int = 0
+    size: int = 0
+
+
+@dataclass
+class CommAbiHeader:
+    version: int = 0
+    magicWord: int = 0
+    size: int = 0
+    reserved: int = 0
+
+
+@dataclass
+class RoceAttr:
+    queueNum: int = 0
+    retryCnt: int = 7
+    retryInterval: int = 20
+    tc: int = 132
+    sl: int = 4
+
+
+@dataclass
+class HcclChannelDesc:
+    """``HcclChannelDesc`` with the C field names; initialise it with ``HcclChannelDescInit``."""
+
+    header: CommAbiHeader = field(default_factory=CommAbiHeader)
+    remoteRank: int = 0
+    channelProtocol: int = P.COMM_PROTOCOL_RESERVED
+    localEndpoint: EndpointDesc = field(default_factory=EndpointDesc)
+    remoteEndpoint: EndpointDesc = field(default_factory=EndpointDesc)
+    notifyNum: int = 0
+    memHandles: list = field(default_factory=list)
+    memHandleNum: int = 0
+    roceAttr: RoceAttr = field(default_factory=RoceAttr)
+
+
+def desc_init(descs) -> None:
+    """``HcclChannelDescInit``: set every descriptor to the documented defaults."""
+    if descs is None:
+        raise ptr("HcclChannelDescInit", "channelDescs is NULL")
+    for d in ([descs] if isinstance(descs, HcclChannelDesc) else descs):
+        d.header = CommAbiHeader(HCCL_CHANNEL_VERSION, HCCL_CHANNEL_MAGIC_WORD, 0, 0)
+        d.remoteRank = 0xFFFFFFFF
+        d.channelProtocol = P.COMM_PROTOCOL_RESERVED
+        d.localEndpoint = EndpointDesc()
+        d.remoteEndpoint = EndpointDesc()
+        d.notifyNum = 0
+        d.memHandles = []
+        d.memHandleNum = 0
+        d.roceAttr = RoceAttr()
+
+
+class MemHandle:
+    """A memory registered with ``HcclCommMemReg`` (``HcclMemHandle``)."""
+
+    def __init__(self, comm, tag: str, alloc, addr: int, size: int):
+        self.comm, self.tag, self.alloc, self.addr, self.size = comm, tag, alloc, addr, size
+        self.handle = handles.kernels.add(self)
+
+
+class ChannelEnd:
+    """This rank's end of a channel (``ChannelHandle``)."""
+
+    def __init__(self, comm, engine, protocol, peer_rank, notify_num, mems):
+        self.comm = comm
+        self.engine = CommEngine(engine)
+        self.protocol = CommProtocol(protocol)
+        self.peer_rank = peer_rank
+        self.mems = mems               # MemHandle list exposed to the peer
+        self.peer: ChannelEnd | None = None
+        self.closed = False
+        self.handle = handles.channels.add(self)
+        self.notifies = [Notify(f"rank {comm.rank} channel 0x{self.handle:x} (to rank {peer_rank})", i)
+                         for i in range(notify_num)]
+
+    @property
+    def host_side(self) -> bool:
+        return self.engine in HOST_ENGINES
+
+    def exposed(self):
+        """``(addr, size, allocation, label)`` of every range this end exposes to its peer."""
+        buf = comm_mod.hccl_buffer(self.comm, "HcclChannelAcquire")
+        out = [(buf.addr, buf.size, buf, "its HCCL buffer")]
+        out += [(m.addr, m.size, m.alloc, f"memory {m.tag!r}") for m in self.mems]
+        return out
+
+    def __repr__(self):
+        return (f"<Channel 0x{self.handle:x} rank {self.comm.rank}->{self.peer_rank} {self.engine.name} "
+                f"{self.protocol.name} {'connected' if self.peer else 'waiting'}>")
+
+
+_pairs: dict = {}
+_cv = threading.Condition()
+
+
+def _key(comm, engine, protocol, a, b):
+    return (comm.world.id, int(engine), int(protocol), min(a, b), max(a, b))
+
+
+def _check_desc(comm, engine, d, i, api):
+    if not isinstance(d, HcclChannelDesc):
+        raise TypeError(f"{api}: channelDescs[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
+    if d.header.magicWord != HCCL_CHANNEL_MAGIC_WORD or d.header.version < 1:
+        raise para(api, f"channelDescs[{i}] was not initialised with HcclChannelDescInit")
+    if not isinstance(d.remoteRank, int) or not 0 <= d.remoteRank < comm.nranks:
+        raise para(api, f"channelDescs[{i}].remoteRank {d.remoteRank} is outside [0, {comm.nranks})")
+    if d.remoteRank == comm.rank:
+        raise para(api, f"channelDescs[{i}].remoteRank {d.remoteRank} is this rank")
+    try:
+        protocol = CommProtocol(d.channelProtocol)
+    except ValueError:
+        raise para(api, f"channelDescs[{i}].channelProtocol {d.channelProtocol} is not a CommProtocol") from None
+    allowed = CHANNEL_PROTOCOLS.get(runtime.product.family, {}).get(engine)
+    if protocol == P.COMM_PROTOCOL_RESERVED:
+        raise para(api, f"channelDescs[{i}].channelProtocol is not set")
+    if protocol not in allowed:
+        names = ", ".join(sorted(p.name for p in allowed))
+        raise not_support(api, f"channelDescs[{i}]: {engine.name} channels on {runtime.product.name} speak "
+                               f"{names}, not {protocol.name}")
+    peer = comm.world.comms.get(d.remoteRank)
+    peer_dev = peer.device if peer is not None else None
+    if peer_dev is not None and protocol not in protocols_between(comm.device, peer_dev):
+        raise not_found(api, f"channelDescs[{i}]: no {protocol.name} link between rank {comm.rank} "
+                             f"(device {comm.device}) and rank {d.remoteRank} (device {peer_dev})")
+    notify_num = d.notifyNum
+    if engine == E.COMM_ENGINE_CCU:
+        notify_num = CCU_NOTIFY_NUM
+    elif not isinstance(notify_num, int) or not 0 <= notify_num <= HCOMM_NOTIFY_MAX_NUM:
+        raise para(api, f"channelDescs[{i}].notifyNum {notify_num} is outside [0, {HCOMM_NOTIFY_MAX_NUM}]")
+    mems = list(d.memHandles or [])
+    if d.memHandleNum != len(mems):
+        raise para(api, f"channelDescs[{i}].memHandleNum {d.memHandleNum} but {len(mems)} memHandles")
+    resolved = []
+    for h in mems:
+        m = handles.kernels.get(h)
+        if not isinstance(m, MemHandle) or m.comm is not comm:
+            raise para(api, f"channelDescs[{i}]: memHandle {h!r} was not registered on this communicator")
+        resolved.append(m)
+    return protocol, notify_num, resolved
+
+
+def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
+    """``HcclChannelAcquire``: get or create this rank's end of each described channel."""
+    api = "HcclChannelAcquire"
+    comm = comm_mod.get_comm(comm_handle, api)
+    engine = check_engine(engine, api)
+    if descs is None:
+        raise ptr(api, "channelDescs is NULL")
+    if isinstance(descs, HcclChannelDesc):
+        descs = [descs]
+    if not isinstance(channel_num, int) or not 0 < channel_num <= CHANNEL_NUM_MAX:
+        raise para(api, f"channelNum {channel_num} is outside (0, {CHANNEL_NUM_MAX}]")
+    if len(descs) < channel_num:
+        raise para(api, f"channelNum {channel_num} but only {len(descs)} descriptors")
+    if engine not in CHANNEL_PROTOCOLS.get(runtime.product.family, {}):
+        raise not_support(api, f"{engine.name} channels are not supported on {runtime.product.name}")
+    checked = [_check_desc(comm, engine, descs[i], i, api) for i in range(channel_num)]
+    comm_mod.hccl_buffer(comm, api)  # exchanged at connection
+    out = []
+    with _cv:
+        for d, (protocol, notify_num, mems) in zip(descs, checked):
+            key = _key(comm, engine, protocol, comm.rank, d.remoteRank)
+            ends = _pairs.setdefault(key, {})
+            end = ends.get(comm.rank)
+            if end is None or end.closed:
+                end = ChannelEnd(comm, engine, protocol, d.remoteRank, notify_num, mems)
+                ends[comm.rank] = end
+                comm.channels.append(end)
+                other = ends.get(d.remoteRank)
+                if other is not None and not other.closed:
+                    end.peer, other.peer = other, end
+                    _cv.notify_all()
+            out.append(end)
+    return out
+
+
+def get_channel(handle, api: str, name: str = "channel") -> ChannelEnd:
+    """Look a channel up: 0 is ``HCCL_E_PTR``, unknown or released ``HCCL_E_NOT_FOUND``."""
+    if not handle:
+        raise ptr(api, f"{name} is 0 (NULL)")
+    ch = handles.channels.get(handle)
+    if ch is None:
+        raise not_found(api, f"{name} 0x{handle:x} is not a live channel handle" if isinstance(handle, int)
+                        else f"{name} {handle!r} is not a channel handle")
+    return ch
+
+
+def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> ChannelEnd:
+    """The peer's end; waits for it (host calls) up to ``HCCL_CONNECT_TIMEOUT`` seconds."""
+    peer = ch.peer
+    if peer is not None and not peer.closed:
+        return peer
+    if peer is not None and peer.closed:
+        raise para(api, f"channel 0x{ch.handle:x}: rank {ch.peer_rank} destroyed its end")
+    if not wait:
+        raise para(api, f"channel 0x{ch.handle:x} is not connected: rank {ch.peer_rank} has not acquired "
+                        f"the matching {ch.engine.name} {ch.protocol.name} channel")
+    timeout = float(os.environ.get(comm_mod.ENV_CONNECT_TIMEOUT, "120"))
+    end = time.monotonic() + timeout
+    with _cv:
+        while ch.peer is None:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
+                                 f"channel 0x{ch.handle:x}: rank {ch.peer_rank} did not acquire the matching "
+                                 f"{ch.engine.name} {ch.protocol.name} channel within {timeout:g} s")
+            _cv.wait(left)
+    return ch.peer
+
+
+def peer_hccl_buffer(comm_handle, channel):
+    """``HcclChannelGetHcclBuffer``: the peer's HCCL buffer ``(addr, size)``."""
+    api = "HcclChannelGetHcclBuffer"
+    comm = comm_mod.get_comm(comm_handle, api)
+    ch = _own(comm, channel, api)
+    buf = comm_mod.hccl_buffer(connected_peer(ch, api).comm, api)
+    return buf.addr, buf.size
+
+
+def _own(comm, channel, api):
+    ch = get_channel(channel, api)
+    if ch.comm is not comm:
+        raise para(api, f"channel 0x{channel:x} belongs to rank {ch.comm.rank} of {ch.comm.name}, "
+                        f"not rank {comm.rank} of {comm.name}")
+    return ch
+
+
+def remote_mems(comm_handle, channel):
+    """``HcclChannelGetRemoteMems``: ``(memNum, [CommMem], [tags])`` the peer exposed."""
+    api = "HcclChannelGetRemoteMems"
+    comm = comm_mod.get_comm(comm_handle, api)
+    peer = connected_peer(_own(comm, channel, api), api)
+    mems = [CommMem(CommMemType.COMM_MEM_TYPE_DEVICE, m.addr, m.size) for m in peer.mems]
+    return len(mems), mems, [m.tag for m in peer.mems]
+
+
+def mem_reg(comm_handle, tag, mem) -> int:
+    """``HcclCommMemReg``: register device memory of this rank under ``tag``."""
+    api = "HcclCommMemReg"
+    comm = comm_mod.get_comm(comm_handle, api)
+    if tag is None:
+        raise ptr(api, "memTag is NULL")
+    if mem is None:
+        raise ptr(api, "mem is NULL")
+    if not isinstance(tag, str) or not 0 < len(tag) <= HCCL_RES_TAG_MAX_LEN:
+        raise para(api, f"memTag must be 1..{HCCL_RES_TAG_MAX_LEN} characters")
+    if any(m.tag == tag for m in comm.mems):
+        raise para(api, f"memTag {tag!r} is already registered on rank {comm.rank}")
+    if mem.type != CommMemType.COMM_MEM_TYPE_DEVICE:
+        raise not_support(api, "only device memory (COMM_MEM_TYPE_DEVICE) can be registered")
+    if not mem.addr:
+        raise ptr(api, "mem.addr is NULL")
+    if not isinstance(mem.size, int) or mem.size <= 0:
+        raise para(api, f"mem.size {mem.size} must be positive")
+    alloc = memory.device_map.find(mem.addr)
+    if alloc is None or alloc.device != comm.device or mem.addr + mem.size > alloc.end:
+        raise para(api, f"mem 0x{mem.addr:x} + {mem.size} is not device memory of rank {comm.rank} "
+                        f"(device {comm.device})")
+    m = MemHandle(comm, tag, alloc, mem.addr, mem.size)
+    comm.mems.append(m)
+    return m.handle
+
+
+def release_comm_channels(comm) -> None:
+    """Close the channel ends of a destroyed communicator (peers see them as gone)."""
+    with _cv:
+        for ch in comm.channels:
+            ch.closed = True
+            handles.channels.remove(ch.handle)
+        comm.channels.clear()
+        for m in comm.mems:
+            handles.kernels.remove(m.handle)
+        comm.mems.clear()
+        _cv.notify_all()
+
+
+comm_mod._destroy_hooks.append(release_comm_channels)
