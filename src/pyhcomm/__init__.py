@@ -52,17 +52,22 @@ def reset() -> None:
 
 
 _constants = {}
-for _enum in _enums.ALL_ENUMS + (HcclResult, AclError):
+from .topology import CommProtocol as _CommProtocol  # noqa: E402
+from .hccl.channel import CommMemType as _CommMemType  # noqa: E402
+from .hcomm.channel_ops import HcommTransferType as _HcommTransferType  # noqa: E402
+
+for _enum in _enums.ALL_ENUMS + (HcclResult, AclError, _CommProtocol, _CommMemType, _HcommTransferType):
     _constants.update(_enum.__members__)
 globals().update(_constants)
 
 from .pythonic import Buffer, Comm, Device, Kernel, Stream, Thread  # noqa: E402
+from .spmd import LaunchTimeout, RankError, launch  # noqa: E402
 
 __all__ = (list(_capi_all) + list(_constants)
            + ["AclError", "AclRuntimeError", "HcclDeadlockError", "HcclError", "HcclNotSupportedError",
               "HcclResult", "HcclRuntimeError", "HcclTimeoutError", "HcclUsageError", "DEFAULT_PRODUCT",
               "PRODUCTS", "Product", "find_product", "set_product", "get_product", "reset", "record",
-              "set_notify_counting",
+              "set_notify_counting", "launch", "RankError", "LaunchTimeout",
               "Buffer", "Comm", "Device", "Kernel", "Stream", "Thread", "CommEngine", "HcommDataType",
               "HcommReduceOp", "HcclDataType", "HcclReduceOp", "HCCL", "HCCL_ROOT_INFO_BYTES",
               "COMM_NAME_MAX_LENGTH", "HCCL_RES_TAG_MAX_LEN"])

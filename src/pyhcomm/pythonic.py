@@ -225,6 +225,26 @@ class Thread:
     def __repr__(self):
         return f"<Thread 0x{self.handle:x} {self.engine.name}>"
 
+    def record(self, dst_thread: "Thread", idx: int) -> None:
+        """Enqueue ``HcommThreadNotifyRecordOnThread``: when this thread's queue reaches the task,
+        set notify ``idx`` of ``dst_thread`` (a :class:`Thread` or a handle). Returns at once."""
+        from .hcomm import notify as _notify
+        dst = dst_thread.handle if isinstance(dst_thread, Thread) else dst_thread
+        _notify.record(self.handle, dst, idx)
+
+    def wait(self, idx: int, timeout: int | None = None) -> None:
+        """Enqueue a wait for this thread's own notify ``idx``, which the wait clears.
+
+        ``timeout`` in seconds (0 = forever); ``None`` uses the default of the calling OS thread
+        (``HcommThreadNotifyWaitOnThreadWithDefaultTimeout``). Returns at once; a wait that
+        times out or can never be satisfied fails the stream, reported by ``synchronize()``.
+        """
+        from .hcomm import notify as _notify
+        if timeout is None:
+            _notify.wait_default(self.handle, idx)
+        else:
+            _notify.wait(self.handle, idx, timeout)
+
 
 class Comm(_Closable):
     """One rank of a communicator (``HcclComm``)."""

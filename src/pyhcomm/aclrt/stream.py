@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..core import handles
 from ..core.runtime import runtime
-from ..core.scheduler import DONE_OK, TIMED_OUT, scheduler
+from ..core.scheduler import ABORTED, DONE_OK, TIMED_OUT, scheduler
 from ..errors import AclError, acl_code_of, acl_error
 from .device import current_device
 
@@ -76,6 +76,8 @@ def _sync(streams, api: str, timeout_s):
     err = take_error(streams, api)
     if err is not None:
         raise err
+    if status == ABORTED:
+        raise acl_error(AclError.ACL_ERROR_RT_STREAM_ABORT, api, f"aborted: {scheduler.abort_reason}")
     if status == TIMED_OUT:
         raise acl_error(AclError.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, api, f"not complete after {timeout_s * 1000:g} ms")
     if status != DONE_OK:

@@ -130,3 +130,128 @@ def HcommThreadJoin(thread, timeout):
 @c_api()
 def HcommFenceOnThread(thread):
     _thread_ops.fence(thread)
+
+
+# -- channel data plane ---------------------------------------------------------------------------------
+from ..hcomm import channel_ops as _chops  # noqa: E402
+
+HcommTransferType = _chops.HcommTransferType
+HcommBatchTransferDesc = _chops.HcommBatchTransferDesc
+
+__all__ += ["HcommWriteOnThread", "HcommReadOnThread", "HcommWriteReduceOnThread", "HcommReadReduceOnThread",
+            "HcommWriteWithNotifyOnThread", "HcommWriteReduceWithNotifyOnThread", "HcommWriteNbiOnThread",
+            "HcommWriteNbi", "HcommWriteWithNotifyNbiOnThread", "HcommWriteWithNotifyNbi", "HcommReadNbiOnThread",
+            "HcommReadNbi", "HcommBatchTransferOnThread", "HcommChannelNotifyRecordOnThread",
+            "HcommChannelNotifyWaitOnThread", "HcommChannelNotifyWaitOnThreadWithDefaultTimeout",
+            "HcommChannelNotifyRecord", "HcommChannelNotifyWait", "HcommChannelFenceOnThread",
+            "HcommChannelDrainOnThread", "HcommChannelFence", "HcommTransferType", "HcommBatchTransferDesc"]
+
+
+@c_api()
+def HcommWriteOnThread(thread, channel, dst, src, len):  # noqa: A002
+    """Enqueue a one-sided write of local ``src`` to the peer's ``dst``."""
+    _chops.write(thread, channel, dst, src, len)
+
+
+@c_api()
+def HcommReadOnThread(thread, channel, dst, src, len):  # noqa: A002
+    """Enqueue a one-sided read of the peer's ``src`` into local ``dst``."""
+    _chops.read(thread, channel, dst, src, len)
+
+
+@c_api()
+def HcommWriteReduceOnThread(thread, channel, dst, src, count, dataType, reduceOp):  # noqa: N803
+    _chops.write_reduce(thread, channel, dst, src, count, dataType, reduceOp)
+
+
+@c_api()
+def HcommReadReduceOnThread(thread, channel, dst, src, count, dataType, reduceOp):  # noqa: N803
+    _chops.read_reduce(thread, channel, dst, src, count, dataType, reduceOp)
+
+
+@c_api()
+def HcommWriteWithNotifyOnThread(thread, channel, dst, src, len, remoteNotifyIdx):  # noqa: A002,N803
+    _chops.write_with_notify(thread, channel, dst, src, len, remoteNotifyIdx)
+
+
+@c_api()
+def HcommWriteReduceWithNotifyOnThread(thread, channel, dst, src, count, dataType, reduceOp,  # noqa: N803
+                                       remoteNotifyIdx):
+    _chops.write_reduce_with_notify(thread, channel, dst, src, count, dataType, reduceOp, remoteNotifyIdx)
+
+
+@c_api()
+def HcommWriteNbiOnThread(thread, channel, dst, src, len):  # noqa: A002
+    _chops.nbi("HcommWriteNbiOnThread", channel, dst, src, len, True)
+
+
+@c_api()
+def HcommWriteNbi(channel, dst, src, len):  # noqa: A002
+    _chops.nbi("HcommWriteNbi", channel, dst, src, len, True)
+
+
+@c_api()
+def HcommWriteWithNotifyNbiOnThread(thread, channel, dst, src, len, remoteNotifyIdx):  # noqa: A002,N803
+    _chops.nbi("HcommWriteWithNotifyNbiOnThread", channel, dst, src, len, True, remoteNotifyIdx)
+
+
+@c_api()
+def HcommWriteWithNotifyNbi(channel, dst, src, len, remoteNotifyIdx):  # noqa: A002,N803
+    _chops.nbi("HcommWriteWithNotifyNbi", channel, dst, src, len, True, remoteNotifyIdx)
+
+
+@c_api()
+def HcommReadNbiOnThread(thread, channel, dst, src, len):  # noqa: A002
+    _chops.nbi("HcommReadNbiOnThread", channel, dst, src, len, False)
+
+
+@c_api()
+def HcommReadNbi(channel, dst, src, len):  # noqa: A002
+    _chops.nbi("HcommReadNbi", channel, dst, src, len, False)
+
+
+@c_api()
+def HcommBatchTransferOnThread(thread, channel, transferDescs, transferDescNum):  # noqa: N803
+    _chops.batch_transfer(thread, channel, transferDescs, transferDescNum)
+
+
+@c_api()
+def HcommChannelNotifyRecordOnThread(thread, channel, remoteNotifyIdx):  # noqa: N803
+    """Enqueue a record of the peer's channel notify ``remoteNotifyIdx``."""
+    _chops.notify_record(thread, channel, remoteNotifyIdx)
+
+
+@c_api()
+def HcommChannelNotifyWaitOnThread(thread, channel, localNotifyIdx, timeOut):  # noqa: N803
+    """Enqueue a wait for this end's channel notify ``localNotifyIdx`` (s, 0 = forever)."""
+    _chops.notify_wait(thread, channel, localNotifyIdx, timeOut)
+
+
+@c_api()
+def HcommChannelNotifyWaitOnThreadWithDefaultTimeout(thread, channel, localNotifyIdx):  # noqa: N803
+    _chops.notify_wait_default(thread, channel, localNotifyIdx)
+
+
+@c_api()
+def HcommChannelNotifyRecord(channel, remoteNotifyIdx):  # noqa: N803
+    _chops.notify_record_now(channel, remoteNotifyIdx)
+
+
+@c_api()
+def HcommChannelNotifyWait(channel, localNotifyIdx, timeOut):  # noqa: N803
+    _chops.notify_wait_now(channel, localNotifyIdx, timeOut)
+
+
+@c_api()
+def HcommChannelFenceOnThread(thread, channel):
+    _chops.channel_fence_on_thread(thread, channel)
+
+
+@c_api()
+def HcommChannelDrainOnThread(thread, channel):
+    _chops.channel_drain(thread, channel)
+
+
+@c_api()
+def HcommChannelFence(channel):
+    _chops.channel_fence(channel)

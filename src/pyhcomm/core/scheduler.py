@@ -26,7 +26,7 @@ from .task import DONE, FAILED, RUNNING, SKIPPED, record
 
 DRAIN_DEPTH = 1 << 16
 
-DONE_OK, TIMED_OUT, STUCK = "done", "timeout", "stuck"
+DONE_OK, TIMED_OUT, STUCK, ABORTED = "done", "timeout", "stuck", "aborted"
 MAX_SLEEP = 1.0  # a sleeping host thread re-checks at least this often (belt and braces)
 
 _monotonic = time.monotonic
@@ -44,6 +44,7 @@ class Scheduler:
         self.hosts: dict = {}           # thread ident -> threading.Thread using the runtime
         self.last_deadlock = None       # the report of the most recent deadlock
         self.blocked_calls: dict = {}   # thread ident -> the blocking call it is in (for reports)
+        self.abort_reason = None        # set by pyhcomm.launch when a rank fails: blocking calls give up
 
     # -- host threads --------------------------------------------------------------------------
     def register_host(self) -> None:
@@ -156,6 +157,8 @@ class Scheduler:
             while True:
                 if done():
                     return DONE_OK
+                if self.abort_reason is not None:
+                    return ABORTED
                 if self._step():
                     continue
                 if done():
@@ -238,6 +241,12 @@ class Scheduler:
             self._fail(stream, task, HcclDeadlockError(HcclResult.HCCL_E_TIMEOUT, "", report))
         self.cv.notify_all()
         return True
+
+    def abort(self, reason: str) -> None:
+        """Make every blocking call return ``ABORTED`` (another rank failed)."""
+        with self.lock:
+            self.abort_reason = reason
+            self.cv.notify_all()
 
     def drop_stream(self, stream) -> None:
         """Forget a destroyed stream and skip whatever it still had queued."""

@@ -1,0 +1,67 @@
+"""``hccl_channel.h`` (with the rank graph and memory registration), in the flat C tier."""
+from __future__ import annotations
+
+from .. import topology as _topo
+from ..errors import para as _para
+from ..hccl import channel as _ch
+from ..hccl import comm as _comm
+from ._wrap import c_api
+
+__all__ = ["HcclChannelDesc", "HcclChannelDescInit", "HcclChannelAcquire", "HcclChannelGetHcclBuffer",
+           "HcclCommMemReg", "HcclChannelGetRemoteMems", "HcclRankGraphGetLinks", "CommMem", "CommMemType",
+           "CommProtocol", "CommLink", "EndpointDesc", "HCCL_CHANNEL_MAGIC_WORD", "HCCL_CHANNEL_VERSION"]
+
+HcclChannelDesc = _ch.HcclChannelDesc
+CommMem = _ch.CommMem
+CommMemType = _ch.CommMemType
+CommProtocol = _topo.CommProtocol
+CommLink = _topo.CommLink
+EndpointDesc = _topo.EndpointDesc
+HCCL_CHANNEL_MAGIC_WORD = _ch.HCCL_CHANNEL_MAGIC_WORD
+HCCL_CHANNEL_VERSION = _ch.HCCL_CHANNEL_VERSION
+
+
+@c_api()
+def HcclChannelDescInit(channelDescs, descNum=None):  # noqa: N803
+    """Initialise descriptors (one or a list) to the documented defaults."""
+    descs = [channelDescs] if isinstance(channelDescs, HcclChannelDesc) else channelDescs
+    if descs is not None and descNum is not None and descNum > len(descs):
+        raise _para("HcclChannelDescInit", f"descNum {descNum} but {len(descs)} descriptors")
+    _ch.desc_init(descs if descNum is None or descs is None else descs[:descNum])
+
+
+@c_api([])
+def HcclChannelAcquire(comm, engine, channelDescs, channelNum):  # noqa: N803
+    """``ret, channels = HcclChannelAcquire(comm, engine, descs, channelNum)``."""
+    return [c.handle for c in _ch.acquire(comm, engine, channelDescs, channelNum)]
+
+
+@c_api(0, 0)
+def HcclChannelGetHcclBuffer(comm, channel):
+    """``ret, addr, size``: the peer's HCCL buffer as seen through ``channel`` (waits for the peer)."""
+    return _ch.peer_hccl_buffer(comm, channel)
+
+
+@c_api(0)
+def HcclCommMemReg(comm, memTag, mem):  # noqa: N803
+    """``ret, memHandle = HcclCommMemReg(comm, tag, CommMem(...))``."""
+    return _ch.mem_reg(comm, memTag, mem)
+
+
+@c_api(0, [], [])
+def HcclChannelGetRemoteMems(comm, channel):
+    """``ret, memNum, mems, tags``: the memories the peer registered and exposed on ``channel``."""
+    return _ch.remote_mems(comm, channel)
+
+
+@c_api([])
+def HcclRankGraphGetLinks(comm, netLayer, srcRank, dstRank):  # noqa: N803
+    """``ret, links``: the links between two ranks, with their protocols (``netLayer`` 0)."""
+    api = "HcclRankGraphGetLinks"
+    c = _comm.get_comm(comm, api)
+    if netLayer != 0:
+        raise _para(api, f"netLayer {netLayer}: only layer 0 is modelled")
+    for name, r in (("srcRank", srcRank), ("dstRank", dstRank)):
+        if not isinstance(r, int) or not 0 <= r < c.nranks or r not in c.world.comms:
+            raise _para(api, f"{name} {r} is not a rank of {c.name}")
+    return _topo.links(c.world.comms[srcRank].device, c.world.comms[dstRank].device)

@@ -1,0 +1,358 @@
+"""The channel data plane: one-sided writes and reads between ranks, channel notifies, fences.
+
+Semantics (hcomm-api §2.5-§2.8): ``Write`` copies local ``src`` to the peer's ``dst``; ``Read``
+copies the peer's ``src`` to local ``dst``; the ``*Reduce`` variants combine instead of copying
+(data types and ops as ``HcommLocalReduceOnThread``). A remote range must lie wholly inside
+memory the peer exposed on that channel (its HCCL buffer, or memory it registered and listed);
+anything else is ``HCCL_E_PARA`` at the call: no rank can touch memory a peer did not expose.
+``ChannelNotifyRecord`` sets the peer's notify ``k``; ``ChannelNotifyWait`` waits for this end's
+own notify ``k``; both are 1-bit registers like thread notifies (index out of range:
+``HCCL_E_PARA``, pyhcomm's choice: the real code is transport-specific).
+
+Product rules: on Atlas 350, ``Write``/``Read`` need a UBC_TP, UBC_CTP or UBoE channel; the
+``WithNotify`` writes are Atlas 350 only (device side); the NBI calls are Atlas 350 host CPU-engine
+RoCE calls that complete when posted; ``HcommBatchTransferOnThread`` is device side only, and on
+A2/A3 RoCE WRITE/READ only. A call's side must match the channel's engine (host engines from the
+host, device engines inside a kernel).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from ..backend import get_backend
+from ..core.runtime import runtime
+from ..core.scheduler import TIMED_OUT, scheduler
+from ..core.task import Task, call_site
+from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine, HcommReduceOp
+from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para, ptr
+from ..hccl.channel import connected_peer, get_channel
+from ..hccl.thread import get_thread
+from ..topology import CommProtocol
+from . import validate as v
+from .launch import enqueue
+from .notify import NotifyRecordTask, NotifyWaitTask, _check_timeout, default_timeout
+from .reduce import check_dtype_op
+
+_backend = get_backend()
+_ctx = runtime.ctx
+P = CommProtocol
+UB_DATA = {P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBOE}
+
+
+class HcommTransferType(IntEnum):
+    HCOMM_TRANSFER_TYPE_INVALID = -1
+    HCOMM_TRANSFER_TYPE_WRITE = 0
+    HCOMM_TRANSFER_TYPE_WRITE_REDUCE = 1
+    HCOMM_TRANSFER_TYPE_WRITE_WITH_NOTIFY = 2
+    HCOMM_TRANSFER_TYPE_WRITE_REDUCE_WITH_NOTIFY = 3
+    HCOMM_TRANSFER_TYPE_READ = 4
+    HCOMM_TRANSFER_TYPE_READ_REDUCE = 5
+    HCOMM_TRANSFER_TYPE_NOTIFY_RECORD = 6
+
+
+T = HcommTransferType
+
+
+@dataclass
+class HcommBatchTransferDesc:
+    """One descriptor of ``HcommBatchTransferOnThread`` (the union's fields flattened): ``len`` for
+    WRITE/READ, ``count``/``reduceOp``/``dataType`` for the reduce kinds, ``notifyIdx`` for the
+    notify kinds."""
+
+    transType: int = T.HCOMM_TRANSFER_TYPE_INVALID
+    dst: int = 0
+    src: int = 0
+    len: int = 0
+    count: int = 0
+    reduceOp: int = HcommReduceOp.HCOMM_REDUCE_SUM
+    dataType: int = 0
+    notifyIdx: int = 0
+
+
+# -- shared checks -------------------------------------------------------------------------------
+def _side() -> str:
+    return "device" if _ctx.kernels else "host"
+
+
+def _thread_and_channel(thread, channel, api):
+    t = get_thread(thread, api)
+    v.product_supports_hcomm(api)
+    v.engine_side(t, api)
+    ch = get_channel(channel, api)
+    if ch.comm is not t.comm:
+        raise para(api, f"channel 0x{channel:x} belongs to rank {ch.comm.rank}, thread 0x{thread:x} to "
+                        f"rank {t.rank}")
+    if ch.host_side != (not _ctx.kernels):
+        where = "inside a kernel" if _ctx.kernels else "from the host"
+        raise not_support(api, f"channel 0x{channel:x} is a {ch.engine.name} channel: it cannot be used {where}")
+    peer = connected_peer(ch, api, wait=not _ctx.kernels)
+    return t, ch, peer
+
+
+def _data_protocol(ch, api):
+    if runtime.product.is_950 and ch.protocol not in UB_DATA:
+        raise not_support(api, f"on {runtime.product.name} this call needs a UBC_TP, UBC_CTP or UBOE channel, "
+                               f"not {ch.protocol.name}")
+
+
+def remote_range(peer, addr, n, api, name):
+    """Resolve a remote range to ``(allocation, offset)``: it must lie in memory ``peer`` exposed."""
+    regions = peer.exposed()
+    for start, size, alloc, _label in regions:
+        if start <= addr and addr + n <= start + size:
+            if alloc.storage is None:
+                break
+            return alloc, addr - alloc.addr
+    shown = ", ".join(f"{label} 0x{start:x} + {size}" for start, size, _a, label in regions)
+    raise para(api, f"{name} 0x{addr:x} + {n} is not memory rank {peer.comm.rank} exposed on this channel "
+                    f"({shown})")
+
+
+def _run_copy(api, d_alloc, d_off, s_alloc, s_off, n, notify=None):
+    if d_alloc.storage is None or s_alloc.storage is None:
+        raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
+    _backend.copy(d_alloc.storage, d_off, s_alloc.storage, s_off, n)
+    if notify is not None:
+        notify.record()
+
+
+def _run_reduce(api, d_alloc, d_off, s_alloc, s_off, count, np_dtype, op, notify=None):
+    if d_alloc.storage is None or s_alloc.storage is None:
+        raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
+    _backend.reduce(d_alloc.storage, d_off, s_alloc.storage, s_off, count, np_dtype, op)
+    if notify is not None:
+        notify.record()
+
+
+def _peer_notify(peer, idx, api, name="remoteNotifyIdx"):
+    if isinstance(idx, bool) or not isinstance(idx, int):
+        raise TypeError(f"{api}: {name} must be an int, not {type(idx).__name__}")
+    if not 0 <= idx < len(peer.notifies):
+        raise para(api, f"{name} {idx} is out of range: the channel end of rank {peer.comm.rank} has "
+                        f"{len(peer.notifies)} notifies")
+    return peer.notifies[idx]
+
+
+def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None, notify_idx=None,
+              require_950=False, now=False, defer=False):
+    """Validate and issue one transfer (``write``: local src -> remote dst; else remote -> local)."""
+    v.nonnull(dst, api, "dst")
+    v.nonnull(src, api, "src")
+    dt = op = None
+    if reduce is not None:
+        dt, op, _eng = check_dtype_op(reduce[0], reduce[1], bool(_ctx.kernels), api)
+    if now:
+        t = None
+        ch = get_channel(channel, api)
+        v.product_supports_hcomm(api)
+        peer = connected_peer(ch, api)
+    else:
+        t, ch, peer = _thread_and_channel(thread, channel, api)
+    if require_950 and not runtime.product.is_950:
+        raise not_support(api, f"not supported on {runtime.product.name} (Atlas 350 only)")
+    if reduce is None:
+        _data_protocol(ch, api)
+    count = v.length(n, api, "count" if reduce is not None else "len")
+    nbytes = count * DATA_TYPE_SIZE[dt] if reduce is not None else count
+    if nbytes > v.UINT64_MAX:
+        raise para(api, f"count {count} x {DATA_TYPE_SIZE[dt]} bytes overflows uint64")
+    device = ch.comm.device
+    if write:
+        d_alloc, d_off = remote_range(peer, dst, nbytes, api, "dst")
+        s_alloc, s_off = v.device_range(src, nbytes, device, api, "src")
+    else:
+        d_alloc, d_off = v.device_range(dst, nbytes, device, api, "dst")
+        s_alloc, s_off = remote_range(peer, src, nbytes, api, "src")
+    notify = _peer_notify(peer, notify_idx, api) if notify_idx is not None else None
+    if reduce is None:
+        fn, args = _run_copy, (api, d_alloc, d_off, s_alloc, s_off, nbytes, notify)
+    else:
+        fn, args = _run_reduce, (api, d_alloc, d_off, s_alloc, s_off, count, NUMPY_DTYPE[dt], int(op), notify)
+    if now:  # NBI: the host CPU posts the request and it completes at once here
+        fn(*args)
+        return
+    reads = ((src, nbytes),) if reduce is None else ((src, nbytes), (dst, nbytes))
+    task = Task(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(),
+                detail=(ch.handle, peer.comm.rank), side=_side())
+    if defer:
+        return task
+    enqueue(task, api)
+
+
+# -- one-sided transfers ---------------------------------------------------------------------------
+def write(thread, channel, dst, src, n, defer=False):
+    """``HcommWriteOnThread``: enqueue local ``src`` -> the peer's ``dst``."""
+    return _transfer("Write", "HcommWriteOnThread", thread, channel, dst, src, n, True, defer=defer)
+
+
+def read(thread, channel, dst, src, n, defer=False):
+    """``HcommReadOnThread``: enqueue the peer's ``src`` -> local ``dst``."""
+    return _transfer("Read", "HcommReadOnThread", thread, channel, dst, src, n, False, defer=defer)
+
+
+def write_reduce(thread, channel, dst, src, count, data_type, reduce_op, defer=False):
+    return _transfer("WriteReduce", "HcommWriteReduceOnThread", thread, channel, dst, src, count, True,
+              (data_type, reduce_op), defer=defer)
+
+
+def read_reduce(thread, channel, dst, src, count, data_type, reduce_op, defer=False):
+    return _transfer("ReadReduce", "HcommReadReduceOnThread", thread, channel, dst, src, count, False,
+              (data_type, reduce_op), defer=defer)
+
+
+def write_with_notify(thread, channel, dst, src, n, remote_notify_idx, defer=False):
+    return _transfer("WriteWithNotify", "HcommWriteWithNotifyOnThread", thread, channel, dst, src, n, True,
+              notify_idx=remote_notify_idx, require_950=True, defer=defer)
+
+
+def write_reduce_with_notify(thread, channel, dst, src, count, data_type, reduce_op, remote_notify_idx,
+                             defer=False):
+    return _transfer("WriteReduceWithNotify", "HcommWriteReduceWithNotifyOnThread", thread, channel, dst, src, count,
+              True, (data_type, reduce_op), remote_notify_idx, require_950=True, defer=defer)
+
+
+# -- non-blocking (NBI) host calls, Atlas 350 COMM_ENGINE_CPU + RoCE ------------------------------------
+def _nbi_check(channel, api):
+    ch = get_channel(channel, api)
+    if (not runtime.product.is_950 or _ctx.kernels or ch.engine != CommEngine.COMM_ENGINE_CPU
+            or ch.protocol != P.COMM_PROTOCOL_ROCE):
+        raise not_support(api, "non-blocking calls are supported on Atlas 350 only, from the host, on "
+                               "COMM_ENGINE_CPU RoCE channels")
+    return ch
+
+
+def nbi(api, channel, dst, src, n, write_: bool, notify_idx=None):
+    """The NBI family: the transfer is done when the call returns (completion = fence)."""
+    v.nonnull(dst, api, "dst")
+    v.nonnull(src, api, "src")
+    _nbi_check(channel, api)
+    if isinstance(n, int) and not isinstance(n, bool) and n == 0:
+        raise para(api, "len must be greater than 0")
+    _transfer("Nbi", api, 0, channel, dst, src, n, write_, notify_idx=notify_idx, now=True)
+
+
+# -- channel notifies --------------------------------------------------------------------------------
+def notify_record(thread, channel, remote_notify_idx, defer=False):
+    """``HcommChannelNotifyRecordOnThread``: enqueue a record of the peer's notify."""
+    api = "HcommChannelNotifyRecordOnThread"
+    t, ch, peer = _thread_and_channel(thread, channel, api)
+    n = _peer_notify(peer, remote_notify_idx, api)
+    task = NotifyRecordTask("ChannelNotifyRecord", t.stream, t.handle, t.rank, _side(), n,
+                            (ch.handle, peer.comm.rank, remote_notify_idx))
+    if defer:
+        return task
+    enqueue(task, api)
+
+
+def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNotifyWaitOnThread"):
+    """``HcommChannelNotifyWaitOnThread``: enqueue a wait for this end's notify."""
+    t, ch, _peer = _thread_and_channel(thread, channel, api)
+    if isinstance(local_notify_idx, bool) or not isinstance(local_notify_idx, int):
+        raise TypeError(f"{api}: localNotifyIdx must be an int")
+    if not 0 <= local_notify_idx < len(ch.notifies):
+        raise para(api, f"localNotifyIdx {local_notify_idx} is out of range: this channel end has "
+                        f"{len(ch.notifies)} notifies")
+    timeout = default_timeout(_side()) if timeout is None else _check_timeout(timeout, api)
+    enqueue(NotifyWaitTask("ChannelNotifyWait", t.stream, t.handle, t.rank, _side(), ch.notifies[local_notify_idx],
+                           (ch.handle, local_notify_idx), timeout), api)
+
+
+def notify_wait_default(thread, channel, local_notify_idx):
+    notify_wait(thread, channel, local_notify_idx, None, "HcommChannelNotifyWaitOnThreadWithDefaultTimeout")
+
+
+def notify_record_now(channel, remote_notify_idx):
+    """``HcommChannelNotifyRecord`` (no thread; Atlas 350 host CPU RoCE): set the peer's notify now."""
+    api = "HcommChannelNotifyRecord"
+    ch = _nbi_check(channel, api)
+    _peer_notify(connected_peer(ch, api), remote_notify_idx, api).record()
+
+
+def notify_wait_now(channel, local_notify_idx, timeout):
+    """``HcommChannelNotifyWait`` (no thread): block the host until this end's notify is set."""
+    api = "HcommChannelNotifyWait"
+    ch = _nbi_check(channel, api)
+    if not 0 <= local_notify_idx < len(ch.notifies):
+        raise para(api, f"localNotifyIdx {local_notify_idx} is out of range ({len(ch.notifies)} notifies)")
+    timeout = _check_timeout(timeout, api)
+    if timeout == 0:
+        raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
+    n = ch.notifies[local_notify_idx]
+    if scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{channel:x})") == TIMED_OUT:
+        raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"notify {local_notify_idx} was not recorded in {timeout} s")
+    n.consume()
+
+
+# -- fences and drain ----------------------------------------------------------------------------------
+def channel_fence_on_thread(thread, channel):
+    """``HcommChannelFenceOnThread``: tasks of a thread already run in order, so nothing to add."""
+    api = "HcommChannelFenceOnThread"
+    if runtime.product.is_950:
+        get_channel(channel, api)
+        return
+    t, ch, _ = _thread_and_channel(thread, channel, api)
+    if not _ctx.kernels:
+        raise not_support(api, f"not supported from the host on {runtime.product.name}")
+
+
+def channel_fence(channel):
+    """``HcommChannelFence``: Atlas 350 host CPU only (NBI calls complete when posted)."""
+    _nbi_check(channel, "HcommChannelFence")
+
+
+def channel_drain(thread, channel):
+    """``HcommChannelDrainOnThread``: block until the thread's submitted tasks ran (device side)."""
+    api = "HcommChannelDrainOnThread"
+    t, ch, _ = _thread_and_channel(thread, channel, api)
+    if not _ctx.kernels:
+        raise not_support(api, "supported on the device side only")
+    st = t.stream
+    if st is _ctx.kernels[-1].stream:
+        raise para(api, "the thread runs on the stream of the calling kernel: it can never drain")
+    scheduler.run_until(lambda: st.idle or st.error is not None, None, f"{api}(thread 0x{thread:x})")
+
+
+# -- batch transfer -----------------------------------------------------------------------------------
+def batch_transfer(thread, channel, descs, num):
+    """``HcommBatchTransferOnThread``: issue ``num`` descriptors in array order (device side)."""
+    api = "HcommBatchTransferOnThread"
+    if descs is None:
+        raise ptr(api, "transferDescs is NULL")
+    if not isinstance(num, int) or num <= 0:
+        raise para(api, f"transferDescNum {num} must be greater than 0")
+    if len(descs) < num:
+        raise para(api, f"transferDescNum {num} but only {len(descs)} descriptors")
+    if not _ctx.kernels:
+        raise not_support(api, "the host implementation does not support batch transfers")
+    t, ch, _ = _thread_and_channel(thread, channel, api)
+    if not runtime.product.is_950:
+        if ch.protocol != P.COMM_PROTOCOL_ROCE:
+            raise not_support(api, f"on {runtime.product.name} batch transfers need a RoCE channel")
+        bad = [i for i, d in enumerate(descs[:num]) if d.transType not in (T.HCOMM_TRANSFER_TYPE_WRITE,
+                                                                           T.HCOMM_TRANSFER_TYPE_READ)]
+        if bad:
+            raise not_support(api, f"on {runtime.product.name} only WRITE and READ descriptors are supported "
+                                   f"(descriptor {bad[0]})")
+    tasks = []  # validate every descriptor first, then issue them all
+    for i, d in enumerate(descs[:num]):
+        kind = d.transType
+        if kind == T.HCOMM_TRANSFER_TYPE_WRITE:
+            tasks.append(write(thread, channel, d.dst, d.src, d.len, True))
+        elif kind == T.HCOMM_TRANSFER_TYPE_READ:
+            tasks.append(read(thread, channel, d.dst, d.src, d.len, True))
+        elif kind == T.HCOMM_TRANSFER_TYPE_WRITE_REDUCE:
+            tasks.append(write_reduce(thread, channel, d.dst, d.src, d.count, d.dataType, d.reduceOp, True))
+        elif kind == T.HCOMM_TRANSFER_TYPE_READ_REDUCE:
+            tasks.append(read_reduce(thread, channel, d.dst, d.src, d.count, d.dataType, d.reduceOp, True))
+        elif kind == T.HCOMM_TRANSFER_TYPE_WRITE_WITH_NOTIFY:
+            tasks.append(write_with_notify(thread, channel, d.dst, d.src, d.len, d.notifyIdx, True))
+        elif kind == T.HCOMM_TRANSFER_TYPE_WRITE_REDUCE_WITH_NOTIFY:
+            tasks.append(write_reduce_with_notify(thread, channel, d.dst, d.src, d.count, d.dataType,
+                                                  d.reduceOp, d.notifyIdx, True))
+        elif kind == T.HCOMM_TRANSFER_TYPE_NOTIFY_RECORD:
+            tasks.append(notify_record(thread, channel, d.notifyIdx, True))
+        else:
+            raise para(api, f"descriptor {i} has transType {kind!r}, not an HcommTransferType")
+    for task in tasks:
+        enqueue(task, api)

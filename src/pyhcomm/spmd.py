@@ -1,0 +1,110 @@
+"""Launch N ranks in this process: one host OS thread and one simulated device per rank.
+
+    def body(comm, n):
+        ...                      # rank comm.rank of comm.size, its device is current
+        return result
+
+    results = pyhcomm.launch(body, 4, 1024, product="Atlas A3")
+
+Contract: rank ``r`` runs on device ``r`` with its own communicator (``HcclCommInitRootInfo``);
+``launch`` blocks until every rank returned and gives their results in rank order. Before the
+communicators are destroyed every rank waits for the others (so one-sided reads of a rank that
+finished early still find its memory). An exception on one rank aborts the others' blocking
+calls and is re-raised as :class:`RankError` (``.rank``, cause = the original); a world that can
+never progress fails through the scheduler's hang report instead of hanging; ``timeout`` bounds
+the whole run.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+
+from .aclrt.device import aclrtResetDevice, aclrtSetDevice
+from .core.runtime import runtime
+from .core.scheduler import scheduler
+from .hccl import comm as comm_mod
+
+
+class RankError(RuntimeError):
+    """A rank of :func:`launch` raised; ``.rank`` says which, ``__cause__`` is the exception."""
+
+    def __init__(self, rank: int, exc: BaseException):
+        self.rank = rank
+        super().__init__(f"rank {rank} failed: {exc}")
+
+
+class LaunchTimeout(RuntimeError):
+    """Ranks still ran when :func:`launch`'s timeout passed."""
+
+
+def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | None = None, **kwargs) -> list:
+    """Run ``fn(comm, *args, **kwargs)`` on ``nranks`` ranks; return their results. Blocks.
+
+    Args:
+        fn: the rank body; ``comm`` is a :class:`pyhcomm.Comm`.
+        nranks: number of ranks (each on its own device: ``devices`` or ``0..nranks-1``).
+        product: select this product first (no device may be open).
+        timeout: seconds for the whole run (None: no limit beyond the hang detection).
+    """
+    from .pythonic import Comm
+
+    if not isinstance(nranks, int) or nranks < 1:
+        raise ValueError(f"launch: nranks {nranks!r} must be a positive int")
+    if product is not None:
+        runtime.set_product(product, max(nranks, runtime.device_count))
+    devices = list(devices) if devices is not None else list(range(nranks))
+    if len(devices) != nranks:
+        raise ValueError(f"launch: {nranks} ranks but {len(devices)} devices")
+    if max(devices) >= runtime.device_count:
+        runtime.device_count = max(devices) + 1
+    root = comm_mod.get_root_info()
+    results = [None] * nranks
+    errors: dict[int, tuple] = {}
+    order = itertools.count()
+    done = threading.Barrier(nranks)
+    scheduler.abort_reason = None
+
+    def body(rank: int) -> None:
+        comm = None
+        opened = False
+        try:
+            aclrtSetDevice(devices[rank])
+            opened = True
+            comm = Comm(nranks, root, rank)
+            results[rank] = fn(comm, *args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller with its rank
+            errors[rank] = (next(order), exc)
+            scheduler.abort(f"rank {rank} failed: {exc!r}")
+            done.abort()
+        finally:
+            try:
+                done.wait(timeout=None if timeout is None else timeout)
+            except threading.BrokenBarrierError:
+                pass
+            try:
+                if comm is not None:
+                    comm.close()
+            finally:
+                if opened:
+                    aclrtResetDevice(devices[rank])
+                scheduler.unregister_host()
+
+    threads = [threading.Thread(target=body, args=(r,), name=f"pyhcomm-rank{r}", daemon=True)
+               for r in range(nranks)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    alive = [r for r, t in enumerate(threads) if t.is_alive()]
+    if alive:
+        scheduler.abort(f"launch timed out after {timeout} s")
+        done.abort()
+        for t in threads:
+            t.join(5.0)
+        scheduler.abort_reason = None
+        raise LaunchTimeout(f"ranks {alive} still ran after {timeout} s")
+    scheduler.abort_reason = None
+    if errors:
+        rank, (_, exc) = min(errors.items(), key=lambda kv: kv[1][0])
+        raise RankError(rank, exc) from exc
+    return results
