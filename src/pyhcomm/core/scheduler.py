@@ -41,10 +41,17 @@ class Scheduler:
         self.active: dict = {}          # streams with queued tasks, in the order they got work
         self.waiting = 0                # host threads sleeping in run_until
         self.blocked: dict = {}         # thread ident -> depth of run_until on that thread
+        self.gen = 0                    # bumped at every wake-up: progress others must look at
+        self.sleep_gen: dict = {}       # thread ident -> ``gen`` when it went to sleep
         self.hosts: dict = {}           # thread ident -> threading.Thread using the runtime
         self.last_deadlock = None       # the report of the most recent deadlock
         self.blocked_calls: dict = {}   # thread ident -> the blocking call it is in (for reports)
         self.abort_reason = None        # set by pyhcomm.launch when a rank fails: blocking calls give up
+
+    def _wake(self) -> None:
+        """Wake every sleeper (call with the lock held): something they wait for may be done."""
+        self.gen += 1
+        self.cv.notify_all()
 
     # -- host threads --------------------------------------------------------------------------
     def register_host(self) -> None:
@@ -71,7 +78,7 @@ class Scheduler:
             self.active[stream] = None
         if self.waiting:
             with self.lock:
-                self.cv.notify_all()
+                self._wake()
         if len(q) >= DRAIN_DEPTH:
             self.run_ready()
 
@@ -118,7 +125,7 @@ class Scheduler:
                 if q:  # a task was appended while we dropped the stream: keep it active
                     active[stream] = None
         if progressed and self.waiting:
-            self.cv.notify_all()
+            self._wake()
         return progressed
 
     def _fail(self, stream, task, exc) -> None:
@@ -133,7 +140,7 @@ class Scheduler:
                 stream.error = exc
             if stream.queue and stream not in self.active:
                 self.active[stream] = None
-            self.cv.notify_all()
+            self._wake()
 
     # -- blocking ------------------------------------------------------------------------------
     def run_until(self, done, timeout: float | None = None, what: str = "") -> str:
@@ -175,6 +182,7 @@ class Scheduler:
                 wake = self._next_expiry(deadline)
                 self.waiting += 1
                 self.blocked[me] = self.blocked.get(me, 0) + 1
+                self.sleep_gen[me] = self.gen
                 try:
                     # A submitter that saw waiting == 0 appended before this step, so this step
                     # runs its task; any later submitter sees waiting > 0 and notifies.
@@ -192,7 +200,11 @@ class Scheduler:
 
     def _world_stuck(self, me) -> bool:
         for ident, t in list(self.hosts.items()):
-            if ident == me or ident in self.blocked:
+            if ident == me:
+                continue
+            if ident in self.blocked:
+                if self.sleep_gen.get(ident) != self.gen:
+                    return False  # woken since it slept: it has not looked at the progress yet
                 continue
             if not t.is_alive():
                 self.hosts.pop(ident, None)
@@ -219,7 +231,7 @@ class Scheduler:
                 self._fail(stream, task, HcclTimeoutError(HcclResult.HCCL_E_TIMEOUT, task.kind, msg))
                 expired = True
         if expired:
-            self.cv.notify_all()
+            self._wake()
         return expired
 
     def _next_expiry(self, deadline):
@@ -239,14 +251,14 @@ class Scheduler:
         self.last_deadlock = report
         for stream, task in heads:
             self._fail(stream, task, HcclDeadlockError(HcclResult.HCCL_E_TIMEOUT, "", report))
-        self.cv.notify_all()
+        self._wake()
         return True
 
     def abort(self, reason: str) -> None:
         """Make every blocking call return ``ABORTED`` (another rank failed)."""
         with self.lock:
             self.abort_reason = reason
-            self.cv.notify_all()
+            self._wake()
 
     def drop_stream(self, stream) -> None:
         """Forget a destroyed stream and skip whatever it still had queued."""
@@ -256,7 +268,7 @@ class Scheduler:
             stream.queue.clear()
             stream.destroyed = True
             self.active.pop(stream, None)
-            self.cv.notify_all()
+            self._wake()
 
     def reset(self) -> None:
         """Drop every queued task (runtime finalisation)."""
@@ -266,7 +278,7 @@ class Scheduler:
                     task.state = SKIPPED
                 stream.queue.clear()
             self.active.clear()
-            self.cv.notify_all()
+            self._wake()
 
 
 _next_seq = record.next_seq
