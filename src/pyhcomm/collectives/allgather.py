@@ -14,7 +14,7 @@ overwritten; DATA guarantees the write landed before the copy-out.
 """
 from __future__ import annotations
 
-from ..capi import (HcommChannelNotifyRecordOnThread, HcommChannelNotifyWaitOnThread, HcommLocalCopyOnThread,
+from ..capi.hcomm_primitives import (HcommChannelNotifyRecordOnThread, HcommChannelNotifyWaitOnThread, HcommLocalCopyOnThread,
                     HcommWriteOnThread)
 from .context import ACK, DATA, WAIT_TIMEOUT, chunk_bytes, fan_in, fan_out, ok
 

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import os
 
-from ..capi import (HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit, HcclChannelGetHcclBuffer,
-                    HcclGetHcclBuffer, HcclRankGraphGetLinks, HcclThreadAcquire, HcclThreadAcquireWithStream,
-                    HcclThreadExportToCommEngine, HcommBatchModeEnd, HcommBatchModeStart,
-                    HcommThreadNotifyRecordOnThread, HcommThreadNotifyWaitOnThread)
+from ..capi.hccl_channel import (HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit,
+                                 HcclChannelGetHcclBuffer, HcclRankGraphGetLinks)
+from ..capi.hccl_res import (HcclGetHcclBuffer, HcclThreadAcquire, HcclThreadAcquireWithStream,
+                             HcclThreadExportToCommEngine)
+from ..capi.hcomm_primitives import (HcommBatchModeEnd, HcommBatchModeStart, HcommThreadNotifyRecordOnThread,
+                                     HcommThreadNotifyWaitOnThread)
 from ..core import handles
 from ..core.runtime import runtime
 from ..enums import CommEngine
@@ -168,14 +170,17 @@ def context(comm_handle) -> CollectiveContext:
     return ctx
 
 
-def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm_collective") -> None:
+def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm_collective",
+        peers=None) -> None:
     """Run ``algo(ctx, *args)`` as HCCL does on this product (see the module docstring).
 
-    ``algo`` finds the main thread in ``ctx.main`` and the slaves in ``ctx.slaves``. Returns at
-    once; the user's ``stream`` completes when the collective has.
+    Connects to ``peers`` first (default: every rank; the peers must call too). ``algo`` finds
+    the main thread in ``ctx.main`` and the slaves in ``ctx.slaves``. Returns at once; the user's
+    ``stream`` completes when the collective has.
     """
     ctx = context(comm_handle)
     ctx.calls += 1
+    ctx.connect(range(ctx.nranks) if peers is None else peers)
     if not ctx.device_mode:
         ctx.main, ctx.slaves = ctx.host_threads(stream, nslaves)
         algo(ctx, *args)
