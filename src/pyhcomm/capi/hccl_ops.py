@@ -47,3 +47,95 @@ def HcclAllGather(sendBuf, recvBuf, sendCount, dataType, comm, stream):  # noqa:
     check_buffer(api, recvBuf, nbytes * c.nranks, c.device, "recvBuf")
     if nbytes:
         run(comm, stream, max(0, c.nranks - 2), allgather_mesh, sendBuf, recvBuf, nbytes, tag=api)
+
+
+# -- Broadcast, Scatter, AlltoAll, Send/Recv -------------------------------------------------------
+from ..collectives.alltoall import alltoall as _alltoall  # noqa: E402
+from ..collectives.broadcast import broadcast as _broadcast  # noqa: E402
+from ..collectives.broadcast import broadcast_peers as _broadcast_peers  # noqa: E402
+from ..collectives.scatter import scatter_ring as _scatter_ring  # noqa: E402
+from ..collectives.send_recv import recv as _recv  # noqa: E402
+from ..collectives.send_recv import send as _send  # noqa: E402
+
+__all__ += ["HcclBroadcast", "HcclScatter", "HcclAlltoAll", "HcclSend", "HcclRecv"]
+
+
+def check_rank(api: str, c, rank, name: str, other_than_self: bool = False) -> int:
+    """A rank argument (``root``, ``destRank``, ``srcRank``): an int in ``[0, rankSize)``."""
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < c.nranks:
+        raise para(api, f"{name} {rank!r} is not a rank of this communicator (0..{c.nranks - 1})")
+    if other_than_self and rank == c.rank:
+        raise para(api, f"{name} {rank} is this rank: a rank cannot send to or receive from itself")
+    return rank
+
+
+@c_api()
+def HcclBroadcast(buf, count, dataType, root, comm, stream):  # noqa: N803
+    """Rank ``root``'s ``count`` elements at ``buf`` into every rank's ``buf``."""
+    api = "HcclBroadcast"
+    c, size = check_common(api, comm, count, dataType, stream)
+    check_rank(api, c, root, "root")
+    nbytes = count * size
+    check_buffer(api, buf, nbytes, c.device, "buf")
+    if nbytes and c.nranks > 1:
+        run(comm, stream, 0, _broadcast, buf, nbytes, root, tag=api,
+            peers=_broadcast_peers(c.nranks, c.rank, root))
+
+
+@c_api()
+def HcclScatter(sendBuf, recvBuf, recvCount, dataType, root, comm, stream):  # noqa: N803
+    """Slice ``r`` (``recvCount`` elements) of rank ``root``'s ``sendBuf`` into rank ``r``'s
+    ``recvBuf``; ``sendBuf`` is ignored (may be NULL) on the other ranks."""
+    api = "HcclScatter"
+    c, size = check_common(api, comm, recvCount, dataType, stream)
+    check_rank(api, c, root, "root")
+    nbytes = recvCount * size
+    if c.rank == root:
+        check_buffer(api, sendBuf, nbytes * c.nranks, c.device, "sendBuf")
+    check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
+    if nbytes:
+        ring = sorted({(c.rank - 1) % c.nranks, (c.rank + 1) % c.nranks})
+        run(comm, stream, 0, _scatter_ring, sendBuf if c.rank == root else 0, recvBuf, nbytes, root,
+            tag=api, peers=ring)
+
+
+@c_api()
+def HcclAlltoAll(sendBuf, sendCount, sendType, recvBuf, recvCount, recvType, comm, stream):  # noqa: N803
+    """Slice ``j`` (``sendCount`` elements) of every rank's ``sendBuf`` to rank ``j``, where it lands
+    as slice ``i`` (the sender's rank) of ``recvBuf``."""
+    api = "HcclAlltoAll"
+    c, send_size = check_common(api, comm, sendCount, sendType, stream)
+    _, recv_size = check_common(api, comm, recvCount, recvType, stream)
+    nbytes = sendCount * send_size
+    if recvCount * recv_size != nbytes:
+        raise para(api, f"sendCount {sendCount} x {send_size} B != recvCount {recvCount} x {recv_size} B: "
+                        "every rank must receive from each rank what it sends to each")
+    check_buffer(api, sendBuf, nbytes * c.nranks, c.device, "sendBuf")
+    check_buffer(api, recvBuf, nbytes * c.nranks, c.device, "recvBuf")
+    if nbytes:
+        run(comm, stream, max(0, c.nranks - 2), _alltoall, sendBuf, recvBuf, nbytes, tag=api)
+
+
+@c_api()
+def HcclSend(sendBuf, count, dataType, destRank, comm, stream):  # noqa: N803
+    """Send ``count`` elements at ``sendBuf`` to ``destRank`` (which calls :func:`HcclRecv`); the
+    stream completes once the receiver has read them."""
+    api = "HcclSend"
+    c, size = check_common(api, comm, count, dataType, stream)
+    check_rank(api, c, destRank, "destRank", other_than_self=True)
+    nbytes = count * size
+    check_buffer(api, sendBuf, nbytes, c.device, "sendBuf")
+    if nbytes:
+        run(comm, stream, 0, _send, sendBuf, nbytes, destRank, tag=api, peers=[destRank])
+
+
+@c_api()
+def HcclRecv(recvBuf, count, dataType, srcRank, comm, stream):  # noqa: N803
+    """Receive ``count`` elements from ``srcRank`` (which calls :func:`HcclSend`) into ``recvBuf``."""
+    api = "HcclRecv"
+    c, size = check_common(api, comm, count, dataType, stream)
+    check_rank(api, c, srcRank, "srcRank", other_than_self=True)
+    nbytes = count * size
+    check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
+    if nbytes:
+        run(comm, stream, 0, _recv, recvBuf, nbytes, srcRank, tag=api, peers=[srcRank])

@@ -2,3 +2,7 @@
 product runs an algorithm)."""
 from .allgather import allgather_mesh  # noqa: F401
 from .context import CollectiveContext, context, run  # noqa: F401
+from .alltoall import alltoall  # noqa: F401,E402
+from .broadcast import broadcast  # noqa: F401,E402
+from .scatter import scatter_ring  # noqa: F401,E402
+from .send_recv import recv, send  # noqa: F401,E402

@@ -46,3 +46,83 @@ def allgather_mesh(ctx, send: int, recv: int, nbytes: int) -> None:
             ok(HcommLocalCopyOnThread(ctx.main, recv + r * nbytes + done, ctx.ccl + slot * r, cur),
                "HcommLocalCopyOnThread")
         done += cur
+
+
+# -- ring -------------------------------------------------------------------------------------------
+def ring_peers(rank: int, nranks: int) -> list[int]:
+    """The ranks a ring algorithm talks to: ``[left, right]`` (one peer for 2 ranks, none for 1)."""
+    return sorted({(rank - 1) % nranks, (rank + 1) % nranks} - {rank})
+
+
+def allgather_ring(ctx, send: int, recv: int, nbytes: int) -> None:
+    """Issue the ring AllGather of ``nbytes`` per rank (``recv`` holds ``nranks * nbytes``).
+
+    Equal segments of :func:`allgatherv_ring`: rank ``r``'s bytes land at ``recv + r * nbytes``.
+    """
+    n = ctx.nranks
+    allgatherv_ring(ctx, send, recv, [nbytes] * n, [r * nbytes for r in range(n)])
+
+
+def allgatherv_ring(ctx, send: int, recv: int, sizes, displs) -> None:
+    """Issue a ring AllGather of ``sizes[r]`` bytes from every rank ``r`` into ``recv + displs[r]``.
+
+    One thread (``ctx.main``) and the channels to the left and right neighbours. Per loop the
+    HCCL buffer is cut into ``nranks`` slots of ``S`` bytes; slot ``k`` carries the next ``S``
+    bytes of rank ``k``'s segment (segments may differ in size: a rank with nothing left in this
+    loop sends nothing but keeps the handshakes). In step ``s`` (``0 .. N-2``) rank ``r`` forwards
+    slot ``(r - s) % N`` to its right neighbour and receives slot ``(r - s - 1) % N`` from its left
+    one, so after ``N - 1`` steps every slot has gone round the ring. ``send`` may be
+    ``recv + displs[rank]`` (in place): this rank's own segment is then not copied out.
+
+    Timeline, N = 4, one loop (``k>`` = write slot k to the right neighbour, ``<k`` = slot k
+    landed from the left one and is copied out)::
+
+                 stage        step 0         step 1         step 2
+        rank 0 : send->[0]    0>  <3         3>  <2         2>  <1
+        rank 1 : send->[1]    1>  <0         0>  <3         3>  <2
+        rank 2 : send->[2]    2>  <1         1>  <0         0>  <3
+        rank 3 : send->[3]    3>  <2         2>  <1         1>  <0
+
+    One step on rank r::
+
+        record left.ACK            my slot (r-s-1) is free: you may write it
+        wait   own ACK (right)     right's slot (r-s) is free
+        Write(right.ccl[slot r-s] <- ccl[slot r-s])
+        record right.DATA          it landed
+        wait   own DATA (left)     left's write into my slot (r-s-1) landed
+        LocalCopy(recv[r-s-1] <- ccl[slot r-s-1])
+
+    Each rank records its left neighbour's ACK only after everything it did before on its one
+    thread (the previous loop's copy-out included), so a slot is never overwritten while it is
+    still needed; DATA orders the copy-out (and the next step's forward) after the write.
+    """
+    n, me = ctx.nranks, ctx.rank
+    mine = recv + displs[me]
+    if n == 1:
+        if sizes[0] and mine != send:
+            ok(HcommLocalCopyOnThread(ctx.main, mine, send, sizes[0]), "HcommLocalCopyOnThread")
+        return
+    t = ctx.main
+    left, right = ctx.channel((me - 1) % n), ctx.channel((me + 1) % n)
+    right_ccl = ctx.peer_ccl((me + 1) % n)
+    slot = chunk_bytes(ctx, n)
+    for done in range(0, max(sizes), slot):
+        def piece(k):
+            return max(0, min(slot, sizes[k] - done))
+
+        if piece(me):
+            ok(HcommLocalCopyOnThread(t, ctx.ccl + slot * me, send + done, piece(me)), "HcommLocalCopyOnThread")
+        for s in range(n - 1):
+            fwd, got = (me - s) % n, (me - s - 1) % n
+            ok(HcommChannelNotifyRecordOnThread(t, left, ACK), "HcommChannelNotifyRecordOnThread")
+            ok(HcommChannelNotifyWaitOnThread(t, right, ACK, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
+            if piece(fwd):
+                ok(HcommWriteOnThread(t, right, right_ccl + slot * fwd, ctx.ccl + slot * fwd, piece(fwd)),
+                   "HcommWriteOnThread")
+            ok(HcommChannelNotifyRecordOnThread(t, right, DATA), "HcommChannelNotifyRecordOnThread")
+            ok(HcommChannelNotifyWaitOnThread(t, left, DATA, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
+            if piece(got):
+                ok(HcommLocalCopyOnThread(t, recv + displs[got] + done, ctx.ccl + slot * got, piece(got)),
+                   "HcommLocalCopyOnThread")
+        if piece(me) and mine != send:
+            ok(HcommLocalCopyOnThread(t, mine + done, send + done, piece(me)), "HcommLocalCopyOnThread")

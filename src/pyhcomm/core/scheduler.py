@@ -65,7 +65,7 @@ class Scheduler:
     # -- enqueue -------------------------------------------------------------------------------
     def submit(self, task) -> None:
         """Append ``task`` to its stream; never runs it (except past ``DRAIN_DEPTH``)."""
-        task.seq = _next_seq()
+        task.seq = next(_seq)
         if record.enabled:
             _record_append(task)
         stream = task.stream
@@ -281,6 +281,6 @@ class Scheduler:
             self._wake()
 
 
-_next_seq = record.next_seq
+_seq = record._seq
 _record_append = record.append
 scheduler = Scheduler()

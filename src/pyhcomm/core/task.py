@@ -99,8 +99,9 @@ class SiteTask(TaskBase):
     def set_site(self, depth: int = 2) -> None:
         """Record the innermost caller outside the pyhcomm package.
 
-        ``depth`` is where the caller usually is (frames above this method); the walk goes on
-        from there while frames are pyhcomm's own.
+        ``depth`` is where the user's frame usually is (frames above this method); the walk goes
+        on from there while frames are pyhcomm's own. (A caller that skips a level, e.g. calling a
+        ``.raising`` implementation directly, is attributed to its own caller.)
         """
         try:
             f = sys._getframe(depth)

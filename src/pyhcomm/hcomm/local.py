@@ -11,6 +11,7 @@ and the task fails the stream instead of touching freed memory.
 from __future__ import annotations
 
 from ..backend import get_backend
+from ..backend.cpu import SMALL_COPY
 from ..core import handles
 from ..core.runtime import runtime
 from ..core.scheduler import scheduler
@@ -44,7 +45,7 @@ class LocalCopyTask(SiteTask):
         self.state = PENDING
         self.side = side
         self.dst_alloc, self.dst_off, self.src_alloc, self.src_off, self.n = d, d_off, s, s_off, n
-        self.set_site(3)  # set_site <- __init__ <- local_copy <- its caller (walks on from there)
+        self.set_site(4)  # set_site <- __init__ <- local_copy <- C tier / Pythonic method <- user
 
     @property
     def reads(self):
@@ -59,7 +60,13 @@ class LocalCopyTask(SiteTask):
         if dst is None or src is None:
             which = "dst" if dst is None else "src"
             raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, API, f"{which} memory was freed before the copy ran")
-        _backend.copy(dst, self.dst_off, src, self.src_off, self.n)
+        n = self.n
+        dm, sm = dst.mv, src.mv
+        if n < SMALL_COPY and dm is not None and sm is not None:  # host-memory storages: no call needed
+            a, b = self.dst_off, self.src_off
+            dm[a:a + n] = sm[b:b + n]
+        else:
+            _backend.copy(dst, self.dst_off, src, self.src_off, n)
 
 
 def local_copy(thread: int, dst: int, src: int, n: int) -> None:

@@ -1,0 +1,51 @@
+"""Broadcast: the root's ``nbytes`` end up in every rank's buffer.
+
+``broadcast`` stages the root's data in its HCCL buffer and lets every other rank pull it with a
+one-sided read (scenario S2 of hcomm-api §8, fanned out from the root). One thread per rank (the
+main thread), one channel between the root and each peer; each peer reads on its own stream, so
+the reads run in parallel. Per loop, ``S`` bytes (the whole HCCL buffer)::
+
+    root   : copy buf[k] -> ccl | record p1.ACK, p2.ACK, ... | wait DATA from p1, p2, ...  | loop k+1
+    rank p :                      wait ACK --> Read(buf[k] <- root.ccl) --> record root.DATA | loop k+1
+
+ACK says "chunk k is staged"; DATA says "I have read it": the root does not overwrite its HCCL
+buffer with chunk k+1 (nor let its stream complete) before every peer has read chunk k. As in S2,
+a peer reads straight into its user buffer.
+"""
+from __future__ import annotations
+
+from ..capi.hcomm_primitives import (HcommChannelNotifyRecordOnThread, HcommChannelNotifyWaitOnThread,
+                                     HcommLocalCopyOnThread, HcommReadOnThread)
+from .context import ACK, DATA, WAIT_TIMEOUT, chunk_bytes, ok
+
+
+def broadcast(ctx, buf: int, nbytes: int, root: int) -> None:
+    """Issue the Broadcast of ``nbytes`` at ``buf`` from ``root`` (run with ``peers``: the root
+    connects to every rank, the others to the root only)."""
+    n, me = ctx.nranks, ctx.rank
+    if n == 1:
+        return
+    t = ctx.main
+    chunk = chunk_bytes(ctx, 1)
+    peers = [p for p in range(n) if p != root]
+    done = 0
+    while done < nbytes:
+        cur = min(chunk, nbytes - done)
+        if me == root:
+            ok(HcommLocalCopyOnThread(t, ctx.ccl, buf + done, cur), "HcommLocalCopyOnThread")
+            for p in peers:
+                ok(HcommChannelNotifyRecordOnThread(t, ctx.channel(p), ACK), "HcommChannelNotifyRecordOnThread")
+            for p in peers:
+                ok(HcommChannelNotifyWaitOnThread(t, ctx.channel(p), DATA, WAIT_TIMEOUT),
+                   "HcommChannelNotifyWaitOnThread")
+        else:
+            ch = ctx.channel(root)
+            ok(HcommChannelNotifyWaitOnThread(t, ch, ACK, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
+            ok(HcommReadOnThread(t, ch, buf + done, ctx.peer_ccl(root), cur), "HcommReadOnThread")
+            ok(HcommChannelNotifyRecordOnThread(t, ch, DATA), "HcommChannelNotifyRecordOnThread")
+        done += cur
+
+
+def broadcast_peers(nranks: int, rank: int, root: int) -> list[int]:
+    """The ranks ``rank`` needs a channel to: every rank for the root, the root for the others."""
+    return list(range(nranks)) if rank == root else [root]
