@@ -139,3 +139,53 @@ def HcclRecv(recvBuf, count, dataType, srcRank, comm, stream):  # noqa: N803
     check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
     if nbytes:
         run(comm, stream, 0, _recv, recvBuf, nbytes, srcRank, tag=api, peers=[srcRank])
+
+
+# -- ReduceScatter, AllReduce ----------------------------------------------------------------------
+# Where the local reduces run decides the supported (dataType, op) pairs: on the host path (A2)
+# and the A3 device path FP32, FP16, INT8, INT16, INT32, BFP16 x SUM, MAX, MIN; on the Atlas 350
+# device path the wider set of pyhcomm.hcomm.reduce. A pair outside it fails the call with
+# HCCL_E_PARA (HCCL_E_NOT_SUPPORT for types Atlas 350 maps but cannot reduce) before anything is
+# enqueued. HcclAllGather keeps the mesh on every product; the ring (collectives.allgather_ring)
+# is what HcclAllReduce gathers with.
+from ..collectives.all_reduce import all_reduce_ring as _all_reduce_ring  # noqa: E402
+from ..collectives.allgather import ring_peers as _ring_peers  # noqa: E402
+from ..collectives.context import device_mode as _device_mode  # noqa: E402
+from ..collectives.reduce_scatter import reduce_scatter_mesh as _reduce_scatter_mesh  # noqa: E402
+from ..hcomm.reduce import check_dtype_op as _check_dtype_op  # noqa: E402
+
+__all__ += ["HcclReduceScatter", "HcclAllReduce"]
+
+
+def check_reduce(api: str, data_type, op) -> None:
+    """``(dataType, op)`` must be reducible where this product's collectives reduce."""
+    _check_dtype_op(data_type, op, _device_mode(), api)
+
+
+@c_api()
+def HcclReduceScatter(sendBuf, recvBuf, recvCount, dataType, op, comm, stream):  # noqa: N803
+    """``op`` over all ranks of their slice ``r`` (``recvCount`` elements of ``sendBuf``) into rank
+    ``r``'s ``recvBuf`` (mesh, hcomm-api S5). ``recvBuf == sendBuf + r * recvCount`` runs in place."""
+    api = "HcclReduceScatter"
+    c, size = check_common(api, comm, recvCount, dataType, stream)
+    check_reduce(api, dataType, op)
+    nbytes = recvCount * size
+    check_buffer(api, sendBuf, nbytes * c.nranks, c.device, "sendBuf")
+    check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
+    if nbytes:
+        run(comm, stream, c.nranks - 1, _reduce_scatter_mesh, sendBuf, recvBuf, recvCount, dataType, op, tag=api)
+
+
+@c_api()
+def HcclAllReduce(sendBuf, recvBuf, count, dataType, op, comm, stream):  # noqa: N803
+    """``op`` over all ranks of their ``count`` elements into every rank's ``recvBuf`` (ring
+    ReduceScatter + ring AllGather; ``count`` need not divide by the rank count). In place allowed."""
+    api = "HcclAllReduce"
+    c, size = check_common(api, comm, count, dataType, stream)
+    check_reduce(api, dataType, op)
+    nbytes = count * size
+    check_buffer(api, sendBuf, nbytes, c.device, "sendBuf")
+    check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
+    if nbytes:
+        run(comm, stream, 0, _all_reduce_ring, sendBuf, recvBuf, count, dataType, op, tag=api,
+            peers=_ring_peers(c.rank, c.nranks))

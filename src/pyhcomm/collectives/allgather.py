@@ -11,6 +11,11 @@ Per loop, ``S`` bytes (the HCCL buffer cut into ``nranks`` slots)::
 
 The ACK handshake guarantees the peer copied the previous loop out of its buffer before it is
 overwritten; DATA guarantees the write landed before the copy-out.
+
+``allgather_ring`` (and ``allgatherv_ring``, segments of any size) needs one thread and the
+channels to the two neighbours only: every slice travels round the ring in ``N - 1`` steps (see
+its docstring). ``HcclAllGather`` uses the mesh on every product; the ring serves the ring
+AllReduce and is available to :func:`.context.run` callers.
 """
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ class CollectiveContext:
         self.handle = comm.handle
         self.rank = comm.rank
         self.nranks = comm.nranks
-        self.device_mode = runtime.product.family in ("A3", "950")
+        self.device_mode = device_mode()
         self.engine = E.COMM_ENGINE_AICPU_TS if self.device_mode else E.COMM_ENGINE_CPU_TS
         ret, self.ccl, self.ccl_size = HcclGetHcclBuffer(self.handle)
         _ok(ret, "HcclGetHcclBuffer")
@@ -75,6 +75,7 @@ class CollectiveContext:
         self._channels: dict[int, int] = {}
         self._peer_ccl: dict[int, int] = {}
         self._aicpu_threads: list[int] = []
+        self._aicpu_notifies = 0        # notifies of the AI CPU main thread (slaves + host sync)
         self._stream_threads: dict[int, tuple] = {}
         self.calls = 0
 
@@ -143,10 +144,10 @@ class CollectiveContext:
         """A3/350: (cpu thread, cpu thread seen by the AI CPU, aicpu main, aicpu main seen by the
         host, slaves, sync notify index)."""
         sync = max(1, nslaves)  # the AI CPU main's extra notify for the host->device handshake
-        if not self._aicpu_threads or len(self._aicpu_threads) - 1 < nslaves:
+        if not self._aicpu_threads or self._aicpu_notifies < sync + 1:
             ret, t = HcclThreadAcquire(self.handle, self.engine, 1, sync + 1)
             _ok(ret, "HcclThreadAcquire")
-            self._aicpu_threads = t
+            self._aicpu_threads, self._aicpu_notifies = t, sync + 1
         main = self._aicpu_threads[0]
         slaves = self._slaves_for(nslaves)
         cpu = self._stream_threads.get(stream)
@@ -159,6 +160,12 @@ class CollectiveContext:
         ret, (main_on_cpu,) = HcclThreadExportToCommEngine(self.handle, 1, [main], E.COMM_ENGINE_CPU_TS)
         _ok(ret, "HcclThreadExportToCommEngine")
         return cpu[0], cpu[1], main, main_on_cpu, slaves, sync
+
+
+def device_mode() -> bool:
+    """Whether collectives run inside an AI CPU kernel on this product (A3, Atlas 350) rather than
+    host-side (A2): where their local reduces run, hence which data types and ops they support."""
+    return runtime.product.family in ("A3", "950")
 
 
 def context(comm_handle) -> CollectiveContext:

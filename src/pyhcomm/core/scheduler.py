@@ -129,9 +129,15 @@ class Scheduler:
         return progressed
 
     def _fail(self, stream, task, exc) -> None:
+        """Fail ``task`` (running, or blocked at the head) and drop what its stream still queues."""
         task.state = FAILED
         if stream.error is None:
             stream.error = exc
+        q = stream.queue
+        if q and q[0] is task:
+            q.popleft()
+        while q:
+            q.popleft().state = SKIPPED
 
     def fail_stream(self, stream, exc) -> None:
         """Fail ``stream`` with ``exc``: its queued tasks will be skipped."""
@@ -215,7 +221,7 @@ class Scheduler:
     def blocked_heads(self):
         """The (stream, task) pairs whose head task cannot run now."""
         out = []
-        for stream in self.active:
+        for stream in list(self.active):  # submit() inserts without the lock
             if stream.queue and not stream.busy and stream.error is None:
                 task = stream.queue[0]
                 if task.ready is not None and not task.ready():

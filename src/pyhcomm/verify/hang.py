@@ -91,7 +91,7 @@ def explain_deadlock(heads, scheduler) -> str:
             printed |= {id(t) for t in cyc}
             steps = [f"{_label(t)} waits for {_what(t)} at {t.where}" for t in cyc]
             lines.append("  wait-for cycle: " + " -> ".join(steps) + f" -> back to {_label(cyc[0])}")
-    hosts = [what for what in scheduler.blocked_calls.values() if what]
+    hosts = [what for what in list(scheduler.blocked_calls.values()) if what]  # changed without the lock
     if hosts:
         lines.append("  host threads blocked in: " + "; ".join(hosts))
     return "\n".join(lines)
