@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 
 from .aclrt.device import aclrtResetDevice, aclrtSetDevice
 from .core.runtime import runtime
@@ -77,6 +78,9 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
             scheduler.abort(f"rank {rank} failed: {exc!r}")
             done.abort()
         finally:
+            # A rank that returned enqueues nothing more: stop counting it as a host thread that
+            # may, or the other ranks' hang detection would wait for it until the timeout.
+            scheduler.unregister_host()
             try:
                 done.wait(timeout=None if timeout is None else timeout)
             except threading.BrokenBarrierError:
@@ -93,8 +97,9 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
                for r in range(nranks)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join(timeout)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for t in threads:  # the timeout bounds the whole run, not each join
+        t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
     alive = [r for r, t in enumerate(threads) if t.is_alive()]
     if alive:
         scheduler.abort(f"launch timed out after {timeout} s")

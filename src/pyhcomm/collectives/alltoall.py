@@ -4,11 +4,12 @@
 per peer, one-sided writes into the peers' HCCL buffers, ACK/DATA handshakes. The HCCL buffer is
 cut into ``2 * nranks`` slots of ``S`` bytes: ``send[p]`` stages what goes to peer ``p``,
 ``recv[q]`` receives what peer ``q`` sends. The own slice is one local copy, input to output.
-Per loop::
+Per loop (before the first, T0 copies the own slice)::
 
-    T0        : copy own slice (first loop) | stage send[*] -> release T1.. [to peer 0] ... wait T1.. -> copy out recv[*]
-    Ti (i>=1) :                                                 wait T0 --> [to peer i] --> record T0
-    [to peer p] on Ti/Ci: record p.ACK, wait own ACK, Write(p.recv[me] <- send[p]), record p.DATA, wait own DATA
+    T0        : stage send[*] -> release T1.. -> [to peer 0] ...... wait T1.. -> copy out recv[*]
+    Ti (i>=1) :                  wait T0 -----> [to peer i] -> record T0
+    [to peer p] on Ti/Ci: record p.ACK, wait own ACK, Write(p.recv[me] <- send[p]),
+                          record p.DATA, wait own DATA
 
 ACK says "my recv slot for you is free" (the previous loop was copied out); DATA says "my write
 into your slot landed", so after the fan-in every recv slot of this loop is full.

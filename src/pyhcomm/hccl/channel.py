@@ -133,8 +133,8 @@ class ChannelEnd:
         self.peer: ChannelEnd | None = None
         self.closed = False
         self.handle = handles.channels.add(self)
-        self.notifies = [Notify(f"rank {comm.rank} channel 0x{self.handle:x} (to rank {peer_rank})", i)
-                         for i in range(notify_num)]
+        self.notifies = [Notify(f"rank {comm.rank} channel 0x{self.handle:x} (to rank {peer_rank})", i,
+                                runtime.notify_counting) for i in range(notify_num)]
 
     @property
     def host_side(self) -> bool:

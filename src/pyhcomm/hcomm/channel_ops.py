@@ -151,7 +151,7 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         t, ch, peer = _thread_and_channel(thread, channel, api)
     if require_950 and not runtime.product.is_950:
         raise not_support(api, f"not supported on {runtime.product.name} (Atlas 350 only)")
-    if reduce is None:
+    if reduce is None and not now:  # NBI calls are RoCE by definition (checked by _nbi_check)
         _data_protocol(ch, api)
     count = v.length(n, api, "count" if reduce is not None else "len")
     nbytes = count * DATA_TYPE_SIZE[dt] if reduce is not None else count
@@ -254,6 +254,8 @@ def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNot
         raise para(api, f"localNotifyIdx {local_notify_idx} is out of range: this channel end has "
                         f"{len(ch.notifies)} notifies")
     timeout = default_timeout(_side()) if timeout is None else _check_timeout(timeout, api)
+    if timeout == 0 and ch.engine == CommEngine.COMM_ENGINE_CPU and ch.protocol == P.COMM_PROTOCOL_ROCE:
+        raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     enqueue(NotifyWaitTask("ChannelNotifyWait", t.stream, t.handle, t.rank, _side(), ch.notifies[local_notify_idx],
                            (ch.handle, local_notify_idx), timeout), api)
 
