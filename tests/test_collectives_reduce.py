@@ -1,0 +1,468 @@
+"""Reduce collectives built from HCOMM primitives: HcclReduceScatter (mesh, S5), HcclAllReduce
+(ring ReduceScatter + ring AllGather) and the ring AllGather, against numpy oracles.
+
+Oracle: the bytes must match exactly, so the oracle reduces in the order each algorithm documents,
+one backend step at a time (``step``: integers wrap in their own type, FP32/FP64 in their own
+width, FP16/BFP16 computed in FP32 and rounded once per step):
+
+* mesh ReduceScatter, rank r: ``x[r]``, then ``op`` with ``x[t]`` for t = 0, 1, ... skipping r;
+* ring AllReduce, slice c: ``x[c+1]``, then ``op`` with ``x[c+2]``, ..., ``x[c]`` (ranks mod N).
+
+The inputs are random (floats too), so a different order would show up in FP16/BFP16/FP32 sums.
+PROD inputs stay near 1 (no overflow to inf); integers use their whole range (wrapping).
+
+Every rank body runs its calls back to back on one communicator and stream (the second and later
+calls take the resource-reuse path), reads the results with ``acl.rt.memcpy`` D2H and returns
+them; the checks run in the test thread.
+"""
+from __future__ import annotations
+
+import zlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import pyhcomm
+from pyhcomm import acl
+from pyhcomm.collectives import allgather_ring, ring_peers, run
+
+H2D = pyhcomm.ACL_MEMCPY_HOST_TO_DEVICE
+D2H = pyhcomm.ACL_MEMCPY_DEVICE_TO_HOST
+TIMEOUT = 60.0
+
+A2, A3, A350 = "Atlas 800T A2", "Atlas A3", "Atlas 350"
+
+D = pyhcomm.HcclDataType
+O = pyhcomm.HcclReduceOp
+SUM, PROD, MAX, MIN = O.HCCL_REDUCE_SUM, O.HCCL_REDUCE_PROD, O.HCCL_REDUCE_MAX, O.HCCL_REDUCE_MIN
+NP = {D.HCCL_DATA_TYPE_INT8: np.int8, D.HCCL_DATA_TYPE_INT16: np.int16, D.HCCL_DATA_TYPE_INT32: np.int32,
+      D.HCCL_DATA_TYPE_FP16: np.float16, D.HCCL_DATA_TYPE_FP32: np.float32,
+      D.HCCL_DATA_TYPE_BFP16: ml_dtypes.bfloat16, D.HCCL_DATA_TYPE_UINT8: np.uint8,
+      D.HCCL_DATA_TYPE_UINT16: np.uint16, D.HCCL_DATA_TYPE_UINT32: np.uint32,
+      D.HCCL_DATA_TYPE_INT64: np.int64, D.HCCL_DATA_TYPE_UINT64: np.uint64, D.HCCL_DATA_TYPE_FP64: np.float64}
+
+#: Host path (A2) and A2/A3 device path.
+BASE_DTYPES = [D.HCCL_DATA_TYPE_INT8, D.HCCL_DATA_TYPE_INT16, D.HCCL_DATA_TYPE_INT32, D.HCCL_DATA_TYPE_FP16,
+               D.HCCL_DATA_TYPE_FP32, D.HCCL_DATA_TYPE_BFP16]
+BASE_OPS = [SUM, MAX, MIN]
+#: Atlas 350 device path.
+DTYPES_350 = BASE_DTYPES + [D.HCCL_DATA_TYPE_UINT8, D.HCCL_DATA_TYPE_UINT16, D.HCCL_DATA_TYPE_UINT32,
+                            D.HCCL_DATA_TYPE_INT64, D.HCCL_DATA_TYPE_UINT64, D.HCCL_DATA_TYPE_FP64]
+OPS_350 = [SUM, PROD, MAX, MIN]
+
+
+def _name(dt) -> str:
+    return D(dt).name.replace("HCCL_DATA_TYPE_", "")
+
+
+# -- data and oracles ---------------------------------------------------------------------------------
+def make_input(seed, rank: int, n: int, dt, op) -> np.ndarray:
+    """Rank ``rank``'s ``n`` random elements for case ``seed`` (reproducible in the test thread)."""
+    rng = np.random.default_rng([zlib.crc32(repr(seed).encode()), rank])
+    t = np.dtype(NP[dt])
+    if t.kind in "iu":
+        info = np.iinfo(t)
+        return rng.integers(info.min, info.max, size=n, endpoint=True, dtype=t)
+    if op == PROD:
+        x = rng.uniform(0.8, 1.25, n) * rng.choice([-1.0, 1.0], n)
+    else:
+        x = rng.uniform(-2.0, 2.0, n)
+    return x.astype(t)
+
+
+_UFUNC = {SUM: np.add, PROD: np.multiply, MAX: np.maximum, MIN: np.minimum}
+
+
+def step(acc: np.ndarray, x: np.ndarray, op) -> np.ndarray:
+    """One reduce as the backend does it: ``op(acc, x)``; 16-bit floats via FP32, rounded once."""
+    t = acc.dtype
+    wide = np.float32 if t in (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)) else t
+    with np.errstate(all="ignore"):
+        return _UFUNC[op](acc.astype(wide), x.astype(wide)).astype(t)
+
+
+def mesh_reduce_scatter_oracle(xs, rank: int, count: int, op) -> np.ndarray:
+    part = [x[rank * count:(rank + 1) * count] for x in xs]
+    acc = part[rank].copy()
+    for t in range(len(xs)):
+        if t != rank:
+            acc = step(acc, part[t], op)
+    return acc
+
+
+def slices(count: int, n: int):
+    base, extra = divmod(count, n)
+    counts = [base + (r < extra) for r in range(n)]
+    return counts, [sum(counts[:r]) for r in range(n)]
+
+
+def ring_all_reduce_oracle(xs, op) -> np.ndarray:
+    n = len(xs)
+    out = xs[0].copy()
+    counts, displs = slices(len(out), n)
+    for c in range(n):
+        seg = slice(displs[c], displs[c] + counts[c])
+        acc = xs[(c + 1) % n][seg].copy()
+        for j in range(2, n + 1):
+            acc = step(acc, xs[(c + j) % n][seg], op)
+        out[seg] = acc
+    return out
+
+
+def assert_same(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    """Byte-exact comparison with a readable first mismatch."""
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, got.shape, want.shape)
+    size = got.dtype.itemsize
+    differ = (got.view(np.uint8).reshape(len(got), size) != want.view(np.uint8).reshape(len(want), size)).any(axis=1)
+    bad = np.flatnonzero(differ)
+    assert bad.size == 0, (f"{what}: {bad.size} of {len(got)} elements differ; first at {bad[0]}: "
+                           f"got {got[bad[0]]!r}, want {want[bad[0]]!r}")
+
+
+# -- device helpers (acl facade) --------------------------------------------------------------------------
+def to_device(arr: np.ndarray, extra: int = 0) -> int:
+    """New device memory holding ``arr`` (plus ``extra`` bytes filled with 0xEE)."""
+    size = max(1, arr.nbytes + extra)
+    ptr, ret = acl.rt.malloc(size, 0)
+    assert ret == 0 and ptr
+    assert acl.rt.memset(ptr, size, 0xEE, size) == 0
+    if arr.nbytes:
+        host = np.ascontiguousarray(arr)
+        assert acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(host), arr.nbytes, H2D) == 0
+    return ptr
+
+
+def from_device(ptr: int, n: int, dtype) -> np.ndarray:
+    out = np.zeros(n, dtype=dtype)
+    if out.nbytes:
+        assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), out.nbytes, ptr, out.nbytes, D2H) == 0
+    return out
+
+
+def sentinel(n: int, dtype) -> np.ndarray:
+    return np.full(n * np.dtype(dtype).itemsize, 0xEE, np.uint8).view(dtype)
+
+
+# -- one collective on one rank ----------------------------------------------------------------------------
+def all_reduce(comm, stream, seed, count, dt, op, in_place=False) -> np.ndarray:
+    x = make_input(seed, comm.rank, count, dt, op)
+    send = to_device(x)
+    recv = send if in_place else to_device(sentinel(count, NP[dt]))
+    ret = pyhcomm.HcclAllReduce(send, recv, count, dt, op, comm.handle, stream)
+    assert ret == 0, (ret, seed)
+    assert acl.rt.synchronize_stream(stream) == 0
+    out = from_device(recv, count, NP[dt])
+    for p in {send, recv}:
+        assert acl.rt.free(p) == 0
+    return out
+
+
+def reduce_scatter(comm, stream, seed, count, dt, op, in_place=False) -> np.ndarray:
+    n, r = comm.size, comm.rank
+    x = make_input(seed, r, count * n, dt, op)
+    send = to_device(x)
+    size = np.dtype(NP[dt]).itemsize
+    recv = send + r * count * size if in_place else to_device(sentinel(count, NP[dt]))
+    ret = pyhcomm.HcclReduceScatter(send, recv, count, dt, op, comm.handle, stream)
+    assert ret == 0, (ret, seed)
+    assert acl.rt.synchronize_stream(stream) == 0
+    out = from_device(recv, count, NP[dt])
+    assert acl.rt.free(send) == 0
+    if not in_place:
+        assert acl.rt.free(recv) == 0
+    return out
+
+
+def gather_input(seed, rank: int, nbytes: int) -> np.ndarray:
+    return make_input(seed, rank, nbytes, D.HCCL_DATA_TYPE_UINT8, SUM)
+
+
+def all_gather_ring(comm, stream, seed, nbytes, in_place=False) -> np.ndarray:
+    """The ring AllGather through collectives.run (HcclAllGather itself uses the mesh)."""
+    n, r = comm.size, comm.rank
+    x = gather_input(seed, r, nbytes)
+    if in_place:
+        whole = np.full(n * nbytes, 0xEE, np.uint8)
+        whole[r * nbytes:(r + 1) * nbytes] = x
+        recv = to_device(whole)
+        send = recv + r * nbytes
+    else:
+        send, recv = to_device(x), to_device(sentinel(n * nbytes, np.uint8))
+    run(comm.handle, stream, 0, allgather_ring, send, recv, nbytes, tag="test_allgather_ring",
+        peers=ring_peers(r, n))
+    assert acl.rt.synchronize_stream(stream) == 0
+    out = from_device(recv, n * nbytes, np.uint8)
+    for p in {send, recv} if not in_place else {recv}:
+        assert acl.rt.free(p) == 0
+    return out
+
+
+def launch(body, n: int, product: str):
+    def wrapped(comm):
+        stream, ret = acl.rt.create_stream()
+        assert ret == 0
+        try:
+            return body(comm, stream)
+        finally:
+            assert acl.rt.destroy_stream(stream) == 0
+    return pyhcomm.launch(wrapped, n, product=product, timeout=TIMEOUT)
+
+
+# -- checks ------------------------------------------------------------------------------------------------
+def check_all_reduce(product, n, cases, in_place=False):
+    """``cases``: list of (count, dt, op), run in this order on one communicator per rank."""
+    def body(comm, stream):
+        return [all_reduce(comm, stream, (product, n, i), c, dt, op, in_place) for i, (c, dt, op) in enumerate(cases)]
+    res = launch(body, n, product)
+    for i, (count, dt, op) in enumerate(cases):
+        xs = [make_input((product, n, i), r, count, dt, op) for r in range(n)]
+        want = ring_all_reduce_oracle(xs, op)
+        for r in range(n):
+            assert_same(res[r][i], want, f"AllReduce {product} n={n} rank {r} count={count} "
+                                         f"{_name(dt)} {O(op).name}")
+
+
+def check_reduce_scatter(product, n, cases, in_place=False):
+    def body(comm, stream):
+        return [reduce_scatter(comm, stream, (product, n, i), c, dt, op, in_place)
+                for i, (c, dt, op) in enumerate(cases)]
+    res = launch(body, n, product)
+    for i, (count, dt, op) in enumerate(cases):
+        xs = [make_input((product, n, i), r, count * n, dt, op) for r in range(n)]
+        for r in range(n):
+            assert_same(res[r][i], mesh_reduce_scatter_oracle(xs, r, count, op),
+                        f"ReduceScatter {product} n={n} rank {r} recvCount={count} {_name(dt)} {O(op).name}")
+
+
+def ar_counts(n):
+    """0, fewer than n, not divisible by n, and a few more."""
+    return sorted({0, 1, max(0, n - 1), n + 1, 2 * n + 3, 37})
+
+
+# -- HcclAllReduce ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dt", BASE_DTYPES, ids=_name)
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_all_reduce_a2_every_dtype_and_op(n, dt):
+    check_all_reduce(A2, n, [(c, dt, op) for op in BASE_OPS for c in ar_counts(n)])
+
+
+@pytest.mark.parametrize("n, cases", [
+    (8, [(19, D.HCCL_DATA_TYPE_FP16, SUM), (5, D.HCCL_DATA_TYPE_INT8, SUM), (8, D.HCCL_DATA_TYPE_BFP16, MAX)]),
+    (16, [(35, D.HCCL_DATA_TYPE_FP16, SUM), (7, D.HCCL_DATA_TYPE_INT32, MIN)]),
+])
+def test_all_reduce_a2_many_ranks(n, cases):
+    check_all_reduce(A2, n, cases)
+
+
+@pytest.mark.parametrize("dt", BASE_DTYPES, ids=_name)
+def test_all_reduce_a3(dt):
+    check_all_reduce(A3, 3, [(c, dt, op) for op in BASE_OPS for c in (2, 10)])
+
+
+@pytest.mark.parametrize("dt", DTYPES_350, ids=_name)
+def test_all_reduce_350_every_dtype_and_op(dt):
+    check_all_reduce(A350, 3, [(c, dt, op) for op in OPS_350 for c in (2, 10)])
+
+
+@pytest.mark.parametrize("product, n", [(A3, 8), (A350, 8), (A350, 16)])
+def test_all_reduce_device_many_ranks(product, n):
+    check_all_reduce(product, n, [(n + 3, D.HCCL_DATA_TYPE_BFP16, SUM), (3, D.HCCL_DATA_TYPE_INT16, MAX)])
+
+
+@pytest.mark.parametrize("product, n", [(A2, 3), (A2, 4), (A3, 2), (A350, 4)])
+def test_all_reduce_in_place(product, n):
+    check_all_reduce(product, n, [(2 * n + 1, D.HCCL_DATA_TYPE_FP16, SUM), (n - 1, D.HCCL_DATA_TYPE_INT32, MIN)],
+                     in_place=True)
+
+
+# -- HcclReduceScatter -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dt", BASE_DTYPES, ids=_name)
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_reduce_scatter_a2_every_dtype_and_op(n, dt):
+    check_reduce_scatter(A2, n, [(c, dt, op) for op in BASE_OPS for c in (0, 1, 5)])
+
+
+@pytest.mark.parametrize("n, cases", [
+    (8, [(3, D.HCCL_DATA_TYPE_FP16, SUM), (2, D.HCCL_DATA_TYPE_INT8, MIN), (5, D.HCCL_DATA_TYPE_FP32, SUM)]),
+    (16, [(3, D.HCCL_DATA_TYPE_BFP16, SUM), (1, D.HCCL_DATA_TYPE_INT16, MAX)]),
+])
+def test_reduce_scatter_a2_many_ranks(n, cases):
+    check_reduce_scatter(A2, n, cases)
+
+
+@pytest.mark.parametrize("dt", BASE_DTYPES, ids=_name)
+def test_reduce_scatter_a3(dt):
+    check_reduce_scatter(A3, 3, [(c, dt, op) for op in BASE_OPS for c in (1, 4)])
+
+
+@pytest.mark.parametrize("dt", DTYPES_350, ids=_name)
+def test_reduce_scatter_350_every_dtype_and_op(dt):
+    check_reduce_scatter(A350, 3, [(c, dt, op) for op in OPS_350 for c in (1, 4)])
+
+
+@pytest.mark.parametrize("product, n, small", [(A3, 8, D.HCCL_DATA_TYPE_INT8), (A350, 8, D.HCCL_DATA_TYPE_UINT8),
+                                               (A350, 16, D.HCCL_DATA_TYPE_UINT8)])
+def test_reduce_scatter_device_many_ranks(product, n, small):
+    check_reduce_scatter(product, n, [(3, D.HCCL_DATA_TYPE_FP16, SUM), (2, small, MAX)])
+
+
+@pytest.mark.parametrize("product, n", [(A2, 3), (A3, 4), (A350, 2)])
+def test_reduce_scatter_in_place(product, n):
+    """``recvBuf = sendBuf + rank * recvCount``: the rank's own slice is reduced where it lies."""
+    check_reduce_scatter(product, n, [(5, D.HCCL_DATA_TYPE_FP16, SUM), (3, D.HCCL_DATA_TYPE_INT8, MAX)],
+                         in_place=True)
+
+
+# -- ring AllGather -----------------------------------------------------------------------------------------
+def check_all_gather_ring(product, n, sizes, in_place=False):
+    def body(comm, stream):
+        return [all_gather_ring(comm, stream, (product, n, i), nb, in_place) for i, nb in enumerate(sizes)]
+    res = launch(body, n, product)
+    for i, nbytes in enumerate(sizes):
+        want = np.concatenate([gather_input((product, n, i), r, nbytes) for r in range(n)])
+        for r in range(n):
+            assert_same(res[r][i], want, f"AllGather ring {product} n={n} rank {r} {nbytes} bytes")
+
+
+@pytest.mark.parametrize("product, n", [(A2, 1), (A2, 2), (A2, 3), (A2, 4), (A2, 8), (A2, 16),
+                                        (A3, 3), (A350, 2), (A350, 5)])
+def test_all_gather_ring(product, n):
+    check_all_gather_ring(product, n, [0, 1, 7, 100])
+
+
+@pytest.mark.parametrize("product", [A2, A350])
+def test_all_gather_ring_in_place(product):
+    check_all_gather_ring(product, 3, [1, 33], in_place=True)
+
+
+# -- calls in a row, mixed, on one communicator --------------------------------------------------------------
+@pytest.mark.parametrize("product, n", [(A2, 4), (A3, 3), (A350, 3)])
+def test_mixed_calls_in_a_row_reuse_resources(product, n):
+    """AllReduce, ReduceScatter, ring and mesh AllGather, twice over, on one communicator."""
+    fp16, i32 = D.HCCL_DATA_TYPE_FP16, D.HCCL_DATA_TYPE_INT32
+
+    def body(comm, stream):
+        out = []
+        for rnd in range(2):
+            out.append(all_reduce(comm, stream, ("mix-ar", rnd), 11, fp16, SUM))
+            out.append(reduce_scatter(comm, stream, ("mix-rs", rnd), 3, i32, MAX))
+            out.append(all_gather_ring(comm, stream, ("mix-ag", rnd), 9))
+            x = gather_input(("mix-mesh", rnd), comm.rank, 6)
+            send, recv = to_device(x), to_device(sentinel(6 * n, np.uint8))
+            assert pyhcomm.HcclAllGather(send, recv, 6, D.HCCL_DATA_TYPE_UINT8, comm.handle, stream) == 0
+            assert acl.rt.synchronize_stream(stream) == 0
+            out.append(from_device(recv, 6 * n, np.uint8))
+        return out
+
+    res = launch(body, n, product)
+    for rnd in range(2):
+        ar = ring_all_reduce_oracle([make_input(("mix-ar", rnd), r, 11, fp16, SUM) for r in range(n)], SUM)
+        rs_in = [make_input(("mix-rs", rnd), r, 3 * n, i32, MAX) for r in range(n)]
+        ag = np.concatenate([gather_input(("mix-ag", rnd), r, 9) for r in range(n)])
+        mesh = np.concatenate([gather_input(("mix-mesh", rnd), r, 6) for r in range(n)])
+        for r in range(n):
+            got = res[r][4 * rnd:4 * rnd + 4]
+            assert_same(got[0], ar, f"round {rnd} AllReduce rank {r}")
+            assert_same(got[1], mesh_reduce_scatter_oracle(rs_in, r, 3, MAX), f"round {rnd} ReduceScatter rank {r}")
+            assert_same(got[2], ag, f"round {rnd} AllGather ring rank {r}")
+            assert_same(got[3], mesh, f"round {rnd} AllGather mesh rank {r}")
+
+
+def test_order_matters_for_the_oracle():
+    """The oracles follow the algorithms' reduction order: for FP16 sums another order differs."""
+    xs = [make_input("order", r, 64, D.HCCL_DATA_TYPE_FP16, SUM) for r in range(8)]
+    ring = ring_all_reduce_oracle(xs, SUM)
+    in_rank_order = xs[0]
+    for x in xs[1:]:
+        in_rank_order = step(in_rank_order, x, SUM)
+    assert not np.array_equal(ring, in_rank_order)
+
+
+# -- larger than the HCCL buffer (HCCL_BUFFSIZE=1: 2 MB) -------------------------------------------------------
+def writes_of_rank0() -> int:
+    return len(pyhcomm.record.tasks(rank=0, kind="Write"))
+
+
+@pytest.mark.parametrize("product, n, count, dt", [
+    (A2, 2, 786433, D.HCCL_DATA_TYPE_FP32),     # 3 MB + 4 B; slices of 1.5 MB in 1 MB slots
+    (A2, 3, 1572869, D.HCCL_DATA_TYPE_BFP16),   # 3 MB + 10 B, uneven slices
+    (A350, 2, 786433, D.HCCL_DATA_TYPE_FP32),
+])
+def test_all_reduce_larger_than_hccl_buffer(monkeypatch, product, n, count, dt):
+    monkeypatch.setenv("HCCL_BUFFSIZE", "1")
+    check_all_reduce(product, n, [(count, dt, SUM)])
+    assert writes_of_rank0() > 2 * (n - 1)  # more than one loop in each phase
+
+
+@pytest.mark.parametrize("product, n, count", [(A2, 4, 200003), (A3, 2, 393217)])
+def test_reduce_scatter_larger_than_hccl_buffer(monkeypatch, product, n, count):
+    """Inputs of about 3.2 MB: slices larger than the 2 MB / (2 N) slots."""
+    monkeypatch.setenv("HCCL_BUFFSIZE", "1")
+    check_reduce_scatter(product, n, [(count, D.HCCL_DATA_TYPE_FP32, SUM)])
+    assert writes_of_rank0() > n - 1
+
+
+def test_all_gather_ring_larger_than_hccl_buffer(monkeypatch):
+    monkeypatch.setenv("HCCL_BUFFSIZE", "1")
+    check_all_gather_ring(A2, 3, [3 * 2**20 + 5])
+    assert writes_of_rank0() > 2
+
+
+# -- argument checks: nothing is enqueued ------------------------------------------------------------------------
+UNSUPPORTED = {
+    A2: [(D.HCCL_DATA_TYPE_FP64, SUM, "HCCL_E_PARA"), (D.HCCL_DATA_TYPE_INT32, PROD, "HCCL_E_PARA"),
+         (D.HCCL_DATA_TYPE_UINT8, SUM, "HCCL_E_PARA"), (D.HCCL_DATA_TYPE_INT64, MAX, "HCCL_E_PARA"),
+         (D.HCCL_DATA_TYPE_FP32, 255, "HCCL_E_PARA"), (13, SUM, "HCCL_E_PARA")],
+    A3: [(D.HCCL_DATA_TYPE_FP64, SUM, "HCCL_E_PARA"), (D.HCCL_DATA_TYPE_FP16, PROD, "HCCL_E_PARA"),
+         (D.HCCL_DATA_TYPE_UINT32, MIN, "HCCL_E_PARA")],
+    A350: [(D.HCCL_DATA_TYPE_FP8E4M3, SUM, "HCCL_E_NOT_SUPPORT"), (D.HCCL_DATA_TYPE_HIF8, MAX, "HCCL_E_NOT_SUPPORT"),
+           (D.HCCL_DATA_TYPE_INT128, SUM, "HCCL_E_NOT_SUPPORT"), (D.HCCL_DATA_TYPE_FP32, 4, "HCCL_E_PARA"),
+           (13, SUM, "HCCL_E_PARA")],
+}
+
+
+@pytest.mark.parametrize("product", [A2, A3, A350])
+def test_unsupported_dtype_or_op_fails_before_enqueuing(product):
+    cases = UNSUPPORTED[product]
+
+    def body(comm, stream):
+        send = to_device(np.zeros(0, np.uint8), extra=256 * comm.size)
+        recv = to_device(np.zeros(0, np.uint8), extra=256 * comm.size)
+        codes = []
+        for dt, op, _ in cases:
+            codes.append(pyhcomm.HcclAllReduce(send, recv, 4, dt, op, comm.handle, stream))
+            codes.append(pyhcomm.HcclReduceScatter(send, recv, 4, dt, op, comm.handle, stream))
+        assert acl.rt.synchronize_stream(stream) == 0
+        return codes, from_device(recv, 256 * comm.size, np.uint8)
+
+    res = launch(body, 2, product)
+    want = [getattr(pyhcomm.HcclResult, code) for _, _, code in cases for _call in range(2)]
+    for codes, recv in res:
+        assert codes == want
+        assert (recv == 0xEE).all()
+    assert pyhcomm.record.tasks() == []
+
+
+def test_pointer_and_size_checks():
+    fp32 = D.HCCL_DATA_TYPE_FP32
+
+    def body(comm, stream):
+        buf = to_device(np.zeros(8, np.float32))
+        h = comm.handle
+        return [
+            pyhcomm.HcclAllReduce(0, buf, 8, fp32, SUM, h, stream),              # NULL sendBuf
+            pyhcomm.HcclAllReduce(buf, buf, 8, fp32, SUM, h, 0),                 # NULL stream
+            pyhcomm.HcclAllReduce(buf, buf, 9, fp32, SUM, h, stream),            # past the allocation
+            pyhcomm.HcclAllReduce(buf, buf, -1, fp32, SUM, h, stream),           # negative count
+            pyhcomm.HcclReduceScatter(buf, buf, 5, fp32, SUM, h, stream),        # sendBuf needs 2 x 5
+            pyhcomm.HcclReduceScatter(buf, 0, 4, fp32, SUM, h, stream),          # NULL recvBuf
+            pyhcomm.HcclAllReduce(buf, buf, 0, fp32, SUM, h, stream),            # count 0: success
+            pyhcomm.HcclReduceScatter(buf, buf, 0, fp32, SUM, h, stream),        # count 0: success
+        ]
+
+    R = pyhcomm.HcclResult
+    want = [R.HCCL_E_PTR, R.HCCL_E_PTR, R.HCCL_E_PARA, R.HCCL_E_PARA, R.HCCL_E_PARA, R.HCCL_E_PTR,
+            R.HCCL_SUCCESS, R.HCCL_SUCCESS]
+    assert launch(body, 2, A2) == [want, want]
+    assert pyhcomm.record.tasks() == []
