@@ -124,14 +124,29 @@ def test_wait_for_cycle_is_printed_as_a_cycle(a2):
     assert acl.rt.synchronize_device() == E.ACL_ERROR_RT_TASK_TIMEOUT
     msg = acl.get_recent_err_msg()
     (cycle,) = [line for line in msg.splitlines() if "wait-for cycle:" in line]
-    steps = cycle.split("wait-for cycle:", 1)[1].split(" -> ")
-    assert len(steps) == 4 and steps[-1].startswith("back to rank 0 thread")
-    waits = {a: a_wait, b: b_wait, c: c_wait}
-    for step in steps[:3]:
-        t = next(t for t in waits if f"rank 0 thread 0x{t:x} waits for notify 0 of rank 0 thread 0x{t:x}" in step)
-        assert step.strip().endswith(f"at {waits[t]}")
-    assert {next(t for t in waits if f"0x{t:x} waits" in step) for step in steps[:3]} == {a, b, c}
-    assert steps[-1].strip() == "back to " + steps[0].strip().split(" waits")[0]
+    steps = cycle.split("wait-for cycle: ", 1)[1].split(" -> ")
+    assert len(steps) == 4
+    sites = {a: a_wait, b: b_wait, c: c_wait}
+    assert set(steps[:3]) == {f"rank 0 thread 0x{t:x} waits for notify 0 of rank 0 thread 0x{t:x} at {site}"
+                              for t, site in sites.items()}
+    assert steps[3] == "back to " + steps[0].split(" waits for")[0]
+    # each thread waits for the one that records it: a for c, c for b, b for a
+    order = [next(t for t in sites if step.startswith(f"rank 0 thread 0x{t:x} ")) for step in steps[:3]]
+    assert order in ([a, c, b], [c, b, a], [b, a, c])
+
+
+def test_a_thread_waiting_for_its_own_later_record_is_a_cycle_of_one(a2):
+    a, _, _ = a2["threads"]
+    wait_site = next_line()
+    assert HcommThreadNotifyWaitOnThread(a, 0, FOREVER) == 0
+    record_site = next_line()
+    assert HcommThreadNotifyRecordOnThread(a, a, 0) == 0
+    assert acl.rt.synchronize_device() == E.ACL_ERROR_RT_TASK_TIMEOUT
+    msg = acl.get_recent_err_msg()
+    assert f"the record at {record_site} is queued on rank 0 thread 0x{a:x} behind ThreadNotifyWait enqueued at " \
+           f"{wait_site}" in msg
+    assert (f"wait-for cycle: rank 0 thread 0x{a:x} waits for notify 0 of rank 0 thread 0x{a:x} at {wait_site}"
+            f" -> back to rank 0 thread 0x{a:x}") in msg
 
 
 def test_synchronize_device_reports_an_error_of_any_stream(a2):
@@ -344,3 +359,33 @@ def test_short_timeout_while_another_host_thread_is_busy_fails_by_timeout(a2, ca
     assert "timed out after 1 s" in caplog.text
     assert [w.timeout for w in pyhcomm.record.tasks(kind="ThreadNotifyWait")] == [1, 1]
     assert [w.state for w in pyhcomm.record.tasks(kind="ThreadNotifyWait")] == ["failed", "failed"]
+
+
+# -- acl.get_recent_err_msg: per calling thread, cleared when read (pyACL's documented behaviour) ------
+def test_recent_error_message_belongs_to_the_calling_thread():
+    """pyACL: get_recent_err_msg "obtains and clears the error messages returned by other failed
+    pyACL API calls in the calling thread" (thread level by default). With several host threads,
+    each must read its own report (here: not another thread's failure)."""
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+    seen = {}
+
+    def failing_host():
+        assert acl.rt.set_device(0) == 0
+        assert acl.rt.free(0x1234) != 0
+        seen["own"] = acl.get_recent_err_msg()
+
+    run_threads([failing_host])
+    assert seen["own"] and "aclrtFree" in seen["own"]
+    other = acl.get_recent_err_msg()
+    assert not other or "aclrtFree" not in other, f"another host thread's error was returned: {other!r}"
+
+
+def test_recent_error_message_is_cleared_when_read():
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+    assert acl.rt.free(0x1234) != 0
+    first = acl.get_recent_err_msg()
+    assert first and "aclrtFree" in first
+    second = acl.get_recent_err_msg()
+    assert not second, f"the message was not cleared: {second!r}"

@@ -36,9 +36,10 @@ def _messages(caplog):
 
 
 @pytest.fixture
-def a2():
+def a2(monkeypatch):
     """Atlas 800T A2, host side: a CPU_TS thread on a user stream (2 notifies) and two CPU_TS
-    threads with their own streams (1 notify each)."""
+    threads with their own streams (1 notify each); HCCL_EXEC_TIMEOUT unset."""
+    monkeypatch.delenv("HCCL_EXEC_TIMEOUT", raising=False)
     comm, stream, main = host_setup(notify=2)
     ret, (a, b) = pyhcomm.HcclThreadAcquire(comm, CPU_TS, 2, 1)
     assert ret == 0

@@ -56,6 +56,8 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
     devices = list(devices) if devices is not None else list(range(nranks))
     if len(devices) != nranks:
         raise ValueError(f"launch: {nranks} ranks but {len(devices)} devices")
+    if len(set(devices)) != nranks:
+        raise ValueError(f"launch: devices {devices} repeat a device (one device per rank)")
     if max(devices) >= runtime.device_count:
         runtime.device_count = max(devices) + 1
     root = comm_mod.get_root_info()

@@ -30,8 +30,9 @@ def get_soc_name():
 
 
 def get_recent_err_msg():
-    """The explanation of the most recent error an acl call returned."""
-    return _stream.recent_error["message"]
+    """Return and clear the explanation of this OS thread's most recent acl error ("" if none)."""
+    message, _stream.recent_error.message = _stream.recent_error.message, ""
+    return message
 
 
 __all__ = ["init", "finalize", "get_soc_name", "get_recent_err_msg", "rt", "util"]

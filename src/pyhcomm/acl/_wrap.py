@@ -18,7 +18,7 @@ def acl_call(*fail_outputs):
             try:
                 out = impl(*args, **kwargs)
             except HcclError as exc:
-                _stream.recent_error["message"] = str(exc)
+                _stream.recent_error.message = str(exc)
                 log.error("%s", exc)
                 try:
                     code = AclError(exc.code)

@@ -6,14 +6,21 @@ Synchronize calls block the host thread and run the device's queued tasks (see
 """
 from __future__ import annotations
 
+import threading
+
 from ..core import handles
 from ..core.runtime import runtime
 from ..core.scheduler import ABORTED, DONE_OK, TIMED_OUT, scheduler
 from ..errors import AclError, acl_code_of, acl_error
 from .device import current_device
 
-#: The explanation of the most recent error a synchronize call returned (``aclGetRecentErrMsg``).
-recent_error = {"message": ""}
+class _RecentError(threading.local):
+    """The explanation of the calling OS thread's most recent acl error (``aclGetRecentErrMsg``)."""
+
+    message = ""
+
+
+recent_error = _RecentError()
 
 
 def get_stream(stream, api: str):
@@ -62,7 +69,7 @@ def take_error(streams, api: str):
         return None
     err = acl_error(acl_code_of(first), api, str(first))
     err.cause = first  # the task failure itself (an HcclError with its own code)
-    recent_error["message"] = str(err)
+    recent_error.message = str(err)
     return err
 
 

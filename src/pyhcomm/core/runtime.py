@@ -98,9 +98,10 @@ class Runtime:
             if dev is None:
                 return False
             dev.refcount -= 1
-            if dev.refcount <= 0:
+            released = dev.refcount <= 0
+            if released:
                 self._release(dev)
-        if self.ctx.device == device_id:
+        if released and self.ctx.device == device_id:
             self.ctx.device = None
         return True
 

@@ -60,7 +60,10 @@ class Scheduler:
         self.hosts[t.ident] = t
 
     def unregister_host(self) -> None:
+        """The calling OS thread will enqueue nothing more: sleepers may now find the world stuck."""
         self.hosts.pop(threading.get_ident(), None)
+        with self.lock:
+            self._wake()
 
     # -- enqueue -------------------------------------------------------------------------------
     def submit(self, task) -> None:

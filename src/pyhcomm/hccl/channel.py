@@ -35,6 +35,7 @@ HCCL_CHANNEL_MAGIC_WORD = 0x0F0F0F0F
 HCCL_CHANNEL_VERSION = 1
 CHANNEL_NUM_MAX = 1048576
 CCU_NOTIFY_NUM = 4
+POLL = 0.05  # seconds between checks for an abort while waiting for a peer
 
 E, P = CommEngine, CommProtocol
 _A2A3 = {P.COMM_PROTOCOL_ROCE, P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_HCCS_ONLY}
@@ -260,6 +261,7 @@ def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> ChannelEnd:
                         f"the matching {ch.engine.name} {ch.protocol.name} channel")
     timeout = float(os.environ.get(comm_mod.ENV_CONNECT_TIMEOUT, "120"))
     end = time.monotonic() + timeout
+    from ..core.scheduler import scheduler
     with _cv:
         while ch.peer is None:
             left = end - time.monotonic()
@@ -267,7 +269,11 @@ def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> ChannelEnd:
                 raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
                                  f"channel 0x{ch.handle:x}: rank {ch.peer_rank} did not acquire the matching "
                                  f"{ch.engine.name} {ch.protocol.name} channel within {timeout:g} s")
-            _cv.wait(left)
+            if scheduler.abort_reason is not None:
+                raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {scheduler.abort_reason}")
+            if ch.peer_rank in ch.comm.world.joined and ch.peer_rank not in ch.comm.world.comms:
+                raise para(api, f"channel 0x{ch.handle:x}: rank {ch.peer_rank} destroyed its communicator")
+            _cv.wait(min(left, POLL))  # wakes on every pairing; polls for aborts
     return ch.peer
 
 

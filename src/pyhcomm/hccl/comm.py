@@ -75,6 +75,7 @@ class Communicator:
         self.channels: list = []        # ChannelEnd objects acquired on this rank
         self.mems: list = []            # MemHandle objects registered with HcclCommMemReg
         self.destroyed = False
+        self.holds_device = False       # HcclCommInitAll opened the device for it: close it on destroy
         self.handle = handles.comms.add(self)
 
     @property
@@ -150,7 +151,13 @@ def init_root_info(nranks: int, root_info, rank: int) -> Communicator:
                 raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
                                  f"ranks {missing} of {world.name} did not join within {timeout:g} s "
                                  f"({ENV_CONNECT_TIMEOUT})")
-            world.cv.wait(left)
+            from ..core.scheduler import scheduler
+            if scheduler.abort_reason is not None:
+                del world.comms[rank]
+                world.joined.discard(rank)
+                handles.comms.remove(comm.handle)
+                raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {scheduler.abort_reason}")
+            world.cv.wait(min(left, 0.05))
     return comm
 
 
@@ -173,6 +180,7 @@ def init_all(devices) -> list[Communicator]:
     for rank, d in enumerate(devices):
         runtime.open_device(d)
         comm = Communicator(world, rank, d)
+        comm.holds_device = True
         world.comms[rank] = comm
         comms.append(comm)
     runtime.ctx.device = saved
@@ -208,8 +216,11 @@ def hccl_buffer(comm: Communicator, api: str):
 _destroy_hooks: list = []
 
 
-def destroy(comm: Communicator) -> None:
-    """``HcclCommDestroy``: release threads, engine contexts and the HCCL buffer."""
+def destroy(comm: Communicator, device_released: bool = False) -> None:
+    """``HcclCommDestroy``: release threads, engine contexts and the HCCL buffer (and the device
+    reference ``HcclCommInitAll`` took)."""
+    if comm.destroyed:
+        return
     for hook in _destroy_hooks:
         hook(comm)
     if comm.hccl_buffer is not None:
@@ -218,12 +229,15 @@ def destroy(comm: Communicator) -> None:
     comm.destroyed = True
     handles.comms.remove(comm.handle)
     comm.world.comms.pop(comm.rank, None)
+    if comm.holds_device and not device_released:
+        comm.holds_device = False
+        runtime.close_device(comm.device)
 
 
 def _on_device_released(device_id: int) -> None:
     for comm in handles.comms.values():
         if comm.device == device_id:
-            destroy(comm)
+            destroy(comm, device_released=True)
 
 
 runtime.finalize_hooks.append(_on_device_released)

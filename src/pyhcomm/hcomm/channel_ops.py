@@ -22,7 +22,7 @@ from enum import IntEnum
 
 from ..backend import get_backend
 from ..core.runtime import runtime
-from ..core.scheduler import TIMED_OUT, scheduler
+from ..core.scheduler import ABORTED, DONE_OK, TIMED_OUT, scheduler
 from ..core.task import Task, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine, HcommReduceOp
 from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para, ptr
@@ -281,8 +281,14 @@ def notify_wait_now(channel, local_notify_idx, timeout):
     if timeout == 0:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     n = ch.notifies[local_notify_idx]
-    if scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{channel:x})") == TIMED_OUT:
+    status = scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{channel:x})")
+    if status == TIMED_OUT:
         raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"notify {local_notify_idx} was not recorded in {timeout} s")
+    if status == ABORTED:
+        raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {scheduler.abort_reason}")
+    if status != DONE_OK:
+        raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"notify {local_notify_idx} of channel 0x{channel:x} can "
+                                                         "never be recorded: every host thread is blocked")
     n.consume()
 
 
