@@ -259,6 +259,15 @@ class Comm(_Closable):
         return _comm.get_root_info()
 
     @classmethod
+    def from_cluster_info(cls, rank_table_path: str, rank: int) -> "Comm":
+        """Join rank ``rank`` of the cluster a rank-table file describes (``HcclCommInitClusterInfo``;
+        collective: blocks until every rank joined)."""
+        obj = cls.__new__(cls)
+        obj._c = _comm.init_cluster_info(rank_table_path, rank)
+        obj.handle = obj._c.handle
+        return obj
+
+    @classmethod
     def init_all(cls, devices) -> list["Comm"]:
         """One communicator per device, all created by this call (``HcclCommInitAll``)."""
         out = []

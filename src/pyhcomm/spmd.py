@@ -17,6 +17,9 @@ the whole run.
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import tempfile
 import threading
 import time
 
@@ -38,7 +41,8 @@ class LaunchTimeout(RuntimeError):
     """Ranks still ran when :func:`launch`'s timeout passed."""
 
 
-def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | None = None, **kwargs) -> list:
+def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | None = None, rank_table=None,
+           **kwargs) -> list:
     """Run ``fn(comm, *args, **kwargs)`` on ``nranks`` ranks; return their results. Blocks.
 
     Args:
@@ -46,6 +50,8 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
         nranks: number of ranks (each on its own device: ``devices`` or ``0..nranks-1``).
         product: select this product first (no device may be open).
         timeout: seconds for the whole run (None: no limit beyond the hang detection).
+        rank_table: a rank-table file path (or :class:`pyhcomm.topology.RankTable`): the ranks
+            join with ``HcclCommInitClusterInfo`` and sit where it says; default: root info.
     """
     from .pythonic import Comm
 
@@ -60,7 +66,12 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
         raise ValueError(f"launch: devices {devices} repeat a device (one device per rank)")
     if max(devices) >= runtime.device_count:
         runtime.device_count = max(devices) + 1
-    root = comm_mod.get_root_info()
+    root = comm_mod.get_root_info() if rank_table is None else None
+    if rank_table is not None and not isinstance(rank_table, (str, os.PathLike)):
+        fd, path = tempfile.mkstemp(prefix="pyhcomm_rank_table_", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(rank_table.to_json(), f)
+        rank_table = path
     results = [None] * nranks
     errors: dict[int, tuple] = {}
     order = itertools.count()
@@ -73,7 +84,7 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
         try:
             aclrtSetDevice(devices[rank])
             opened = True
-            comm = Comm(nranks, root, rank)
+            comm = Comm(nranks, root, rank) if root is not None else Comm.from_cluster_info(rank_table, rank)
             results[rank] = fn(comm, *args, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - reported to the caller with its rank
             errors[rank] = (next(order), exc)

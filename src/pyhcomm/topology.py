@@ -1,7 +1,9 @@
-"""Cluster topology per product: servers of NPUs, super pods, and the links between two devices.
+"""Cluster topology per product: servers of NPUs, super pods, and the links between two ranks.
 
-Simulated device ``d`` sits in server ``d // devices_per_server`` (``PYHCOMM_DEVICES_PER_SERVER``
-overrides the product's number). Links, as each product has them:
+Where a rank sits (:class:`RankPlace`: server, device in the server, super pod) comes from the
+communicator's rank table (``HcclCommInitClusterInfo``, :class:`RankTable`) or, by default, from
+its simulated device: device ``d`` is device ``d % P`` of server ``d // P`` with ``P`` the product's
+devices per server (``PYHCOMM_DEVICES_PER_SERVER`` overrides it). Links, as each product has them:
 
 * Atlas A2: 8 NPUs a server joined by HCCS (also HCCS_ONLY); RoCE between servers (and inside).
 * Atlas A3: NPUs of two dies (devices ``2k``, ``2k+1``) joined by SIO; HCCS inside a super node
@@ -11,6 +13,7 @@ overrides the product's number). Links, as each product has them:
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -98,49 +101,135 @@ def super_pod_size() -> int:
     return max(1, int(env)) if env else 768
 
 
+@dataclass(frozen=True)
+class RankPlace:
+    """Where one rank sits: server index, device index in the server, super pod, global device."""
+
+    server: int
+    local: int
+    super_pod: int
+    device: int
+
+
+def default_place(device: int) -> RankPlace:
+    """The default place of simulated device ``device``."""
+    per = devices_per_server()
+    return RankPlace(device // per, device % per, device // super_pod_size(), device)
+
+
 def server_of(device: int) -> int:
+    """The server of simulated device ``device`` in the default placement."""
     return device // devices_per_server()
 
 
-def protocols_between(dev_a: int, dev_b: int) -> list[CommProtocol]:
-    """The protocols of the links between two devices, best first (empty for a device and itself)."""
-    if dev_a == dev_b:
+def _place(x) -> RankPlace:
+    return x if isinstance(x, RankPlace) else default_place(x)
+
+
+def protocols_between(a, b) -> list[CommProtocol]:
+    """The protocols of the links between two ranks (places, or devices in the default placement),
+    best first (empty for a rank and itself)."""
+    a, b = _place(a), _place(b)
+    if a == b:
         return []
     product = runtime.product
-    same_server = server_of(dev_a) == server_of(dev_b)
+    same_server = a.server == b.server
     if product.family == "A2":
         return [P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_HCCS_ONLY, P.COMM_PROTOCOL_ROCE] if same_server \
             else [P.COMM_PROTOCOL_ROCE]
     if product.family == "A3":
         out = []
-        if dev_a // 2 == dev_b // 2:
+        if same_server and a.local // 2 == b.local // 2:
             out.append(P.COMM_PROTOCOL_SIO)
-        if dev_a // super_pod_size() == dev_b // super_pod_size():
+        if a.super_pod == b.super_pod:
             out += [P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_HCCS_ONLY]
         return out + [P.COMM_PROTOCOL_ROCE]
     if product.family == "950":
         out = []
-        if dev_a // super_pod_size() == dev_b // super_pod_size():
+        if a.super_pod == b.super_pod:
             out += [P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM, P.COMM_PROTOCOL_UBOE]
         return out + [P.COMM_PROTOCOL_ROCE]
     return ([P.COMM_PROTOCOL_PCIE] if same_server else []) + [P.COMM_PROTOCOL_ROCE]
 
 
-def endpoint(device: int, protocol: int) -> EndpointDesc:
-    """The endpoint of ``device`` for ``protocol`` (deterministic synthetic addresses)."""
-    per = devices_per_server()
-    server = device // per
-    loc = EndpointLoc(EndpointLocType.ENDPOINT_LOC_TYPE_DEVICE, device % per, device,
-                      server, device // super_pod_size())
+def endpoint(place, protocol: int) -> EndpointDesc:
+    """The endpoint of a rank (place or device) for ``protocol`` (deterministic synthetic addresses)."""
+    place = _place(place)
+    loc = EndpointLoc(EndpointLocType.ENDPOINT_LOC_TYPE_DEVICE, place.local, place.device, place.server,
+                      place.super_pod)
     if protocol in (P.COMM_PROTOCOL_ROCE, P.COMM_PROTOCOL_UBOE):
-        addr = CommAddr(CommAddrType.COMM_ADDR_TYPE_IP_V4, f"192.168.{server}.{device % per + 1}")
+        addr = CommAddr(CommAddrType.COMM_ADDR_TYPE_IP_V4, f"192.168.{place.server}.{place.local + 1}")
     elif protocol in (P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM):
-        addr = CommAddr(CommAddrType.COMM_ADDR_TYPE_EID, f"eid:{device:04x}")
+        addr = CommAddr(CommAddrType.COMM_ADDR_TYPE_EID, f"eid:{place.device:04x}")
     else:
-        addr = CommAddr(CommAddrType.COMM_ADDR_TYPE_ID, "", device)
+        addr = CommAddr(CommAddrType.COMM_ADDR_TYPE_ID, "", place.device)
     return EndpointDesc(int(protocol), addr, loc)
 
 
-def links(dev_a: int, dev_b: int) -> list[CommLink]:
-    """``CommLink`` objects for every protocol between two devices."""
-    return [CommLink(endpoint(dev_a, p), endpoint(dev_b, p), LinkAttr(int(p))) for p in protocols_between(dev_a, dev_b)]
+def links(a, b) -> list[CommLink]:
+    """``CommLink`` objects for every protocol between two ranks (places or devices)."""
+    a, b = _place(a), _place(b)
+    return [CommLink(endpoint(a, p), endpoint(b, p), LinkAttr(int(p))) for p in protocols_between(a, b)]
+
+
+class RankTable:
+    """A cluster description: the place of every rank (HCCL's rank-table JSON).
+
+    Accepted JSON (the fields pyhcomm reads): ``{"server_list": [{"server_id": "...", "device":
+    [{"device_id": "0", "rank_id": "0"}, ...]}, ...]}``, optionally inside
+    ``{"super_pod_list": [{"super_pod_id": "0", "server_list": [...]}]}`` for super pods.
+    """
+
+    def __init__(self, places: list[RankPlace]):
+        self.places = places
+
+    @property
+    def nranks(self) -> int:
+        return len(self.places)
+
+    @classmethod
+    def default(cls, nranks: int) -> "RankTable":
+        """Rank ``r`` on device ``r`` (servers filled in order)."""
+        return cls([default_place(r) for r in range(nranks)])
+
+    @classmethod
+    def from_json(cls, data) -> "RankTable":
+        """Parse a rank table (a dict, JSON text, or a file path); raise ``ValueError`` if malformed."""
+        if isinstance(data, str):
+            if os.path.isfile(data):
+                with open(data, encoding="utf-8") as f:
+                    data = json.load(f)
+            else:
+                data = json.loads(data)
+        pods = data.get("super_pod_list") or [{"super_pod_id": "0", "server_list": data.get("server_list")}]
+        found: dict[int, RankPlace] = {}
+        server_index = 0
+        for pod_no, pod in enumerate(pods):
+            servers = pod.get("server_list")
+            if not isinstance(servers, list) or not servers:
+                raise ValueError("rank table: server_list is missing or empty")
+            for server in servers:
+                devices = server.get("device")
+                if not isinstance(devices, list) or not devices:
+                    raise ValueError(f"rank table: server {server.get('server_id')!r} has no device list")
+                for dev in devices:
+                    rank, local = int(dev["rank_id"]), int(dev["device_id"])
+                    if rank in found:
+                        raise ValueError(f"rank table: rank {rank} appears twice")
+                    found[rank] = RankPlace(server_index, local, int(pod.get("super_pod_id", pod_no)),
+                                            server_index * devices_per_server() + local)
+                server_index += 1
+        if sorted(found) != list(range(len(found))):
+            raise ValueError(f"rank table: rank ids {sorted(found)} are not 0..{len(found) - 1}")
+        return cls([found[r] for r in range(len(found))])
+
+    def to_json(self) -> dict:
+        """The table as HCCL rank-table JSON (a dict)."""
+        servers: dict = {}
+        for rank, p in enumerate(self.places):
+            servers.setdefault((p.super_pod, p.server), []).append({"device_id": str(p.local), "rank_id": str(rank)})
+        pods: dict = {}
+        for (pod, server), devs in sorted(servers.items()):
+            pods.setdefault(pod, []).append({"server_id": f"192.168.{server}.0", "device": devs})
+        return {"version": "1.2", "status": "completed",
+                "super_pod_list": [{"super_pod_id": str(k), "server_list": v} for k, v in sorted(pods.items())]}

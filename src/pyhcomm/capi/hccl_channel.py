@@ -62,6 +62,6 @@ def HcclRankGraphGetLinks(comm, netLayer, srcRank, dstRank):  # noqa: N803
     if netLayer != 0:
         raise _para(api, f"netLayer {netLayer}: only layer 0 is modelled")
     for name, r in (("srcRank", srcRank), ("dstRank", dstRank)):
-        if not isinstance(r, int) or not 0 <= r < c.nranks or r not in c.world.comms:
+        if not isinstance(r, int) or not 0 <= r < c.nranks or c.world.place(r) is None:
             raise _para(api, f"{name} {r} is not a rank of {c.name}")
-    return _topo.links(c.world.comms[srcRank].device, c.world.comms[dstRank].device)
+    return _topo.links(c.world.place(srcRank), c.world.place(dstRank))

@@ -6,7 +6,7 @@ from ..errors import HcclGetErrorString  # noqa: F401  (re-exported: it lives in
 from ..hccl import comm as _comm
 from ._wrap import c_api
 
-__all__ = ["HcclGetRootInfo", "HcclCommInitRootInfo", "HcclCommInitAll", "HcclCommDestroy",
+__all__ = ["HcclGetRootInfo", "HcclCommInitRootInfo", "HcclCommInitClusterInfo", "HcclCommInitAll", "HcclCommDestroy",
            "HcclGetRankSize", "HcclGetRankId", "HcclGetCommName", "HcclGetErrorString"]
 
 
@@ -21,6 +21,13 @@ def HcclCommInitRootInfo(nRanks, rootInfo, rank):
     """``ret, comm = HcclCommInitRootInfo(nRanks, root_info, rank)``. Collective: blocks until all
     ranks joined (``HCCL_CONNECT_TIMEOUT``)."""
     return _comm.init_root_info(nRanks, rootInfo, rank).handle
+
+
+@c_api(0)
+def HcclCommInitClusterInfo(clusterInfo, rank):  # noqa: N803
+    """``ret, comm = HcclCommInitClusterInfo(rank_table_path, rank)``. Collective: blocks until all
+    ranks of the rank table joined."""
+    return _comm.init_cluster_info(clusterInfo, rank).handle
 
 
 @c_api([])

@@ -181,11 +181,10 @@ def _check_desc(comm, engine, d, i, api):
         names = ", ".join(sorted(p.name for p in allowed))
         raise not_support(api, f"channelDescs[{i}]: {engine.name} channels on {runtime.product.name} speak "
                                f"{names}, not {protocol.name}")
-    peer = comm.world.comms.get(d.remoteRank)
-    peer_dev = peer.device if peer is not None else None
-    if peer_dev is not None and protocol not in protocols_between(comm.device, peer_dev):
+    mine, theirs = comm.world.place(comm.rank), comm.world.place(d.remoteRank)
+    if theirs is not None and protocol not in protocols_between(mine, theirs):
         raise not_found(api, f"channelDescs[{i}]: no {protocol.name} link between rank {comm.rank} "
-                             f"(device {comm.device}) and rank {d.remoteRank} (device {peer_dev})")
+                             f"(server {mine.server}) and rank {d.remoteRank} (server {theirs.server})")
     notify_num = d.notifyNum
     if engine == E.COMM_ENGINE_CCU:
         notify_num = CCU_NOTIFY_NUM

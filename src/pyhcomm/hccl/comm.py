@@ -11,8 +11,10 @@ import os
 import threading
 import time
 
+from .. import topology
 from ..core import handles, memory
 from ..core.runtime import runtime
+from ..core.scheduler import scheduler
 from ..enums import HCCL_ROOT_INFO_BYTES
 from ..errors import HcclResult, hccl_error, not_found, para, ptr
 
@@ -49,7 +51,16 @@ class World:
         self.nranks = nranks
         self.comms: dict[int, "Communicator"] = {}
         self.joined: set[int] = set()   # ranks that completed their join (kept after destroy)
+        self.rank_table = None          # topology.RankTable from HcclCommInitClusterInfo, else None
+        self.devices: dict[int, int] = {}  # rank -> simulated device (kept after destroy)
         self.cv = threading.Condition()
+
+    def place(self, rank: int):
+        """Where ``rank`` sits (rank table, else its device's default place); None if unknown."""
+        if self.rank_table is not None:
+            return self.rank_table.places[rank] if 0 <= rank < self.rank_table.nranks else None
+        device = self.devices.get(rank)
+        return None if device is None else topology.default_place(device)
 
     def root_info(self) -> bytes:
         body = ROOT_MAGIC + str(self.id).encode()
@@ -120,6 +131,39 @@ def init_root_info(nranks: int, root_info, rank: int) -> Communicator:
     world = _world_of(root_info, api)
     if not isinstance(nranks, int) or nranks < 1:
         raise para(api, f"nRanks {nranks} must be at least 1")
+    return _join(world, nranks, rank, api)
+
+
+_cluster_worlds: dict[str, World] = {}
+
+
+def init_cluster_info(cluster_info, rank: int) -> Communicator:
+    """``HcclCommInitClusterInfo``: join rank ``rank`` of the cluster a rank-table file describes.
+
+    Ranks passing the same file join the same communicator (a new one once the previous is
+    complete). The rank table gives each rank's server and super pod; the rank's simulated device
+    is the calling thread's current one. Collective: blocks until every rank joined.
+    """
+    api = "HcclCommInitClusterInfo"
+    if cluster_info is None:
+        raise ptr(api, "clusterInfo is NULL")
+    path = os.path.abspath(str(cluster_info))
+    if not os.path.isfile(path):
+        raise hccl_error(HcclResult.HCCL_E_OPEN_FILE_FAILURE, api, f"cannot open rank table {cluster_info!r}")
+    try:
+        table = topology.RankTable.from_json(path)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise para(api, f"rank table {cluster_info!r} is malformed: {exc}") from None
+    with _roots_lock:
+        world = _cluster_worlds.get(path)
+        if world is None or len(world.joined) >= table.nranks:
+            world = _cluster_worlds[path] = World(table.nranks)
+            world.rank_table = table
+    return _join(world, table.nranks, rank, api)
+
+
+def _join(world: World, nranks: int, rank: int, api: str) -> Communicator:
+    """Join ``world`` as ``rank`` and wait for the other ranks (``HCCL_CONNECT_TIMEOUT``)."""
     if not isinstance(rank, int) or not 0 <= rank < nranks:
         raise para(api, f"rank {rank} is outside [0, {nranks})")
     dev = runtime.current_device()
@@ -138,26 +182,24 @@ def init_root_info(nranks: int, root_info, rank: int) -> Communicator:
                 raise para(api, f"rank {rank} and rank {other.rank} are both on device {dev.id}")
         comm = Communicator(world, rank, dev.id)
         world.comms[rank] = comm
+        world.devices[rank] = dev.id
         world.joined.add(rank)
         world.cv.notify_all()
         end = time.monotonic() + timeout
         while len(world.joined) < nranks:
             left = end - time.monotonic()
-            if left <= 0:
+            if left <= 0 or scheduler.abort_reason is not None:
                 missing = sorted(set(range(nranks)) - world.joined)
                 del world.comms[rank]
                 world.joined.discard(rank)
+                world.devices.pop(rank, None)
                 handles.comms.remove(comm.handle)
+                if left > 0:
+                    raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {scheduler.abort_reason}")
                 raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
                                  f"ranks {missing} of {world.name} did not join within {timeout:g} s "
                                  f"({ENV_CONNECT_TIMEOUT})")
-            from ..core.scheduler import scheduler
-            if scheduler.abort_reason is not None:
-                del world.comms[rank]
-                world.joined.discard(rank)
-                handles.comms.remove(comm.handle)
-                raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {scheduler.abort_reason}")
-            world.cv.wait(min(left, 0.05))
+            world.cv.wait(min(left, 0.05))  # wakes at each join; polls for aborts
     return comm
 
 
@@ -181,6 +223,7 @@ def init_all(devices) -> list[Communicator]:
         runtime.open_device(d)
         comm = Communicator(world, rank, d)
         comm.holds_device = True
+        world.devices[rank] = d
         world.comms[rank] = comm
         comms.append(comm)
     runtime.ctx.device = saved
