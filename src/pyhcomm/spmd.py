@@ -67,11 +67,22 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
     if max(devices) >= runtime.device_count:
         runtime.device_count = max(devices) + 1
     root = comm_mod.get_root_info() if rank_table is None else None
+    written = None
     if rank_table is not None and not isinstance(rank_table, (str, os.PathLike)):
-        fd, path = tempfile.mkstemp(prefix="pyhcomm_rank_table_", suffix=".json")
+        fd, written = tempfile.mkstemp(prefix="pyhcomm_rank_table_", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(rank_table.to_json(), f)
-        rank_table = path
+        rank_table = written
+    try:
+        return _run(fn, nranks, args, kwargs, devices, timeout, root, rank_table)
+    finally:
+        if written:
+            os.unlink(written)
+
+
+def _run(fn, nranks, args, kwargs, devices, timeout, root, rank_table) -> list:
+    from .pythonic import Comm
+
     results = [None] * nranks
     errors: dict[int, tuple] = {}
     order = itertools.count()
