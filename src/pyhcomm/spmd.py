@@ -53,8 +53,6 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
         rank_table: a rank-table file path (or :class:`pyhcomm.topology.RankTable`): the ranks
             join with ``HcclCommInitClusterInfo`` and sit where it says; default: root info.
     """
-    from .pythonic import Comm
-
     if not isinstance(nranks, int) or nranks < 1:
         raise ValueError(f"launch: nranks {nranks!r} must be a positive int")
     if product is not None:
