@@ -24,7 +24,7 @@ from .aclrt import stream as _stream
 from .core import handles, memory
 from .core.runtime import runtime
 from .enums import CommEngine, aclrtMemcpyKind, aclrtMemMallocPolicy
-from .errors import para
+from .errors import AclError, acl_error, para
 from .hccl import comm as _comm
 from .hccl import thread as _thread
 from .hcomm.local import local_copy
@@ -139,20 +139,25 @@ class Device(_Closable):
         return Stream(runtime.devices[self.id].default_stream.handle, owned=False)
 
     def malloc(self, size: int, policy: int = _HUGE_HBW, module_id: int | None = None) -> Buffer:
-        runtime.ctx.device = self.id
+        """Allocate device memory on this device (``aclrtMallocWithCfg``)."""
         cfg = None
         if module_id is not None:
             cfg = {"numAttrs": 1, "attrs": [{"attr": 1, "value": {"moduleId": module_id}}]}
-        return Buffer(_mem.aclrtMallocWithCfg(size, policy, cfg), size, self.id)
+        return Buffer(_mem.aclrtMallocWithCfg(size, policy, cfg, self.id), size, self.id)
+
+    def _device(self):
+        dev = runtime.devices.get(self.id)
+        if dev is None:
+            raise acl_error(AclError.ACL_ERROR_RT_CONTEXT_NULL, "Device", f"device {self.id} is not open")
+        return dev
 
     def stream(self) -> Stream:
-        runtime.ctx.device = self.id
-        return Stream(_stream.aclrtCreateStream())
+        """A new stream on this device (``aclrtCreateStream``)."""
+        return Stream(self._device().new_stream().handle)
 
     def synchronize(self) -> None:
         """Block until every stream of the device is idle; raise the first error any hit."""
-        runtime.ctx.device = self.id
-        _stream.aclrtSynchronizeDevice()
+        _stream.sync_streams(self._device().streams.values(), "aclrtSynchronizeDevice")
 
     def close(self) -> None:
         if self._open:

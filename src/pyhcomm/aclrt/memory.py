@@ -70,13 +70,17 @@ def aclrtMalloc(size: int, policy: int) -> int:
     return _malloc("aclrtMalloc", size, policy, current_device("aclrtMalloc").id)
 
 
-def aclrtMallocWithCfg(size: int, policy: int, cfg=None) -> int:
+def aclrtMallocWithCfg(size: int, policy: int, cfg=None, device: int | None = None) -> int:
     """``aclrtMalloc`` with attributes: ``cfg`` is pyACL's dict
     ``{"numAttrs": n, "attrs": [{"attr": ACL_RT_MEM_ATTR_MODULE_ID, "value": {"moduleId": 3}}]}``
-    (``{}`` or None for NULL). ``ACL_RT_MEM_ATTR_DEVICE_ID`` allocates on that device.
+    (``{}`` or None for NULL). ``ACL_RT_MEM_ATTR_DEVICE_ID`` (or ``device``) allocates on that
+    device instead of the current one.
     """
     api = "aclrtMallocWithCfg"
-    device = current_device(api).id
+    if device is None:
+        device = current_device(api).id
+    elif device not in runtime.devices:
+        raise acl_error(AclError.ACL_ERROR_RT_CONTEXT_NULL, api, f"device {device} is not open")
     module_id = None
     if cfg:
         if not isinstance(cfg, dict):

@@ -73,7 +73,8 @@ def take_error(streams, api: str):
     return err
 
 
-def _sync(streams, api: str, timeout_s):
+def sync_streams(streams, api: str, timeout_s=None):
+    """Block until ``streams`` are idle (or ``timeout_s`` passed); raise the first error any hit."""
     streams = list(streams)
 
     def done():
@@ -93,7 +94,7 @@ def _sync(streams, api: str, timeout_s):
 
 def aclrtSynchronizeStream(stream: int) -> None:
     """Block until every task of ``stream`` ran; raise its first execution error."""
-    _sync([get_stream(stream, "aclrtSynchronizeStream")], "aclrtSynchronizeStream", None)
+    sync_streams([get_stream(stream, "aclrtSynchronizeStream")], "aclrtSynchronizeStream", None)
 
 
 def _timeout_ms(timeout, api):
@@ -109,16 +110,16 @@ def _timeout_ms(timeout, api):
 def aclrtSynchronizeStreamWithTimeout(stream: int, timeout: int) -> None:
     """As :func:`aclrtSynchronizeStream`, giving up after ``timeout`` ms (-1 = forever)."""
     api = "aclrtSynchronizeStreamWithTimeout"
-    _sync([get_stream(stream, api)], api, _timeout_ms(timeout, api))
+    sync_streams([get_stream(stream, api)], api, _timeout_ms(timeout, api))
 
 
 def aclrtSynchronizeDevice() -> None:
     """Block until every stream of the current device is idle; raise the first error any hit."""
     dev = current_device("aclrtSynchronizeDevice")
-    _sync(dev.streams.values(), "aclrtSynchronizeDevice", None)
+    sync_streams(dev.streams.values(), "aclrtSynchronizeDevice", None)
 
 
 def aclrtSynchronizeDeviceWithTimeout(timeout: int) -> None:
     api = "aclrtSynchronizeDeviceWithTimeout"
     dev = current_device(api)
-    _sync(dev.streams.values(), api, _timeout_ms(timeout, api))
+    sync_streams(dev.streams.values(), api, _timeout_ms(timeout, api))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..enums import COMM_NAME_MAX_LENGTH
 from ..errors import HcclGetErrorString  # noqa: F401  (re-exported: it lives in hccl.h)
+from ..errors import para
 from ..hccl import comm as _comm
 from ._wrap import c_api
 
@@ -34,7 +35,7 @@ def HcclCommInitClusterInfo(clusterInfo, rank):  # noqa: N803
 def HcclCommInitAll(ndev, devices):
     """``ret, comms = HcclCommInitAll(ndev, devices)``: one communicator per device."""
     if devices is not None and len(devices) != ndev:
-        raise _comm.para("HcclCommInitAll", f"ndev {ndev} but {len(devices)} devices given")
+        raise para("HcclCommInitAll", f"ndev {ndev} but {len(devices)} devices given")
     return [c.handle for c in _comm.init_all(devices)]
 
 
