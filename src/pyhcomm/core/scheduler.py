@@ -43,6 +43,7 @@ class Scheduler:
         self.blocked: dict = {}         # thread ident -> depth of run_until on that thread
         self.gen = 0                    # bumped at every wake-up: progress others must look at
         self.sleep_gen: dict = {}       # thread ident -> ``gen`` when it went to sleep
+        self.preds: dict = {}           # thread ident -> the ``done`` predicate it sleeps on
         self.hosts: dict = {}           # thread ident -> threading.Thread using the runtime
         self.last_deadlock = None       # the report of the most recent deadlock
         self.blocked_calls: dict = {}   # thread ident -> the blocking call it is in (for reports)
@@ -127,8 +128,8 @@ class Scheduler:
                 active.pop(stream, None)
                 if q:  # a task was appended while we dropped the stream: keep it active
                     active[stream] = None
-        if progressed and self.waiting:
-            self._wake()
+        if progressed and self.waiting and any(p() for p in list(self.preds.values())):
+            self._wake()  # only when a sleeper's wait is over: no thundering herd on every step
         return progressed
 
     def _fail(self, stream, task, exc) -> None:
@@ -170,42 +171,54 @@ class Scheduler:
 
     def _run_until(self, done, deadline, me) -> str:
         with self.lock:
-            while True:
-                if done():
-                    return DONE_OK
-                if self.abort_reason is not None:
-                    return ABORTED
+            status = self._loop(done, deadline, me)
+            if self.waiting:
+                self._wake()  # hand over: others may have work that this thread left runnable
+            return status
+
+    def _loop(self, done, deadline, me) -> str:
+        while True:
+            if done():
+                return DONE_OK
+            if self.abort_reason is not None:
+                return ABORTED
+            if self._step():
+                continue
+            if done():
+                return DONE_OK
+            now = _monotonic()
+            if self._expire(now):
+                continue
+            if deadline is not None and now >= deadline:
+                return TIMED_OUT
+            if self._world_stuck(me):
+                if self._fail_deadlock():
+                    continue
+                return STUCK
+            wake = self._next_expiry(deadline)
+            self.waiting += 1
+            self.blocked[me] = self.blocked.get(me, 0) + 1
+            self.sleep_gen[me] = self.gen
+            outer = self.preds.get(me)
+            self.preds[me] = done
+            try:
+                # A submitter that saw waiting == 0 appended before this step, so this step
+                # runs its task; any later submitter sees waiting > 0 and notifies.
                 if self._step():
                     continue
-                if done():
-                    return DONE_OK
-                now = _monotonic()
-                if self._expire(now):
-                    continue
-                if deadline is not None and now >= deadline:
-                    return TIMED_OUT
-                if self._world_stuck(me):
-                    if self._fail_deadlock():
-                        continue
-                    return STUCK
-                wake = self._next_expiry(deadline)
-                self.waiting += 1
-                self.blocked[me] = self.blocked.get(me, 0) + 1
-                self.sleep_gen[me] = self.gen
-                try:
-                    # A submitter that saw waiting == 0 appended before this step, so this step
-                    # runs its task; any later submitter sees waiting > 0 and notifies.
-                    if self._step():
-                        continue
-                    wait = MAX_SLEEP if wake is None else min(MAX_SLEEP, max(0.0, wake - now))
-                    self.cv.wait(wait)
-                finally:
-                    self.waiting -= 1
-                    depth = self.blocked[me] - 1
-                    if depth:
-                        self.blocked[me] = depth
-                    else:
-                        del self.blocked[me]
+                wait = MAX_SLEEP if wake is None else min(MAX_SLEEP, max(0.0, wake - now))
+                self.cv.wait(wait)
+            finally:
+                if outer is None:
+                    del self.preds[me]
+                else:
+                    self.preds[me] = outer
+                self.waiting -= 1
+                depth = self.blocked[me] - 1
+                if depth:
+                    self.blocked[me] = depth
+                else:
+                    del self.blocked[me]
 
     def _world_stuck(self, me) -> bool:
         for ident, t in list(self.hosts.items()):
