@@ -52,6 +52,19 @@ def collectives(n):
     def a2a(c, s, r, b, st):
         return ops.HcclAlltoAll(s, b // 4 // n, FP32, r, b // 4 // n, FP32, c, st)
 
+    def sr(c, s, r, b, st):  # pairs: even ranks send to the next odd rank
+        _, me = pyhcomm.HcclGetRankId(c)
+        peer = me ^ 1
+        if peer >= n:
+            return 0
+        if me % 2 == 0:
+            return ops.HcclSend(s, b // 4, FP32, peer, c, st)
+        return ops.HcclRecv(r, b // 4, FP32, peer, c, st)
+
+    def np_sr(ins, outs):
+        for r in range(1, len(outs), 2):
+            outs[r][:] = ins[r - 1]
+
     def np_ag(ins, outs):
         for o in outs:
             np.concatenate(ins, out=o)
@@ -87,6 +100,7 @@ def collectives(n):
         "Broadcast": (lambda b: b, lambda b: b, bc, 1.0, np_bc, "none"),
         "Scatter": (lambda b: b, lambda b: b // n, sc, 1.0, np_sc, "none"),
         "AlltoAll": (lambda b: b, lambda b: b, a2a, f, np_a2a, "none"),
+        "SendRecv": (lambda b: b, lambda b: b, sr, 1.0, np_sr, "none"),
     }
 
 
