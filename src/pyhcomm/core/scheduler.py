@@ -4,7 +4,7 @@ Execution model. Enqueueing never runs a task; tasks run when a host thread bloc
 synchronize-style call (``aclrtSynchronizeStream``, ``HcommThreadJoin``, ...): that thread becomes
 the device and runs every runnable task of every stream, in FIFO order per stream, until what it
 waits for is done. So results appear only after a synchronisation, on a laptop exactly as the
-contract says, and the same program gives the same order. A stream whose queue grows past
+contract says, and a single-threaded program gives the same order on every run. A stream whose queue grows past
 ``DRAIN_DEPTH`` runs its runnable tasks at enqueue time, like a full hardware queue.
 
 A task whose ``ready()`` is false (a notify wait) blocks its stream. When nothing can run, the
@@ -303,6 +303,6 @@ class Scheduler:
             self._wake()
 
 
-_seq = record._seq
+_seq = record.counter
 _record_append = record.append
 scheduler = Scheduler()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections import deque
 from itertools import count
 
@@ -158,17 +157,8 @@ class TaskRecord:
             capacity = int(os.environ.get("PYHCOMM_RECORD_CAPACITY", "1000000"))
         self.capacity = capacity
         self._tasks = deque(maxlen=capacity or None)
-        self._seq = count(1)
-        self._lock = threading.Lock()
+        self.counter = count(1)   # the global enqueue order (``Task.seq``), also while disabled
         self.enabled = True
-
-    def add(self, task: TaskBase) -> None:
-        task.seq = next(self._seq)
-        if self.enabled:
-            self._tasks.append(task)
-
-    def next_seq(self) -> int:
-        return next(self._seq)
 
     def append(self, task: TaskBase) -> None:
         self._tasks.append(task)
