@@ -536,3 +536,21 @@ def test_thread_res_acquire_timeout_is_device_side_only(product, name):
     _launch(stream, kernel)
     assert acl.rt.synchronize_device() == 0
     assert rets == [0, 0, 0, R.HCCL_E_PARA, R.HCCL_E_PARA, R.HCCL_E_PARA]
+
+
+def test_a_kernel_that_raises_inside_a_batch_launches_nothing_and_leaves_no_batch_open(device_a2a3):
+    from pyhcomm.hcomm.launch import open_batches
+    t = device_a2a3["t"]
+    src, dst = malloc(64), malloc(64, fill=0x22)
+
+    def kernel():
+        HcommBatchModeStart("doomed")
+        assert HcommLocalCopyOnThread(t, dst, src, 64) == 0
+        raise RuntimeError("kernel bug")
+
+    _launch(device_a2a3["stream"], kernel)
+    assert acl.rt.synchronize_device() == pyhcomm.ACL_ERROR_RT_AICPU_EXCEPTION
+    assert "kernel bug" in acl.get_recent_err_msg()
+    assert not open_batches
+    assert [x.state for x in pyhcomm.record.tasks(kind="LocalCopy")] == []   # never launched
+    assert (read(dst, 64) == 0x22).all()

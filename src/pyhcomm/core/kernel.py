@@ -18,7 +18,7 @@ from .runtime import runtime
 class KernelContext:
     """What device-side code knows about the kernel it runs in."""
 
-    __slots__ = ("name", "stream", "device", "block_idx", "num_blocks", "batch", "timeout", "locked")
+    __slots__ = ("name", "stream", "device", "block_idx", "num_blocks", "timeout", "locked")
 
     def __init__(self, name, stream, num_blocks, timeout):
         self.name = name
@@ -26,7 +26,6 @@ class KernelContext:
         self.device = stream.device
         self.num_blocks = num_blocks
         self.block_idx = 0
-        self.batch = None       # the kernel's batch-mode state (HcommBatchModeStart/End)
         self.timeout = timeout
         self.locked = []        # communicators locked with HcommAcquireComm
 
@@ -41,7 +40,7 @@ def current_kernel() -> KernelContext | None:
 end_hooks: list = []
 
 
-def run_kernel(name, fn, args, stream, num_blocks, timeout, finish_hooks=()):
+def run_kernel(name, fn, args, stream, num_blocks, timeout):
     """Task body of a kernel launch (see the module docstring)."""
     ctx = runtime.ctx
     kctx = KernelContext(name, stream, num_blocks, timeout)
@@ -67,9 +66,9 @@ def run_kernel(name, fn, args, stream, num_blocks, timeout, finish_hooks=()):
             raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, "KernelLaunch",
                                   f"AI CPU kernel {name} ended inside batch mode {batch.tag!r}: "
                                   f"HcommBatchModeEnd was never called, {len(batch.tasks)} task(s) were never launched")
-        for hook in finish_hooks:
-            hook(kctx)
     finally:
+        if ctx.batch is not None:  # the kernel raised inside a batch: its tasks are never launched
+            ctx.batch.abandon()
         ctx.kernels.pop()
         ctx.device, ctx.batch, ctx.wait_timeout = saved
         stream.busy = False
