@@ -37,7 +37,8 @@ class Scheduler:
 
     def __init__(self):
         self.lock = threading.RLock()
-        self.cv = threading.Condition(self.lock)
+        self.sleepers: dict = {}        # thread ident -> threading.Event it sleeps on
+        self._events: dict = {}         # thread ident -> its reusable Event
         self.active: dict = {}          # streams with queued tasks, in the order they got work
         self.waiting = 0                # host threads sleeping in run_until
         self.blocked: dict = {}         # thread ident -> depth of run_until on that thread
@@ -50,9 +51,11 @@ class Scheduler:
         self.abort_reason = None        # set by pyhcomm.launch when a rank fails: blocking calls give up
 
     def _wake(self) -> None:
-        """Wake every sleeper (call with the lock held): something they wait for may be done."""
+        """Wake every sleeper: something they wait for may be done. Needs no lock: a sleeper
+        registers its event before its last look at the queues (see ``_loop``)."""
         self.gen += 1
-        self.cv.notify_all()
+        for ev in list(self.sleepers.values()):
+            ev.set()
 
     # -- host threads --------------------------------------------------------------------------
     def register_host(self) -> None:
@@ -63,8 +66,7 @@ class Scheduler:
     def unregister_host(self) -> None:
         """The calling OS thread will enqueue nothing more: sleepers may now find the world stuck."""
         self.hosts.pop(threading.get_ident(), None)
-        with self.lock:
-            self._wake()
+        self._wake()
 
     # -- enqueue -------------------------------------------------------------------------------
     def submit(self, task) -> None:
@@ -74,15 +76,15 @@ class Scheduler:
             _record_append(task)
         stream = task.stream
         q = stream.queue
-        # No lock on this path: deque.append and the dict insert are atomic under the GIL, and
-        # _step re-checks a queue after dropping it from ``active`` (see there). Sleepers are
-        # woken under the lock, so no wake-up is lost.
+        # No lock on this path (a blocked acquire here would queue every enqueue behind the
+        # thread running tasks): deque.append and the dict insert are atomic under the GIL, _step
+        # re-checks a queue after dropping it from ``active``, and a sleeper registers its event
+        # before its last look at the queues, so no wake-up is lost.
         q.append(task)
         if stream not in self.active:
             self.active[stream] = None
         if self.waiting:
-            with self.lock:
-                self._wake()
+            self._wake()
         if len(q) >= DRAIN_DEPTH:
             self.run_ready()
 
@@ -196,19 +198,33 @@ class Scheduler:
                     continue
                 return STUCK
             wake = self._next_expiry(deadline)
+            ev = self._events.get(me)
+            if ev is None:
+                ev = self._events[me] = threading.Event()
+            ev.clear()
+            outer_ev = self.sleepers.get(me)
+            self.sleepers[me] = ev
             self.waiting += 1
             self.blocked[me] = self.blocked.get(me, 0) + 1
             self.sleep_gen[me] = self.gen
             outer = self.preds.get(me)
             self.preds[me] = done
             try:
-                # A submitter that saw waiting == 0 appended before this step, so this step
-                # runs its task; any later submitter sees waiting > 0 and notifies.
+                # A submitter that saw waiting == 0, or missed this event, appended before this
+                # step, so this step runs its task; any later one sets the event.
                 if self._step():
                     continue
                 wait = MAX_SLEEP if wake is None else min(MAX_SLEEP, max(0.0, wake - now))
-                self.cv.wait(wait)
+                state = self.lock._release_save()  # release every level (a kernel may nest)
+                try:
+                    ev.wait(wait)
+                finally:
+                    self.lock._acquire_restore(state)
             finally:
+                if outer_ev is None:
+                    del self.sleepers[me]
+                else:
+                    self.sleepers[me] = outer_ev
                 if outer is None:
                     del self.preds[me]
                 else:
