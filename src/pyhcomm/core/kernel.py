@@ -13,6 +13,7 @@ import traceback
 
 from ..errors import AclError, AclRuntimeError
 from .runtime import runtime
+from .scheduler import scheduler
 
 
 class KernelContext:
@@ -72,5 +73,6 @@ def run_kernel(name, fn, args, stream, num_blocks, timeout):
         ctx.kernels.pop()
         ctx.device, ctx.batch, ctx.wait_timeout = saved
         stream.busy = False
+        scheduler.hint(stream)  # the tasks behind the kernel may run now
         for hook in end_hooks:
             hook(kctx)

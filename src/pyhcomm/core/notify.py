@@ -7,22 +7,29 @@ option, off by default) makes a notify count records instead, so that none is lo
 from __future__ import annotations
 
 
+def on_record(stream) -> None:
+    """Set by the scheduler: told which stream a record may unblock."""
+
+
 class Notify:
     """One notify register. ``owner`` describes who waits on it (for hang reports)."""
 
-    __slots__ = ("value", "counting", "owner", "index")
+    __slots__ = ("value", "counting", "owner", "index", "waiter")
 
     def __init__(self, owner: str, index: int, counting: bool = False):
         self.value = 0
         self.counting = counting
         self.owner = owner
         self.index = index
+        self.waiter = None      # the stream last seen blocked on this notify (a scheduling hint)
 
     def is_set(self) -> bool:
         return self.value > 0
 
     def record(self) -> None:
         self.value = self.value + 1 if self.counting else 1
+        if self.waiter is not None:
+            on_record(self.waiter)
 
     def consume(self) -> None:
         self.value -= 1

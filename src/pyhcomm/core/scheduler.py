@@ -22,6 +22,7 @@ import threading
 import time
 
 from ..errors import HcclDeadlockError, HcclError, HcclResult, HcclRuntimeError, HcclTimeoutError
+from . import notify as notify_mod
 from .task import DONE, FAILED, RUNNING, SKIPPED, record
 
 DRAIN_DEPTH = 1 << 16
@@ -40,7 +41,9 @@ class Scheduler:
         self.sleepers: dict = {}        # thread ident -> threading.Event it sleeps on
         self._events: dict = {}         # thread ident -> its reusable Event
         self.active: dict = {}          # streams with queued tasks, in the order they got work
+        self.ready: dict = {}           # streams hinted runnable since the last step
         self.waiting = 0                # host threads sleeping in run_until
+        self.drivers = 0                # host threads in run_until that are not asleep
         self.blocked: dict = {}         # thread ident -> depth of run_until on that thread
         self.gen = 0                    # bumped at every wake-up: progress others must look at
         self.sleep_gen: dict = {}       # thread ident -> ``gen`` when it went to sleep
@@ -55,7 +58,8 @@ class Scheduler:
         registers its event before its last look at the queues (see ``_loop``)."""
         self.gen += 1
         for ev in list(self.sleepers.values()):
-            ev.set()
+            if not ev.is_set():  # setting takes the event's lock: skip the ones already woken
+                ev.set()
 
     # -- host threads --------------------------------------------------------------------------
     def register_host(self) -> None:
@@ -65,7 +69,9 @@ class Scheduler:
 
     def unregister_host(self) -> None:
         """The calling OS thread will enqueue nothing more: sleepers may now find the world stuck."""
-        self.hosts.pop(threading.get_ident(), None)
+        ident = threading.get_ident()
+        self.hosts.pop(ident, None)
+        self._events.pop(ident, None)
         self._wake()
 
     # -- enqueue -------------------------------------------------------------------------------
@@ -83,7 +89,8 @@ class Scheduler:
         q.append(task)
         if stream not in self.active:
             self.active[stream] = None
-        if self.waiting:
+        self.ready[stream] = None
+        if self.waiting and not self.drivers:  # a running driver finds the task by itself
             self._wake()
         if len(q) >= DRAIN_DEPTH:
             self.run_ready()
@@ -98,9 +105,24 @@ class Scheduler:
         return ran
 
     def _step(self) -> bool:
+        """Run what can run. Looks first at the streams hinted ready (new work, a recorded notify
+        they wait on, a finished kernel); only when they give nothing, at every active stream, so
+        a missed hint costs time, never progress."""
+        progressed = False
+        if self.ready:
+            hinted = list(self.ready)
+            self.ready.clear()
+            progressed = self._run_streams(hinted)
+        if not progressed:
+            progressed = self._run_streams(list(self.active))
+        if progressed and self.waiting and any(p() for p in list(self.preds.values())):
+            self._wake()  # only when a sleeper's wait is over: no thundering herd on every step
+        return progressed
+
+    def _run_streams(self, streams) -> bool:
         progressed = False
         active = self.active
-        for stream in list(active):
+        for stream in streams:
             q = stream.queue
             while q and not stream.busy:
                 task = q[0]
@@ -113,6 +135,9 @@ class Scheduler:
                 if ready is not None and not ready():
                     if task.t_head is None:
                         task.t_head = _monotonic()
+                        notify = getattr(task, "notify", None)
+                        if notify is not None:
+                            notify.waiter = stream  # its record hints this stream ready
                     break
                 q.popleft()
                 progressed = True
@@ -130,9 +155,11 @@ class Scheduler:
                 active.pop(stream, None)
                 if q:  # a task was appended while we dropped the stream: keep it active
                     active[stream] = None
-        if progressed and self.waiting and any(p() for p in list(self.preds.values())):
-            self._wake()  # only when a sleeper's wait is over: no thundering herd on every step
         return progressed
+
+    def hint(self, stream) -> None:
+        """Say that ``stream`` may be able to run (lock-free; only a hint, see ``_step``)."""
+        self.ready[stream] = None
 
     def _fail(self, stream, task, exc) -> None:
         """Fail ``task`` (running, or blocked at the head) and drop what its stream still queues."""
@@ -173,10 +200,13 @@ class Scheduler:
 
     def _run_until(self, done, deadline, me) -> str:
         with self.lock:
-            status = self._loop(done, deadline, me)
-            if self.waiting:
-                self._wake()  # hand over: others may have work that this thread left runnable
-            return status
+            self.drivers += 1
+            try:
+                return self._loop(done, deadline, me)
+            finally:
+                self.drivers -= 1  # first: a submitter that still saw this driver is covered below
+                if self.waiting:
+                    self._wake()  # hand over: others may have work that this thread left runnable
 
     def _loop(self, done, deadline, me) -> str:
         while True:
@@ -202,15 +232,14 @@ class Scheduler:
             if ev is None:
                 ev = self._events[me] = threading.Event()
             ev.clear()
-            outer_ev = self.sleepers.get(me)
-            self.sleepers[me] = ev
+            self.sleepers[me] = ev        # (a sleeping thread runs nothing else: never nested)
+            self.preds[me] = done
             self.waiting += 1
             self.blocked[me] = self.blocked.get(me, 0) + 1
             self.sleep_gen[me] = self.gen
-            outer = self.preds.get(me)
-            self.preds[me] = done
+            self.drivers -= 1
             try:
-                # A submitter that saw waiting == 0, or missed this event, appended before this
+                # A submitter that saw waiting == 0 or a running driver appended before this
                 # step, so this step runs its task; any later one sets the event.
                 if self._step():
                     continue
@@ -221,14 +250,9 @@ class Scheduler:
                 finally:
                     self.lock._acquire_restore(state)
             finally:
-                if outer_ev is None:
-                    del self.sleepers[me]
-                else:
-                    self.sleepers[me] = outer_ev
-                if outer is None:
-                    del self.preds[me]
-                else:
-                    self.preds[me] = outer
+                self.drivers += 1
+                del self.sleepers[me]
+                del self.preds[me]
                 self.waiting -= 1
                 depth = self.blocked[me] - 1
                 if depth:
@@ -322,3 +346,4 @@ class Scheduler:
 _seq = record.counter
 _record_append = record.append
 scheduler = Scheduler()
+notify_mod.on_record = scheduler.hint
