@@ -130,7 +130,7 @@ def main() -> None:
     def base_small():
         copyto = np.copyto
         for i in range(n):
-            off = (i & 1023) * 256  # the same loop arithmetic as ours
+            off = (i & 1023) * 256  # noqa: F841 - the same loop arithmetic as ours
             copyto(x, y)
 
     def base_views():

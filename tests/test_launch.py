@@ -4,13 +4,11 @@ can never progress fails with a report instead of hanging; no rank thread outliv
 import os
 import threading
 
-import numpy as np
 import pytest
 
 import pyhcomm
 from pyhcomm import (HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit, HcclChannelGetHcclBuffer,
-                     HcclGetHcclBuffer, HcclThreadAcquire, HcclThreadAcquireWithStream, HcommChannelNotifyRecord,
-                     HcommChannelNotifyRecordOnThread, HcommChannelNotifyWait, HcommChannelNotifyWaitOnThread,
+                     HcclGetHcclBuffer, HcclThreadAcquire, HcclThreadAcquireWithStream, HcommChannelNotifyRecordOnThread, HcommChannelNotifyWait, HcommChannelNotifyWaitOnThread,
                      HcommReadOnThread, acl)
 from hcomm_testutil import malloc, pattern, read, write
 
@@ -319,7 +317,7 @@ def test_a_deadlock_among_four_ranks_in_a_ring_names_every_rank():
 def test_no_rank_thread_outlives_a_launch_on_the_device_side():
     """Atlas 350: each rank launches a kernel that waits for the peer's channel record."""
     def body(comm):
-        me, peer = comm.rank, 1 - comm.rank
+        peer = 1 - comm.rank
         ch = _channel(comm, peer, E.COMM_ENGINE_AICPU_TS, P.COMM_PROTOCOL_UBC_CTP)
         assert HcclChannelGetHcclBuffer(comm.handle, ch)[0] == 0
         ret, (t,) = HcclThreadAcquire(comm.handle, E.COMM_ENGINE_AICPU_TS, 1, 0)

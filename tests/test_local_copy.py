@@ -8,7 +8,7 @@ import pytest
 
 import pyhcomm
 from pyhcomm import HcommLocalCopyOnThread, acl
-from hcomm_testutil import JOIN_TIMEOUT, D2D, host_setup, malloc, pattern, read, run_threads, write
+from hcomm_testutil import JOIN_TIMEOUT, host_setup, malloc, pattern, read, run_threads, write
 
 R = pyhcomm.HcclResult
 API = "HcommLocalCopyOnThread"

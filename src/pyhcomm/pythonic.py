@@ -23,11 +23,19 @@ from .aclrt import memory as _mem
 from .aclrt import stream as _stream
 from .core import handles, memory
 from .core.runtime import runtime
+from .enums import DATA_TYPE_SIZE as _DATA_TYPE_SIZE
+from .enums import NUMPY_DTYPE as _NUMPY_DTYPE
 from .enums import CommEngine, aclrtMemcpyKind, aclrtMemMallocPolicy
+from .enums import HcommReduceOp as _HcommReduceOp
 from .errors import AclError, acl_error, para
+from .errors import not_found as _not_found
 from .hccl import comm as _comm
+from .hccl import engine_ctx as _ectx
 from .hccl import thread as _thread
+from .hcomm import comm_lock as _comm_lock
+from .hcomm import notify as _notify
 from .hcomm.local import local_copy
+from .hcomm.reduce import local_reduce as _local_reduce
 
 _HUGE_HBW = aclrtMemMallocPolicy.ACL_MEM_MALLOC_HUGE_FIRST | aclrtMemMallocPolicy.ACL_MEM_TYPE_HIGH_BAND_WIDTH
 
@@ -233,7 +241,6 @@ class Thread:
     def record(self, dst_thread: "Thread", idx: int) -> None:
         """Enqueue ``HcommThreadNotifyRecordOnThread``: when this thread's queue reaches the task,
         set notify ``idx`` of ``dst_thread`` (a :class:`Thread` or a handle). Returns at once."""
-        from .hcomm import notify as _notify
         dst = dst_thread.handle if isinstance(dst_thread, Thread) else dst_thread
         _notify.record(self.handle, dst, idx)
 
@@ -244,7 +251,6 @@ class Thread:
         (``HcommThreadNotifyWaitOnThreadWithDefaultTimeout``). Returns at once; a wait that
         times out or can never be satisfied fails the stream, reported by ``synchronize()``.
         """
-        from .hcomm import notify as _notify
         if timeout is None:
             _notify.wait_default(self.handle, idx)
         else:
@@ -264,23 +270,21 @@ class Comm(_Closable):
         return _comm.get_root_info()
 
     @classmethod
+    def _wrap(cls, c) -> "Comm":
+        obj = cls.__new__(cls)
+        obj._c, obj.handle = c, c.handle
+        return obj
+
+    @classmethod
     def from_cluster_info(cls, rank_table_path: str, rank: int) -> "Comm":
         """Join rank ``rank`` of the cluster a rank-table file describes (``HcclCommInitClusterInfo``;
         collective: blocks until every rank joined)."""
-        obj = cls.__new__(cls)
-        obj._c = _comm.init_cluster_info(rank_table_path, rank)
-        obj.handle = obj._c.handle
-        return obj
+        return cls._wrap(_comm.init_cluster_info(rank_table_path, rank))
 
     @classmethod
     def init_all(cls, devices) -> list["Comm"]:
         """One communicator per device, all created by this call (``HcclCommInitAll``)."""
-        out = []
-        for c in _comm.init_all(devices):
-            obj = cls.__new__(cls)
-            obj._c, obj.handle = c, c.handle
-            out.append(obj)
-        return out
+        return [cls._wrap(c) for c in _comm.init_all(devices)]
 
     @property
     def rank(self) -> int:
@@ -363,10 +367,6 @@ class Kernel:
 
 
 # -- helpers of Thread.local_reduce ------------------------------------------------------------
-from .enums import DATA_TYPE_SIZE as _DATA_TYPE_SIZE  # noqa: E402
-from .enums import NUMPY_DTYPE as _NUMPY_DTYPE  # noqa: E402
-from .enums import HcommReduceOp as _HcommReduceOp  # noqa: E402
-from .hcomm.reduce import local_reduce as _local_reduce  # noqa: E402
 
 _DTYPE_OF_NUMPY = {dt: value for value, dt in _NUMPY_DTYPE.items()}
 _OP_NAMES = {"sum": 0, "prod": 1, "max": 2, "min": 3}
@@ -399,9 +399,6 @@ def _reduce_op(op) -> int:
 
 
 # -- engine contexts and the communicator lock -------------------------------------------------
-from .hccl import engine_ctx as _ectx  # noqa: E402
-from .errors import not_found as _not_found  # noqa: E402
-from .hcomm import comm_lock as _comm_lock  # noqa: E402
 
 
 class EngineCtx(_Closable):

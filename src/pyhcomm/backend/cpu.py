@@ -12,6 +12,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import ml_dtypes as _ml_dtypes
 import numpy as np
 
 _memmove = ctypes.memmove
@@ -161,7 +162,6 @@ class CpuBackend:
 
 
 # -- element-wise reduction (CpuBackend.reduce) ------------------------------------------------
-import ml_dtypes as _ml_dtypes  # noqa: E402
 
 #: Elements per chunk of a reduce (bounds the float32 temporaries of narrow float types).
 REDUCE_CHUNK = 1 << 20

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from ..enums import COMM_NAME_MAX_LENGTH
-from ..errors import HcclGetErrorString  # noqa: F401  (re-exported: it lives in hccl.h)
-from ..errors import para
+from ..errors import (
+    HcclGetErrorString,  # noqa: F401  (re-exported: it lives in hccl.h)
+    para,
+)
 from ..hccl import comm as _comm
 from ._wrap import c_api
 

@@ -6,10 +6,21 @@ synchronize ``stream`` for the result. Every rank of ``comm`` must make the same
 from __future__ import annotations
 
 from ..collectives import allgather_mesh, run
+from ..collectives.all_reduce import all_reduce_ring as _all_reduce_ring
+from ..collectives.allgather import ring_peers as _ring_peers
+from ..collectives.alltoall import alltoall as _alltoall
+from ..collectives.broadcast import broadcast as _broadcast
+from ..collectives.broadcast import broadcast_peers as _broadcast_peers
+from ..collectives.context import device_mode as _device_mode
+from ..collectives.reduce_scatter import reduce_scatter_mesh as _reduce_scatter_mesh
+from ..collectives.scatter import scatter_ring as _scatter_ring
+from ..collectives.send_recv import recv as _recv
+from ..collectives.send_recv import send as _send
 from ..core import memory
 from ..enums import DATA_TYPE_SIZE
 from ..errors import para, ptr
 from ..hccl import comm as _comm
+from ..hcomm.reduce import check_dtype_op as _check_dtype_op
 from ._wrap import c_api
 
 __all__ = ["HcclAllGather"]
@@ -50,12 +61,6 @@ def HcclAllGather(sendBuf, recvBuf, sendCount, dataType, comm, stream):  # noqa:
 
 
 # -- Broadcast, Scatter, AlltoAll, Send/Recv -------------------------------------------------------
-from ..collectives.alltoall import alltoall as _alltoall  # noqa: E402
-from ..collectives.broadcast import broadcast as _broadcast  # noqa: E402
-from ..collectives.broadcast import broadcast_peers as _broadcast_peers  # noqa: E402
-from ..collectives.scatter import scatter_ring as _scatter_ring  # noqa: E402
-from ..collectives.send_recv import recv as _recv  # noqa: E402
-from ..collectives.send_recv import send as _send  # noqa: E402
 
 __all__ += ["HcclBroadcast", "HcclScatter", "HcclAlltoAll", "HcclSend", "HcclRecv"]
 
@@ -148,11 +153,6 @@ def HcclRecv(recvBuf, count, dataType, srcRank, comm, stream):  # noqa: N803
 # HCCL_E_PARA (HCCL_E_NOT_SUPPORT for types Atlas 350 maps but cannot reduce) before anything is
 # enqueued. HcclAllGather keeps the mesh on every product; the ring (collectives.allgather_ring)
 # is what HcclAllReduce gathers with.
-from ..collectives.all_reduce import all_reduce_ring as _all_reduce_ring  # noqa: E402
-from ..collectives.allgather import ring_peers as _ring_peers  # noqa: E402
-from ..collectives.context import device_mode as _device_mode  # noqa: E402
-from ..collectives.reduce_scatter import reduce_scatter_mesh as _reduce_scatter_mesh  # noqa: E402
-from ..hcomm.reduce import check_dtype_op as _check_dtype_op  # noqa: E402
 
 __all__ += ["HcclReduceScatter", "HcclAllReduce"]
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..hccl import comm as _comm
+from ..hccl import engine_ctx as _ectx
 from ..hccl import thread as _thread
 from ._wrap import c_api
 
@@ -30,7 +31,6 @@ def HcclGetHcclBuffer(comm):
 
 # -- thread export and resources, engine contexts ----------------------------------------------
 
-from ..hccl import engine_ctx as _ectx  # noqa: E402
 
 __all__ += ["HcclThreadExportToCommEngine", "HcclThreadResGetInfo", "HcclEngineCtxCreate", "HcclEngineCtxGet",
             "HcclEngineCtxCopy", "HcclEngineCtxDestroy"]

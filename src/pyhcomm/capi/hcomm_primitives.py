@@ -6,8 +6,14 @@ naming the call and the argument). Hot paths are written out by hand (no generic
 from __future__ import annotations
 
 from ..errors import HcclError
+from ..hcomm import channel_ops as _chops
+from ..hcomm import launch as _launch
+from ..hcomm import notify as _notify
+from ..hcomm import thread_ops as _thread_ops
+from ..hcomm.comm_lock import acquire_comm, release_comm
 from ..hcomm.local import local_copy
-from ._wrap import SUCCESS, failed
+from ..hcomm.reduce import local_reduce
+from ._wrap import SUCCESS, c_api, failed
 
 __all__ = ["HcommLocalCopyOnThread", "HcommLocalReduceOnThread"]
 
@@ -24,9 +30,6 @@ def HcommLocalCopyOnThread(thread, dst, src, len):  # noqa: A002 - the C paramet
 HcommLocalCopyOnThread.raising = local_copy
 
 
-from ..hcomm.reduce import local_reduce  # noqa: E402
-
-
 def HcommLocalReduceOnThread(thread, dst, src, count, dataType, reduceOp):  # noqa: N803 - C names
     """Enqueue ``dst[i] = reduceOp(dst[i], src[i])`` for ``count`` elements on ``thread``; ``ret``."""
     try:
@@ -41,8 +44,6 @@ HcommLocalReduceOnThread.raising = local_reduce
 
 # -- communicator lock (device side) -----------------------------------------------------------
 
-from ..hcomm.comm_lock import acquire_comm, release_comm  # noqa: E402
-from ._wrap import c_api  # noqa: E402
 
 __all__ += ["HcommAcquireComm", "HcommReleaseComm"]
 
@@ -60,10 +61,6 @@ def HcommReleaseComm(commId):  # noqa: N803 - the C parameter name
 
 
 # -- thread-to-thread synchronisation, batch mode, timeouts ------------------------------------
-from ..hcomm import launch as _launch  # noqa: E402
-from ..hcomm import notify as _notify  # noqa: E402
-from ..hcomm import thread_ops as _thread_ops  # noqa: E402
-from ._wrap import c_api  # noqa: E402
 
 __all__ += ["HcommThreadNotifyRecordOnThread", "HcommThreadNotifyWaitOnThread",
             "HcommThreadNotifyWaitOnThreadWithDefaultTimeout", "HcommSetNotifyWaitTimeOut",
@@ -133,7 +130,6 @@ def HcommFenceOnThread(thread):
 
 
 # -- channel data plane ---------------------------------------------------------------------------------
-from ..hcomm import channel_ops as _chops  # noqa: E402
 
 HcommTransferType = _chops.HcommTransferType
 HcommBatchTransferDesc = _chops.HcommBatchTransferDesc

@@ -10,11 +10,13 @@ kernel; the other side gets ``HCCL_E_NOT_SUPPORT`` and is told to export the thr
 """
 from __future__ import annotations
 
+import threading
+
 from ..core import handles
 from ..core.notify import Notify
 from ..core.runtime import runtime
 from ..core.scheduler import scheduler
-from ..enums import HOST_ENGINES, CommEngine
+from ..enums import HOST_ENGINES, CommEngine, ThreadResType
 from ..errors import not_found, not_support, para, ptr
 from . import comm as comm_mod
 
@@ -180,9 +182,6 @@ comm_mod._destroy_hooks.append(release_comm_threads)
 
 # -- HcclThreadExportToCommEngine, HcclThreadResGetInfo ----------------------------------------
 
-import threading  # noqa: E402
-
-from ..enums import ThreadResType  # noqa: E402
 
 HCCL_THREAD_EXPORT_MAX_NUM = 40
 _export_lock = threading.Lock()
