@@ -38,13 +38,11 @@ class Scheduler:
 
     def __init__(self):
         self.lock = threading.RLock()
-        self.sleepers: dict = {}        # thread ident -> threading.Event it sleeps on
+        self.sleepers: dict = {}        # thread ident -> threading.Event it sleeps on (= blocked)
         self._events: dict = {}         # thread ident -> its reusable Event
         self.active: dict = {}          # streams with queued tasks, in the order they got work
         self.ready: dict = {}           # streams hinted runnable since the last step
-        self.waiting = 0                # host threads sleeping in run_until
         self.drivers = 0                # host threads in run_until that are not asleep
-        self.blocked: dict = {}         # thread ident -> depth of run_until on that thread
         self.gen = 0                    # bumped at every wake-up: progress others must look at
         self.sleep_gen: dict = {}       # thread ident -> ``gen`` when it went to sleep
         self.preds: dict = {}           # thread ident -> the ``done`` predicate it sleeps on
@@ -90,7 +88,7 @@ class Scheduler:
         if stream not in self.active:
             self.active[stream] = None
         self.ready[stream] = None
-        if self.waiting and not self.drivers:  # a running driver finds the task by itself
+        if self.sleepers and not self.drivers:  # a running driver finds the task by itself
             self._wake()
         if len(q) >= DRAIN_DEPTH:
             self.run_ready()
@@ -115,7 +113,7 @@ class Scheduler:
             progressed = self._run_streams(hinted)
         if not progressed:
             progressed = self._run_streams(list(self.active))
-        if progressed and self.waiting and any(p() for p in list(self.preds.values())):
+        if progressed and self.sleepers and any(p() for p in list(self.preds.values())):
             self._wake()  # only when a sleeper's wait is over: no thundering herd on every step
         return progressed
 
@@ -205,7 +203,7 @@ class Scheduler:
                 return self._loop(done, deadline, me)
             finally:
                 self.drivers -= 1  # first: a submitter that still saw this driver is covered below
-                if self.waiting:
+                if self.sleepers:
                     self._wake()  # hand over: others may have work that this thread left runnable
 
     def _loop(self, done, deadline, me) -> str:
@@ -234,12 +232,10 @@ class Scheduler:
             ev.clear()
             self.sleepers[me] = ev        # (a sleeping thread runs nothing else: never nested)
             self.preds[me] = done
-            self.waiting += 1
-            self.blocked[me] = self.blocked.get(me, 0) + 1
             self.sleep_gen[me] = self.gen
             self.drivers -= 1
             try:
-                # A submitter that saw waiting == 0 or a running driver appended before this
+                # A submitter that saw no sleeper or a running driver appended before this
                 # step, so this step runs its task; any later one sets the event.
                 if self._step():
                     continue
@@ -253,18 +249,12 @@ class Scheduler:
                 self.drivers += 1
                 del self.sleepers[me]
                 del self.preds[me]
-                self.waiting -= 1
-                depth = self.blocked[me] - 1
-                if depth:
-                    self.blocked[me] = depth
-                else:
-                    del self.blocked[me]
 
     def _world_stuck(self, me) -> bool:
         for ident, t in list(self.hosts.items()):
             if ident == me:
                 continue
-            if ident in self.blocked:
+            if ident in self.sleepers:
                 if self.sleep_gen.get(ident) != self.gen:
                     return False  # woken since it slept: it has not looked at the progress yet
                 continue
