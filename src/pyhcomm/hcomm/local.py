@@ -102,7 +102,7 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
     if dst != src and dst < src + n and src < dst + n:
         v.no_partial_overlap(dst, src, n, API)
     task = LocalCopyTask(t, side, d, dst - d.addr, s, src - s.addr, n)
-    if _ctx.batch is None and not _ctx.kernels:
+    if side == "host" and _ctx.batch is None:
         _submit(task)
     else:
         enqueue(task, API)
