@@ -31,3 +31,18 @@ def product():
     def select(name):
         return runtime.set_product(name)  # chosen: a later acl.init() keeps it
     return select
+
+
+@pytest.fixture
+def dev():
+    """Device 0, open for the test (Pythonic tier)."""
+    with pyhcomm.Device(0) as d:
+        yield d
+
+
+@pytest.fixture
+def comm(dev):
+    """A one-rank communicator on device 0 (``HcclCommInitAll``)."""
+    ret, comms = pyhcomm.HcclCommInitAll(1, [0])
+    assert ret == pyhcomm.HCCL_SUCCESS
+    return comms[0]

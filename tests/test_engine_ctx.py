@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from pyhcomm import *  # noqa: F403
-from pyhcomm import Comm, Device, acl
+from pyhcomm import Comm, acl
 from pyhcomm.core import memory
 from pyhcomm.enums import HCCL_RES_TAG_MAX_LEN
 from pyhcomm.errors import HcclUsageError
@@ -12,19 +12,6 @@ from pyhcomm.pythonic import EngineCtx
 HOST_ENGINES = [COMM_ENGINE_CPU, COMM_ENGINE_CPU_TS, COMM_ENGINE_CCU]
 DEVICE_ENGINES = [COMM_ENGINE_AICPU, COMM_ENGINE_AICPU_TS, COMM_ENGINE_AIV]
 TAG = "hccl_custom_allgather"
-
-
-@pytest.fixture
-def dev():
-    with Device(0) as d:
-        yield d
-
-
-@pytest.fixture
-def comm(dev):
-    ret, comms = HcclCommInitAll(1, [0])
-    assert ret == HCCL_SUCCESS
-    return comms[0]
 
 
 def _device_bytes(addr, n):

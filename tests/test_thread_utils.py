@@ -13,19 +13,6 @@ from pyhcomm.errors import HcclNotSupportedError, HcclUsageError
 from pyhcomm.hcomm import comm_lock
 
 
-@pytest.fixture
-def dev():
-    with Device(0) as d:
-        yield d
-
-
-@pytest.fixture
-def comm(dev):
-    ret, comms = HcclCommInitAll(1, [0])
-    assert ret == HCCL_SUCCESS
-    return comms[0]
-
-
 def _obj(handle):
     return handles.threads.get(handle)
 
