@@ -80,7 +80,7 @@ def main() -> None:
     _, comms = HcclCommInitAll(1, [0])
     stream, _ = acl.rt.create_stream()
     _, thread = HcclThreadAcquireWithStream(comms[0], COMM_ENGINE_CPU_TS, stream, 2)
-    backend = pyhcomm.backend.get_backend()
+    backend = pyhcomm.current_sim().backend
     print(f"pyhcomm {pyhcomm.__version__}, product {pyhcomm.get_product().name}, "
           f"copy threads {backend.threads}")
     print(f"this machine now: two threads memmove 256 MiB {two_thread_memmove_scaling(256 * MiB, 5):.2f}x "

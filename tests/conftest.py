@@ -1,25 +1,29 @@
-"""Every test starts from a fresh runtime on the default product and leaves no thread behind."""
+"""Every test starts from a fresh Sim on the default product and leaves no thread behind.
+
+``PYHCOMM_SCHEDULER`` picks the scheduler of the suite's Sims (CI runs the suite on both); a
+test that starts OS threads of its own is marked ``threads`` and always gets the threaded one.
+"""
 import threading
 
 import pytest
 
 import pyhcomm
-from pyhcomm.core.runtime import runtime
-from pyhcomm.core.scheduler import scheduler
 from pyhcomm.products import DEFAULT_PRODUCT
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "threads: the test starts OS threads of its own (threaded scheduler)")
+
+
 @pytest.fixture(autouse=True)
-def fresh_runtime():
-    runtime.reset()
-    runtime.product_chosen = False
-    runtime.set_product(DEFAULT_PRODUCT, chosen=False)
-    runtime.notify_counting = False
-    pyhcomm.record.clear()
-    scheduler.hosts.clear()
+def fresh_runtime(request):
+    options = {"product": DEFAULT_PRODUCT}
+    if request.node.get_closest_marker("threads"):
+        options["scheduler"] = "threaded"
+    pyhcomm.reset(**options)
     before = set(threading.enumerate())
     yield
-    runtime.reset()
+    pyhcomm.current_sim().runtime.reset()
     leaked = [t for t in threading.enumerate() if t not in before and t.is_alive()
               and not t.name.startswith("pyhcomm-copy")]
     assert not leaked, f"threads outlived the test: {leaked}"
@@ -29,7 +33,7 @@ def fresh_runtime():
 def product():
     """Select a product for one test: ``product("Atlas 350")``."""
     def select(name):
-        return runtime.set_product(name)  # chosen: a later acl.init() keeps it
+        return pyhcomm.set_product(name)  # chosen: a later acl.init() keeps it
     return select
 
 
@@ -46,3 +50,15 @@ def comm(dev):
     ret, comms = pyhcomm.HcclCommInitAll(1, [0])
     assert ret == pyhcomm.HCCL_SUCCESS
     return comms[0]
+
+
+@pytest.fixture
+def env(monkeypatch):
+    """Set an environment variable for one test and have the Sim parse the environment again
+    (configuration is read when a Sim is created and at ``aclInit``)."""
+    def setenv(name, value):
+        monkeypatch.setenv(name, value)
+        pyhcomm.current_sim().reload_config()
+    yield setenv
+    monkeypatch.undo()
+    pyhcomm.current_sim().reload_config()

@@ -7,7 +7,7 @@ import pytest
 
 import pyhcomm
 from pyhcomm import acl
-from pyhcomm.core import memory as core_memory
+
 from hcomm_testutil import D2D, D2H, H2D, H2H, HBW_HUGE, HCCL_CFG, malloc, pattern, read, write
 
 E = pyhcomm.AclError
@@ -66,8 +66,8 @@ def test_reset_of_unopened_device_is_invalid_deviceid(dev0):
     assert acl.rt.reset_device(5) == E.ACL_ERROR_RT_INVALID_DEVICEID
 
 
-def test_device_count_from_env(monkeypatch, product):
-    monkeypatch.setenv("PYHCOMM_DEVICE_COUNT", "4")
+def test_device_count_from_env(monkeypatch, env, product):
+    env("PYHCOMM_DEVICE_COUNT", "4")
     product("Atlas 800T A2")
     assert acl.rt.get_device_count() == (4, 0)
     assert acl.rt.set_device(3) == 0
@@ -112,7 +112,7 @@ def test_malloc_with_cfg_seed_policy_and_module_id(dev0):
     policy = pyhcomm.ACL_MEM_TYPE_HIGH_BAND_WIDTH | pyhcomm.ACL_MEM_MALLOC_HUGE_FIRST
     ptr, ret = acl.rt.malloc_with_cfg(256, int(policy), HCCL_CFG)
     assert ret == 0 and ptr % 64 == 0
-    alloc = core_memory.device_map.find(ptr)
+    alloc = pyhcomm.current_sim().memory.device_map.find(ptr)
     assert alloc.module_id == pyhcomm.HCCL == 3
     assert alloc.size == 256
     for cfg in (None, {}):

@@ -16,7 +16,7 @@ import pytest
 import pyhcomm
 from pyhcomm import (HcommBatchModeEnd, HcommBatchModeStart, HcommLocalCopyOnThread, HcommLocalReduceOnThread,
                      HcommThreadNotifyRecordOnThread, HcommThreadNotifyWaitOnThread, acl)
-from pyhcomm.core.runtime import runtime
+from pyhcomm.sim.runtime import host_ctx
 from hcomm_testutil import JOIN_TIMEOUT, host_setup, malloc, pattern, read, run_threads, write
 
 R = pyhcomm.HcclResult
@@ -35,7 +35,7 @@ def next_line() -> str:
 def no_batch_left_open():
     """Batch state belongs to the OS thread and outlives aclFinalize: a test must close its batches."""
     yield
-    leaked, runtime.ctx.batch = runtime.ctx.batch, None
+    leaked, host_ctx().batch = host_ctx().batch, None
     assert leaked is None, f"batch {leaked.tag!r} left open on the test's thread"
 
 
@@ -539,7 +539,7 @@ def test_thread_res_acquire_timeout_is_device_side_only(product, name):
 
 
 def test_a_kernel_that_raises_inside_a_batch_launches_nothing_and_leaves_no_batch_open(device_a2a3):
-    from pyhcomm.hcomm.launch import open_batches
+    open_batches = pyhcomm.current_sim().open_batches
     t = device_a2a3["t"]
     src, dst = malloc(64), malloc(64, fill=0x22)
 

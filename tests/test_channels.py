@@ -290,8 +290,8 @@ def test_hccs_across_a2_servers_is_not_found_roce_is_fine():
     assert ret == 0 and ch
 
 
-def test_a3_hccs_across_super_pods_is_not_found(monkeypatch):
-    monkeypatch.setenv("PYHCOMM_SUPER_POD_SIZE", "2")
+def test_a3_hccs_across_super_pods_is_not_found(monkeypatch, env):
+    env("PYHCOMM_SUPER_POD_SIZE", "2")
     comms = world(A3, devices=(0, 1, 2))
     assert acquire(comms[0], AICPU_TS, 1, HCCS)[0] == 0
     assert acquire(comms[0], AICPU_TS, 2, HCCS)[0] == R.HCCL_E_NOT_FOUND
@@ -903,7 +903,7 @@ def test_drain_in_a_kernel_waits_for_the_threads_transfers(ub):
 
 def test_drain_on_the_kernels_own_stream_is_para(ub):
     def kernel():
-        from pyhcomm.core.kernel import current_kernel
+        from pyhcomm.sim.kernel import current_kernel
         ret, t = HcclThreadAcquireWithStream(ub.comms[0], CPU_TS, current_kernel().stream.handle, 0)
         ret, (dt,) = HcclThreadExportToCommEngine(ub.comms[0], 1, [t], AICPU_TS)
         return HcommChannelDrainOnThread(dt, ub.ch[0])

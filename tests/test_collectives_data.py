@@ -61,7 +61,7 @@ def device_buffer(content: np.ndarray) -> int:
 
 def launch(world, body, *args):
     product, n = world
-    return pyhcomm.launch(body, n, *args, product=product, timeout=60)
+    return pyhcomm.launch(body, n, *args, product=product, timeout=60, sim=pyhcomm.current_sim())
 
 
 def rooted_cases(n: int):
@@ -128,10 +128,10 @@ def test_scatter_ring_gives_rank_r_slice_r_of_the_root_input(world):
     check_scatter(launch(world, scatter_body, cases), cases, n)
 
 
-def test_scatter_ring_pushes_over_roce_and_pulls_over_hccs(monkeypatch):
+def test_scatter_ring_pushes_over_roce_and_pulls_over_hccs(monkeypatch, env):
     """Two NPUs a server: links 0-1 and 2-3 are HCCS (the receiver reads), 1-2 and 3-0 RoCE (the
     sender writes); every root, so every link carries slices both ways round the ring."""
-    monkeypatch.setenv("PYHCOMM_DEVICES_PER_SERVER", "2")
+    env("PYHCOMM_DEVICES_PER_SERVER", "2")
     cases = [(root, DTYPES[root], 7 + root) for root in range(4)]
     check_scatter(launch((A2, 4), scatter_body, cases), cases, 4)
     writes, reads = pyhcomm.record.tasks(kind="Write"), pyhcomm.record.tasks(kind="Read")
@@ -229,7 +229,7 @@ def recv_recv_body(comm):
 @pytest.mark.parametrize("product", [A2, A350])
 def test_two_receivers_fail_with_the_hang_report_instead_of_hanging(product):
     with pytest.raises(pyhcomm.RankError) as info:
-        pyhcomm.launch(recv_recv_body, 2, product=product, timeout=60)
+        pyhcomm.launch(recv_recv_body, 2, product=product, timeout=60, sim=pyhcomm.current_sim())
     msg = str(info.value)
     assert "deadlock" in msg
     for r in (0, 1):  # each rank waits for its ACK (notify 0) on its channel to the other
@@ -249,7 +249,7 @@ def send_twice_recv_once_body(comm):
 def test_a_send_nobody_receives_fails_with_the_hang_report_although_the_peer_returned():
     """Rank 1 returns after one Recv; rank 0's second Send waits for DATA forever."""
     with pytest.raises(pyhcomm.RankError) as info:
-        pyhcomm.launch(send_twice_recv_once_body, 2, product=A2, timeout=60)
+        pyhcomm.launch(send_twice_recv_once_body, 2, product=A2, timeout=60, sim=pyhcomm.current_sim())
     msg = str(info.value)
     assert info.value.rank == 0 and "deadlock" in msg
     assert "notify 1 of rank 0 channel" in msg and "(to rank 1)" in msg   # DATA = 1: "I have read it"
@@ -283,9 +283,9 @@ def large_body(comm):
 
 
 @pytest.mark.parametrize("world", [(A2, 4), (A350, 3)], ids=ids)
-def test_inputs_larger_than_the_hccl_buffer_loop(world, monkeypatch):
-    monkeypatch.setenv("HCCL_BUFFSIZE", "1")              # 2 x 1 MB
-    monkeypatch.setenv("PYHCOMM_DEVICES_PER_SERVER", "2")  # A2: RoCE and HCCS links in the ring
+def test_inputs_larger_than_the_hccl_buffer_loop(world, monkeypatch, env):
+    env("HCCL_BUFFSIZE", "1")              # 2 x 1 MB
+    env("PYHCOMM_DEVICES_PER_SERVER", "2")  # A2: RoCE and HCCS links in the ring
     n = world[1]
     out = launch(world, large_body)
     big, per = 3 * MB + 5, (3 * MB) // n // 4 + 3
@@ -340,7 +340,7 @@ def bad_args_body(comm):
 
 
 def test_bad_root_rank_and_null_pointers_fail_before_anything_is_enqueued():
-    out = pyhcomm.launch(bad_args_body, 2, product=A2, timeout=60)
+    out = pyhcomm.launch(bad_args_body, 2, product=A2, timeout=60, sim=pyhcomm.current_sim())
     for r, (codes, before, after, recv) in enumerate(out):
         assert after == before, f"rank {r} enqueued tasks for a failing call"
         ptr = {"bcast NULL", "scatter NULL recv", "scatter root NULL send", "a2a NULL send", "a2a NULL recv",

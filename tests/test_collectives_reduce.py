@@ -206,7 +206,7 @@ def launch(body, n: int, product: str):
             return body(comm, stream)
         finally:
             assert acl.rt.destroy_stream(stream) == 0
-    return pyhcomm.launch(wrapped, n, product=product, timeout=TIMEOUT)
+    return pyhcomm.launch(wrapped, n, product=product, timeout=TIMEOUT, sim=pyhcomm.current_sim())
 
 
 # -- checks ------------------------------------------------------------------------------------------------
@@ -389,22 +389,22 @@ def writes_of_rank0() -> int:
     (A2, 3, 1572869, D.HCCL_DATA_TYPE_BFP16),   # 3 MB + 10 B, uneven slices
     (A350, 2, 786433, D.HCCL_DATA_TYPE_FP32),
 ])
-def test_all_reduce_larger_than_hccl_buffer(monkeypatch, product, n, count, dt):
-    monkeypatch.setenv("HCCL_BUFFSIZE", "1")
+def test_all_reduce_larger_than_hccl_buffer(monkeypatch, env, product, n, count, dt):
+    env("HCCL_BUFFSIZE", "1")
     check_all_reduce(product, n, [(count, dt, SUM)])
     assert writes_of_rank0() > 2 * (n - 1)  # more than one loop in each phase
 
 
 @pytest.mark.parametrize("product, n, count", [(A2, 4, 200003), (A3, 2, 393217)])
-def test_reduce_scatter_larger_than_hccl_buffer(monkeypatch, product, n, count):
+def test_reduce_scatter_larger_than_hccl_buffer(monkeypatch, env, product, n, count):
     """Inputs of about 3.2 MB: slices larger than the 2 MB / (2 N) slots."""
-    monkeypatch.setenv("HCCL_BUFFSIZE", "1")
+    env("HCCL_BUFFSIZE", "1")
     check_reduce_scatter(product, n, [(count, D.HCCL_DATA_TYPE_FP32, SUM)])
     assert writes_of_rank0() > n - 1
 
 
-def test_all_gather_ring_larger_than_hccl_buffer(monkeypatch):
-    monkeypatch.setenv("HCCL_BUFFSIZE", "1")
+def test_all_gather_ring_larger_than_hccl_buffer(monkeypatch, env):
+    env("HCCL_BUFFSIZE", "1")
     check_all_gather_ring(A2, 3, [3 * 2**20 + 5])
     assert writes_of_rank0() > 2
 

@@ -79,10 +79,10 @@ def test_init_root_info_n_ranks_each_on_its_own_host_thread(nranks):
 
 
 @pytest.mark.parametrize("nranks", [3])
-def test_a_rank_may_destroy_its_comm_while_others_still_return_from_init(nranks, monkeypatch):
+def test_a_rank_may_destroy_its_comm_while_others_still_return_from_init(nranks, monkeypatch, env):
     """Once the last rank joined, every rank's HcclCommInitRootInfo succeeds, even if a rank that
     returned first destroys its communicator at once (no barrier between init and destroy)."""
-    monkeypatch.setenv("HCCL_CONNECT_TIMEOUT", "1")   # a wrongly stuck rank fails fast
+    env("HCCL_CONNECT_TIMEOUT", "1")   # a wrongly stuck rank fails fast
     assert acl.init() == 0
     _, root = pyhcomm.HcclGetRootInfo()
     codes = {}
@@ -125,16 +125,16 @@ def test_init_root_info_without_current_device():
     assert ret != 0 and comm == 0
 
 
-def test_init_root_info_times_out_when_ranks_are_missing(dev0, monkeypatch, caplog):
-    monkeypatch.setenv("HCCL_CONNECT_TIMEOUT", "0.05")
+def test_init_root_info_times_out_when_ranks_are_missing(dev0, monkeypatch, env, caplog):
+    env("HCCL_CONNECT_TIMEOUT", "0.05")
     _, root = pyhcomm.HcclGetRootInfo()
     with caplog.at_level(logging.ERROR, logger="pyhcomm"):
         assert pyhcomm.HcclCommInitRootInfo(2, root, 0) == (R.HCCL_E_TIMEOUT, 0)
     assert "HcclCommInitRootInfo" in caplog.text and "[1]" in caplog.text
 
 
-def test_two_ranks_on_one_device_rejected(monkeypatch):
-    monkeypatch.setenv("HCCL_CONNECT_TIMEOUT", "0.2")
+def test_two_ranks_on_one_device_rejected(monkeypatch, env):
+    env("HCCL_CONNECT_TIMEOUT", "0.2")
     assert acl.init() == 0
     _, root = pyhcomm.HcclGetRootInfo()
     codes = []
@@ -231,21 +231,21 @@ def test_hccl_buffer_is_400_mb_and_stable(dev0):
     assert ret == 0 and size1 == size and addr1 != addr
 
 
-def test_hccl_buffsize_env(dev0, monkeypatch):
-    monkeypatch.setenv("HCCL_BUFFSIZE", "3")
+def test_hccl_buffsize_env(dev0, monkeypatch, env):
+    env("HCCL_BUFFSIZE", "3")
     _, comms = pyhcomm.HcclCommInitAll(1, [0])
     first = pyhcomm.HcclGetHcclBuffer(comms[0])
     assert first[0] == 0 and first[2] == 2 * 3 * MB
-    monkeypatch.setenv("HCCL_BUFFSIZE", "7")           # later changes do not resize a live buffer
+    env("HCCL_BUFFSIZE", "7")           # later changes do not resize a live buffer
     assert pyhcomm.HcclGetHcclBuffer(comms[0]) == first
 
 
-def test_hccl_buffsize_env_invalid_falls_back_with_warning(dev0, monkeypatch, caplog):
-    monkeypatch.setenv("HCCL_BUFFSIZE", "lots")
-    with caplog.at_level(logging.WARNING, logger="pyhcomm"):
-        _, comms = pyhcomm.HcclCommInitAll(1, [0])
-        assert pyhcomm.HcclGetHcclBuffer(comms[0])[2] == 400 * MB
-    assert "HCCL_BUFFSIZE" in caplog.text
+def test_hccl_buffsize_env_invalid_is_a_parameter_error_naming_it(dev0, env, caplog):
+    env("HCCL_BUFFSIZE", "lots")
+    with caplog.at_level(logging.ERROR, logger="pyhcomm"):
+        ret, comms = pyhcomm.HcclCommInitAll(1, [0])
+    assert ret == pyhcomm.HCCL_E_PARA and not comms
+    assert "HCCL_BUFFSIZE='lots' is not valid" in caplog.text
 
 
 def test_hccl_buffer_is_usable_device_memory_but_not_freeable(dev0):

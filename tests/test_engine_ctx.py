@@ -4,7 +4,7 @@ import pytest
 
 from pyhcomm import *  # noqa: F403
 from pyhcomm import Comm, acl
-from pyhcomm.core import memory
+import pyhcomm
 from pyhcomm.enums import HCCL_RES_TAG_MAX_LEN
 from pyhcomm.errors import HcclUsageError
 from pyhcomm.pythonic import EngineCtx
@@ -30,10 +30,10 @@ def _host_bytes(addr, n):
 def test_host_engines_get_zeroed_host_memory(comm, engine):
     ret, ctx = HcclEngineCtxCreate(comm, TAG, engine, 1000)
     assert ret == HCCL_SUCCESS and ctx
-    alloc = memory.host_map.find(ctx)
+    alloc = pyhcomm.current_sim().memory.host_map.find(ctx)
     assert alloc is not None and alloc.addr == ctx and alloc.size == 1000
     assert alloc.owner == "engine_ctx"
-    assert memory.device_map.find(ctx) is None
+    assert pyhcomm.current_sim().memory.device_map.find(ctx) is None
     assert _host_bytes(ctx, 1000) == bytes(1000)
 
 
@@ -41,10 +41,10 @@ def test_host_engines_get_zeroed_host_memory(comm, engine):
 def test_device_engines_get_zeroed_device_memory_of_the_comm_device(comm, engine):
     ret, ctx = HcclEngineCtxCreate(comm, TAG, engine, 1000)
     assert ret == HCCL_SUCCESS
-    alloc = memory.device_map.find(ctx)
+    alloc = pyhcomm.current_sim().memory.device_map.find(ctx)
     assert alloc is not None and alloc.addr == ctx and alloc.size == 1000
     assert alloc.device == 0 and alloc.owner == "engine_ctx"
-    assert memory.host_map.find(ctx) is None
+    assert pyhcomm.current_sim().memory.host_map.find(ctx) is None
     assert _device_bytes(ctx, 1000) == bytes(1000)
 
 
@@ -54,7 +54,7 @@ def test_device_ctx_lives_on_each_rank_device():
     for comm, device in zip(comms, (2, 5)):
         ret, ctx = HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_AICPU_TS, 64)
         assert ret == HCCL_SUCCESS
-        assert memory.device_map.find(ctx).device == device
+        assert pyhcomm.current_sim().memory.device_map.find(ctx).device == device
     for comm in comms:
         assert HcclCommDestroy(comm) == HCCL_SUCCESS
 
@@ -64,7 +64,7 @@ def test_ctx_memory_is_library_owned(comm):
     _, hctx = HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_CPU_TS, 64)
     assert acl.rt.free(dctx) == ACL_ERROR_RT_PARAM_INVALID
     assert acl.rt.free_host(hctx) == ACL_ERROR_RT_PARAM_INVALID
-    assert memory.device_map.find(dctx) is not None and memory.host_map.find(hctx) is not None
+    assert pyhcomm.current_sim().memory.device_map.find(dctx) is not None and pyhcomm.current_sim().memory.host_map.find(hctx) is not None
 
 
 # -- create ----------------------------------------------------------------------------------------
@@ -217,13 +217,13 @@ def test_destroy_then_get_is_not_found(comm, engine):
     assert HcclEngineCtxGet(comm, TAG, engine) == (HCCL_E_NOT_FOUND, 0, 0)
     assert HcclEngineCtxCopy(comm, engine, TAG, b"x", 1, 0) == HCCL_E_NOT_FOUND
     assert HcclEngineCtxDestroy(comm, TAG, engine) == HCCL_E_NOT_FOUND
-    assert memory.device_map.find(ctx) is None and memory.host_map.find(ctx) is None
+    assert pyhcomm.current_sim().memory.device_map.find(ctx) is None and pyhcomm.current_sim().memory.host_map.find(ctx) is None
 
 
 def test_destroy_frees_device_memory_and_allows_a_new_create(comm):
     _, old = HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_AICPU_TS, 64)
     HcclEngineCtxDestroy(comm, TAG, COMM_ENGINE_AICPU_TS)
-    assert memory.freed_map.find(old) is not None
+    assert pyhcomm.current_sim().memory.freed_map.find(old) is not None
     ret, new = HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_AICPU_TS, 32)
     assert ret == HCCL_SUCCESS and new != old
     assert HcclEngineCtxGet(comm, TAG, COMM_ENGINE_AICPU_TS) == (HCCL_SUCCESS, new, 32)
@@ -249,8 +249,8 @@ def test_comm_destroy_releases_every_context(comm):
     _, h = HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_CPU_TS, 64)
     _, c = HcclEngineCtxCreate(comm, "ccu", COMM_ENGINE_CCU, 64)
     assert HcclCommDestroy(comm) == HCCL_SUCCESS
-    assert memory.device_map.find(d) is None
-    assert memory.host_map.find(h) is None and memory.host_map.find(c) is None
+    assert pyhcomm.current_sim().memory.device_map.find(d) is None
+    assert pyhcomm.current_sim().memory.host_map.find(h) is None and pyhcomm.current_sim().memory.host_map.find(c) is None
     assert HcclEngineCtxGet(comm, TAG, COMM_ENGINE_AICPU_TS) == (HCCL_E_NOT_FOUND, 0, 0)
 
 
@@ -261,7 +261,7 @@ def test_finalize_releases_contexts():
     _, h = HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_CPU_TS, 64)
     _, d = HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_AICPU_TS, 64)
     acl.finalize()
-    assert memory.host_map.find(h) is None and memory.device_map.find(d) is None
+    assert pyhcomm.current_sim().memory.host_map.find(h) is None and pyhcomm.current_sim().memory.device_map.find(d) is None
 
 
 # -- the data plane reads a device context ---------------------------------------------------------
@@ -307,7 +307,7 @@ def test_pythonic_engine_ctx(dev):
     assert (again.addr, again.size) == (ctx.addr, ctx.size)
 
     host = comm.engine_ctx_create("host", COMM_ENGINE_CPU_TS, 8)
-    assert not host.on_device and memory.host_map.find(host.addr) is not None
+    assert not host.on_device and pyhcomm.current_sim().memory.host_map.find(host.addr) is not None
     with host:
         host.write(b"abc")
         assert host.read() == b"abc" + bytes(5)
@@ -329,7 +329,7 @@ def test_pythonic_engine_ctx(dev):
     ctx.close()  # already destroyed: nothing
     keep = comm.engine_ctx_create("kept", COMM_ENGINE_AIV, 8)
     comm.close()
-    assert memory.device_map.find(keep.addr) is None
+    assert pyhcomm.current_sim().memory.device_map.find(keep.addr) is None
     keep.close()  # after the communicator: nothing
 
 

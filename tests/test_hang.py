@@ -291,7 +291,7 @@ def test_wait_for_cycle_across_two_host_threads_of_one_device():
         assert ret == E.ACL_ERROR_RT_TASK_TIMEOUT, (who, ret)
         assert "wait-for cycle" in msg
         assert shared["x_site"] in msg and shared["y_site"] in msg
-    report = pyhcomm.core.scheduler.scheduler.last_deadlock
+    report = pyhcomm.current_sim().scheduler.last_deadlock
     assert report.count("aclrtSynchronizeStream") == 2      # both host threads were blocked in it
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import pyhcomm
 from pyhcomm import Comm, Device, HcclNotSupportedError, HcclUsageError, acl
-from pyhcomm.backend import get_backend
+
 from pyhcomm.backend import cpu as cpu_backend
 from pyhcomm.enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine, HcommDataType, HcommReduceOp
 from pyhcomm.errors import HcclResult
@@ -539,7 +539,7 @@ def test_pythonic_950_kernel(product):
 @pytest.mark.parametrize("op", [SUM, PROD, MAX, MIN], ids=lambda o: O(o).name)
 def test_backend_narrow_floats_exhaustive_pairs_or_random(np_dtype, op):
     dt = np.dtype(np_dtype)
-    be = get_backend()
+    be = pyhcomm.current_sim().backend
     if dt.itemsize == 1:                                    # every pair of fp8 values
         pairs = np.array(list(itertools.product(range(256), repeat=2)), dtype=np.uint8)
         a, b = pairs[:, 0].copy().view(dt), pairs[:, 1].copy().view(dt)
@@ -558,7 +558,7 @@ def test_backend_narrow_floats_exhaustive_pairs_or_random(np_dtype, op):
 
 def test_backend_chunks_and_offsets(monkeypatch):
     monkeypatch.setattr(cpu_backend, "REDUCE_CHUNK", 7)
-    be = get_backend()
+    be = pyhcomm.current_sim().backend
     rng = np.random.default_rng(5)
     for dt in (np.dtype(np.float16), np.dtype(np.int32), np.dtype(ml_dtypes.bfloat16)):
         a = rng.standard_normal(100).astype(dt) if dt.kind != "i" else rng.integers(-9, 9, 100, dtype=dt)

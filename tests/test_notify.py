@@ -199,7 +199,7 @@ def test_counting_option_keeps_every_record():
 
 
 def test_counting_is_off_by_default():
-    assert pyhcomm.core.runtime.runtime.notify_counting is False
+    assert pyhcomm.current_sim().runtime.notify_counting is False
 
 
 # -- argument errors -----------------------------------------------------------------------------------
@@ -327,14 +327,22 @@ def test_default_timeout_on_the_host_is_1836_plus_27(a2, monkeypatch):
     assert _default_wait_timeout(a2["b"]) == HOST_DEFAULT
 
 
-@pytest.mark.parametrize("env,expected", [("100", 127), ("1", 28), ("0", 0), ("not a number", HOST_DEFAULT)])
-def test_hccl_exec_timeout_sets_the_default(a2, monkeypatch, env, expected):
-    monkeypatch.setenv("HCCL_EXEC_TIMEOUT", env)
+@pytest.mark.parametrize("value,expected", [("100", 127), ("1", 28), ("0", 0)])
+def test_hccl_exec_timeout_sets_the_default(a2, env, value, expected):
+    env("HCCL_EXEC_TIMEOUT", value)
     assert _default_wait_timeout(a2["b"]) == expected
 
 
-def test_set_notify_wait_timeout_sets_this_os_threads_default(a2, monkeypatch):
-    monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "100")
+def test_a_bad_hccl_exec_timeout_is_a_parameter_error_naming_it(a2, env, caplog):
+    env("HCCL_EXEC_TIMEOUT", "not a number")
+    with caplog.at_level(logging.ERROR, logger="pyhcomm"):
+        assert HcommThreadNotifyWaitOnThreadWithDefaultTimeout(a2["b"], 0) == pyhcomm.HCCL_E_PARA
+    assert "HCCL_EXEC_TIMEOUT='not a number'" in caplog.text
+    assert not _waits()
+
+
+def test_set_notify_wait_timeout_sets_this_os_threads_default(a2, monkeypatch, env):
+    env("HCCL_EXEC_TIMEOUT", "100")
     b = a2["b"]
 
     def body():
@@ -380,11 +388,11 @@ def test_set_notify_wait_timeout_rejects_bad_values(a2, value):
     assert _in_fresh_os_thread(body) == 11
 
 
-def test_default_timeout_inside_a_kernel_is_the_kernels_own(a2, monkeypatch):
+def test_default_timeout_inside_a_kernel_is_the_kernels_own(a2, monkeypatch, env):
     """An AI CPU kernel has its own launch context: it does not inherit the launching host
     thread's HcommSetNotifyWaitTimeOut, its default has no host offset, and its own setting does
     not leak out to the host thread."""
-    monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "100")
+    env("HCCL_EXEC_TIMEOUT", "100")
     _, (dev_thread,) = pyhcomm.HcclThreadAcquire(a2["comm"], AICPU_TS, 1, 1)
     b = a2["b"]
     rets = []
@@ -410,8 +418,8 @@ def test_default_timeout_inside_a_kernel_is_the_kernels_own(a2, monkeypatch):
     assert rets == [0] * 5
 
 
-def test_device_side_waits_record_their_timeouts(a2, monkeypatch):
-    monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "100")
+def test_device_side_waits_record_their_timeouts(a2, monkeypatch, env):
+    env("HCCL_EXEC_TIMEOUT", "100")
     _, (dev_thread,) = pyhcomm.HcclThreadAcquire(a2["comm"], AICPU_TS, 1, 1)
 
     def kernel():

@@ -80,23 +80,23 @@ def test_unknown_product_raises_value_error_listing_valid_names():
         pyhcomm.find_product("")
 
 
-def test_env_product_is_read_by_acl_init(monkeypatch):
-    monkeypatch.setenv("PYHCOMM_PRODUCT", "atlas a3")
+def test_env_product_is_read_by_acl_init(monkeypatch, env):
+    env("PYHCOMM_PRODUCT", "atlas a3")
     assert acl.init() == 0
     assert pyhcomm.get_product().name == "Atlas A3"
     assert acl.get_soc_name() == "Ascend910_9391"
 
 
-def test_unknown_env_product_at_acl_init_is_a_value_error(monkeypatch):
-    monkeypatch.setenv("PYHCOMM_PRODUCT", "Atlas Nonexistent")
+def test_unknown_env_product_at_acl_init_is_a_value_error(monkeypatch, env):
+    env("PYHCOMM_PRODUCT", "Atlas Nonexistent")
     with pytest.raises(ValueError) as info:
         acl.init()
     assert "Atlas 800T A2" in str(info.value)
 
 
-def test_set_product_wins_over_env_at_acl_init(monkeypatch):
+def test_set_product_wins_over_env_at_acl_init(monkeypatch, env):
     pyhcomm.set_product("Atlas 350")
-    monkeypatch.setenv("PYHCOMM_PRODUCT", "Atlas A3")
+    env("PYHCOMM_PRODUCT", "Atlas A3")
     assert acl.init() == 0
     assert pyhcomm.get_product().name == "Atlas 350"
     assert acl.get_soc_name().startswith("Ascend950PR_")

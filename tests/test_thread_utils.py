@@ -8,13 +8,12 @@ import pytest
 import pyhcomm
 from pyhcomm import *  # noqa: F403
 from pyhcomm import Comm, Device, Thread, acl
-from pyhcomm.core import handles
 from pyhcomm.errors import HcclNotSupportedError, HcclUsageError
 from pyhcomm.hcomm import comm_lock
 
 
 def _obj(handle):
-    return handles.threads.get(handle)
+    return pyhcomm.current_sim().handles.threads.get(handle)
 
 
 def _buffers(dev, n=256):
@@ -160,8 +159,8 @@ def test_exports_die_with_the_communicator_and_leave_user_streams(dev, comm):
         assert _obj(h) is None
     src, dst, _ = _buffers(dev)
     assert HcommLocalCopyOnThread(e_own, dst.addr, src.addr, 16) == HCCL_E_NOT_FOUND
-    assert handles.streams.get(own_stream) is None        # library-owned stream went with the thread
-    assert handles.streams.get(user.handle) is not None   # the user's stream was never destroyed
+    assert pyhcomm.current_sim().handles.streams.get(own_stream) is None        # library-owned stream went with the thread
+    assert pyhcomm.current_sim().handles.streams.get(user.handle) is not None   # the user's stream was never destroyed
     user.synchronize()
     user.close()
 
@@ -230,12 +229,12 @@ def test_acquire_and_release_inside_a_kernel(dev, comm):
 
     def kernel():
         rets.append(HcommAcquireComm(name))
-        rets.append(comm_lock.holder(handles.comms.get(comm)) is not None)
+        rets.append(comm_lock.holder(pyhcomm.current_sim().handles.comms.get(comm)) is not None)
         rets.append(HcommReleaseComm(name))
 
     _run(dev, kernel)
     assert rets == [HCCL_SUCCESS, True, HCCL_SUCCESS]
-    assert comm_lock.holder(handles.comms.get(comm)) is None
+    assert comm_lock.holder(pyhcomm.current_sim().handles.comms.get(comm)) is None
 
 
 def test_lock_calls_from_the_host_are_not_supported(comm):
@@ -290,8 +289,8 @@ def test_the_rank_on_the_kernel_device_is_locked(dev):
 
     def kernel():
         rets.append(HcommAcquireComm(name))
-        rets.append(comm_lock.holder(handles.comms.get(c1)) is not None)
-        rets.append(comm_lock.holder(handles.comms.get(c0)))  # rank 0 (device 0) is not locked
+        rets.append(comm_lock.holder(pyhcomm.current_sim().handles.comms.get(c1)) is not None)
+        rets.append(comm_lock.holder(pyhcomm.current_sim().handles.comms.get(c0)))  # rank 0 (device 0) is not locked
         rets.append(HcommReleaseComm(name))
 
     with Device(1) as dev1:
@@ -349,7 +348,7 @@ def test_a_kernel_ending_with_the_lock_releases_it_and_warns(dev, comm, caplog):
         _run(dev, lambda: rets.append(HcommAcquireComm(name)))
     assert rets == [HCCL_SUCCESS]
     assert any("ended still holding" in r.getMessage() and name in r.getMessage() for r in caplog.records)
-    assert comm_lock.holder(handles.comms.get(comm)) is None
+    assert comm_lock.holder(pyhcomm.current_sim().handles.comms.get(comm)) is None
 
     def paired():
         rets.append(HcommAcquireComm(name))
@@ -370,12 +369,12 @@ def test_a_failing_kernel_releases_its_lock(dev, comm):
     with pytest.raises(pyhcomm.AclRuntimeError) as err:
         dev.synchronize()
     assert err.value.code == ACL_ERROR_RT_AICPU_EXCEPTION
-    assert comm_lock.holder(handles.comms.get(comm)) is None
+    assert comm_lock.holder(pyhcomm.current_sim().handles.comms.get(comm)) is None
 
 
 def test_comm_destroy_drops_the_lock(dev, comm):
     _, name = HcclGetCommName(comm)
-    c = handles.comms.get(comm)
+    c = pyhcomm.current_sim().handles.comms.get(comm)
     seen = []
 
     def kernel():

@@ -53,9 +53,9 @@ def test_a2_box16_has_sixteen_devices_a_server(product):
     assert protocols_between(15, 16) == [ROCE]
 
 
-def test_devices_per_server_can_be_overridden(product, monkeypatch):
+def test_devices_per_server_can_be_overridden(product, monkeypatch, env):
     product("Atlas 800T A2")
-    monkeypatch.setenv("PYHCOMM_DEVICES_PER_SERVER", "4")
+    env("PYHCOMM_DEVICES_PER_SERVER", "4")
     assert protocols_between(0, 3) == [HCCS, HCCS_ONLY, ROCE]
     assert protocols_between(3, 4) == [ROCE]
 
@@ -69,22 +69,23 @@ def test_a3_sio_joins_the_two_dies_of_one_npu_only(product):
         assert protocols_between(a, b) == [HCCS, HCCS_ONLY, ROCE], (a, b)
 
 
-def test_a3_hccs_only_inside_the_super_pod(product, monkeypatch):
+def test_a3_hccs_only_inside_the_super_pod(product, monkeypatch, env):
     product("Atlas A3")
-    monkeypatch.setenv("PYHCOMM_SUPER_POD_SIZE", "4")
+    env("PYHCOMM_SUPER_POD_SIZE", "4")
     assert protocols_between(1, 3) == [HCCS, HCCS_ONLY, ROCE]
     assert protocols_between(3, 4) == [ROCE]
     assert protocols_between(4, 5) == [SIO, HCCS, HCCS_ONLY, ROCE]
     monkeypatch.delenv("PYHCOMM_SUPER_POD_SIZE")
+    pyhcomm.current_sim().reload_config()
     assert protocols_between(3, 700) == [HCCS, HCCS_ONLY, ROCE]    # default: 768 dies a super pod
     assert protocols_between(767, 768) == [ROCE]
 
 
-def test_atlas_350_ub_protocols_inside_the_super_pod_and_roce(product, monkeypatch):
+def test_atlas_350_ub_protocols_inside_the_super_pod_and_roce(product, monkeypatch, env):
     product("Atlas 350")
     assert protocols_between(0, 1) == UB + [ROCE]
     assert protocols_between(0, 9) == UB + [ROCE]          # across servers, same super pod
-    monkeypatch.setenv("PYHCOMM_SUPER_POD_SIZE", "8")
+    env("PYHCOMM_SUPER_POD_SIZE", "8")
     assert protocols_between(7, 8) == [ROCE]
     assert SIO not in protocols_between(0, 1) and HCCS not in protocols_between(0, 1)
 

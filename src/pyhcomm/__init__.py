@@ -15,14 +15,17 @@ from __future__ import annotations
 from . import enums as _enums
 from .capi import *  # noqa: F401,F403
 from .capi import __all__ as _capi_all
-from .core.runtime import runtime as _runtime
-from .core.task import record
+from . import sim as _sim_mod
+from .sim import Sim, current_sim
 from .enums import *  # noqa: F401,F403
 from .errors import (AclError, AclRuntimeError, HcclDeadlockError, HcclError, HcclNotSupportedError,
                      HcclResult, HcclRuntimeError, HcclTimeoutError, HcclUsageError)
 from .products import DEFAULT_PRODUCT, PRODUCTS, Product, find_product
 
 __version__ = "0.1.0"
+
+
+_sim_mod.set_default_sim(Sim())
 
 
 def set_product(name, device_count: int | None = None) -> Product:
@@ -32,23 +35,52 @@ def set_product(name, device_count: int | None = None) -> Product:
         ValueError: an unknown name (the message lists the valid ones).
         RuntimeError: devices are open.
     """
-    return _runtime.set_product(name, device_count)
+    return current_sim().runtime.set_product(name, device_count)
 
 
 def get_product() -> Product:
     """The product being simulated."""
-    return _runtime.product
+    return current_sim().runtime.product
 
 
 def set_notify_counting(enabled: bool) -> None:
     """Make notifies created from now on count records (True) instead of coalescing them into one
     bit as the hardware does (False, the default)."""
-    _runtime.notify_counting = bool(enabled)
+    current_sim().runtime.notify_counting = bool(enabled)
 
 
-def reset() -> None:
-    """Close every device and forget all runtime state (as ``aclFinalize``); keeps the product."""
-    _runtime.reset()
+def reset(**options) -> Sim:
+    """Close every device and start a new simulation (as ``aclFinalize``, and more: handles,
+    addresses and the record start afresh); keeps a product chosen with :func:`set_product`.
+    ``options`` go to :class:`pyhcomm.sim.Sim` (``scheduler``, ``data``, ``seed``, ``product``).
+    Returns the new Sim."""
+    old = current_sim()
+    old.runtime.reset()
+    if "product" not in options and old.runtime.product_chosen:
+        options["product"] = old.runtime.product
+        options["product_chosen"] = True
+    new = Sim(**options)
+    if _sim_mod._var.get(None) is old:
+        _sim_mod.enter(new)
+    else:
+        _sim_mod.set_default_sim(new)
+    return new
+
+
+class _CurrentRecord:
+    """``pyhcomm.record``: the record of the Sim the caller runs in."""
+
+    def __getattr__(self, name):
+        return getattr(current_sim().record, name)
+
+    def __len__(self):
+        return len(current_sim().record)
+
+    def __repr__(self):
+        return f"<record of {current_sim()!r}>"
+
+
+record = _CurrentRecord()
 
 
 _constants = {}
@@ -67,6 +99,7 @@ __all__ = (list(_capi_all) + list(_constants)
            + ["AclError", "AclRuntimeError", "HcclDeadlockError", "HcclError", "HcclNotSupportedError",
               "HcclResult", "HcclRuntimeError", "HcclTimeoutError", "HcclUsageError", "DEFAULT_PRODUCT",
               "PRODUCTS", "Product", "find_product", "set_product", "get_product", "reset", "record",
+              "Sim", "current_sim",
               "set_notify_counting", "launch", "RankError", "LaunchTimeout",
               "Buffer", "Comm", "Device", "Kernel", "Stream", "Thread", "CommEngine", "HcommDataType",
               "HcommReduceOp", "HcclDataType", "HcclReduceOp", "HCCL", "HCCL_ROOT_INFO_BYTES",

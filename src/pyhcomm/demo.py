@@ -5,10 +5,10 @@ import logging
 
 import numpy as np
 
+from .sim import current_sim as _sim
 from . import acl
 from .capi import (HcclCommDestroy, HcclCommInitAll, HcclGetHcclBuffer, HcclThreadAcquire,
                    HcclThreadAcquireWithStream, HcommLocalCopyOnThread)
-from .core.runtime import runtime
 from .demo_kernels import OP_PARAM
 from .enums import (HCCL, CommEngine, aclrtLaunchKernelAttrId, aclrtMallocAttrType, aclrtMemcpyKind,
                     aclrtMemMallocPolicy)
@@ -63,9 +63,9 @@ def _bytes(label: str, ptr: int, n: int = 256) -> np.ndarray:
 
 def host_example() -> bool:
     """Seed example 1: Atlas 800T A2, host side, CPU_TS thread wrapping a user stream."""
-    runtime.reset()
-    runtime.set_product("Atlas 800T A2")
-    print(f"== Seed example 1: {runtime.product.name} ({acl.get_soc_name()}), host side ==")
+    _sim().runtime.reset()
+    _sim().runtime.set_product("Atlas 800T A2")
+    print(f"== Seed example 1: {_sim().runtime.product.name} ({acl.get_soc_name()}), host side ==")
     _show("acl.init()", acl.init())
     _show("acl.rt.set_device(0)", acl.rt.set_device(0))
     _, comms = _show("HcclCommInitAll(1, [0])", HcclCommInitAll(1, [0]))
@@ -101,9 +101,9 @@ def host_example() -> bool:
 
 def device_example() -> bool:
     """Seed example 2: Atlas 350, the copy runs inside an AI CPU kernel on an AICPU_TS thread."""
-    runtime.reset()
-    runtime.set_product("Atlas 350")
-    print(f"\n== Seed example 2: {runtime.product.name} ({acl.get_soc_name()}), device side ==")
+    _sim().runtime.reset()
+    _sim().runtime.set_product("Atlas 350")
+    print(f"\n== Seed example 2: {_sim().runtime.product.name} ({acl.get_soc_name()}), device side ==")
     acl.init()
     acl.rt.set_device(0)
     _, comms = _show("HcclCommInitAll(1, [0])", HcclCommInitAll(1, [0]))
@@ -150,6 +150,6 @@ def main() -> int:
         ok = host_example() and device_example()
     finally:
         log.handlers[:], log.propagate = saved
-    runtime.reset()
+    _sim().runtime.reset()
     print("\ndemo", "passed" if ok else "FAILED")
     return 0 if ok else 1

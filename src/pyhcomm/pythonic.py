@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .sim import current_sim as _sim
 from .aclrt import device as _dev
 from .aclrt import kernel as _kernel
 from .aclrt import memory as _mem
 from .aclrt import stream as _stream
-from .core import handles, memory
-from .core.runtime import runtime
+from .sim import memory
 from .enums import DATA_TYPE_SIZE as _DATA_TYPE_SIZE
 from .enums import NUMPY_DTYPE as _NUMPY_DTYPE
 from .enums import CommEngine, aclrtMemcpyKind, aclrtMemMallocPolicy
@@ -69,7 +69,7 @@ class Buffer(_Closable):
 
     def numpy(self, dtype=np.uint8) -> np.ndarray:
         """A live numpy view of the simulated device memory (no synchronisation implied)."""
-        alloc = memory.device_map.find(self.addr)
+        alloc = _sim().memory.device_map.find(self.addr)
         if alloc is None:
             raise para("Buffer.numpy", memory.describe_address(self.addr))
         off = self.addr - alloc.addr
@@ -99,7 +99,7 @@ class Buffer(_Closable):
         """Free the memory (owned buffers only; idempotent)."""
         if self._owned:
             self._owned = False
-            if memory.device_map.exact(self.addr) is not None:
+            if _sim().memory.device_map.exact(self.addr) is not None:
                 _mem.aclrtFree(self.addr)
 
     def __repr__(self):
@@ -123,7 +123,7 @@ class Stream(_Closable):
     def close(self) -> None:
         if self._owned:
             self._owned = False
-            if handles.streams.get(self.handle) is not None:
+            if _sim().handles.streams.get(self.handle) is not None:
                 _stream.aclrtDestroyStream(self.handle)
 
     def __repr__(self):
@@ -144,7 +144,7 @@ class Device(_Closable):
 
     @property
     def default_stream(self) -> Stream:
-        return Stream(runtime.devices[self.id].default_stream.handle, owned=False)
+        return Stream(_sim().runtime.devices[self.id].default_stream.handle, owned=False)
 
     def malloc(self, size: int, policy: int = _HUGE_HBW, module_id: int | None = None) -> Buffer:
         """Allocate device memory on this device (``aclrtMallocWithCfg``)."""
@@ -154,7 +154,7 @@ class Device(_Closable):
         return Buffer(_mem.aclrtMallocWithCfg(size, policy, cfg, self.id), size, self.id)
 
     def _device(self):
-        dev = runtime.devices.get(self.id)
+        dev = _sim().runtime.devices.get(self.id)
         if dev is None:
             raise acl_error(AclError.ACL_ERROR_RT_CONTEXT_NULL, "Device", f"device {self.id} is not open")
         return dev
@@ -173,7 +173,7 @@ class Device(_Closable):
             _dev.aclrtResetDevice(self.id)
 
     def __repr__(self):
-        return f"<Device {self.id} {runtime.product.name}>"
+        return f"<Device {self.id} {_sim().runtime.product.name}>"
 
 
 class Thread:

@@ -13,12 +13,13 @@ devices per server (``PYHCOMM_DEVICES_PER_SERVER`` overrides it). Links, as each
 """
 from __future__ import annotations
 
+from .sim import current_sim as _sim
+
 import json
 import os
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from .core.runtime import runtime
 
 
 class CommProtocol(IntEnum):
@@ -92,13 +93,14 @@ class CommLink:
 
 
 def devices_per_server() -> int:
-    env = os.environ.get("PYHCOMM_DEVICES_PER_SERVER")
-    return max(1, int(env)) if env else runtime.product.devices_per_server
+    """Devices per server: ``PYHCOMM_DEVICES_PER_SERVER``, else the product's."""
+    sim = _sim()
+    return sim.config.devices_per_server or sim.runtime.product.devices_per_server
 
 
 def super_pod_size() -> int:
-    env = os.environ.get("PYHCOMM_SUPER_POD_SIZE")
-    return max(1, int(env)) if env else 768
+    """Devices per super pod: ``PYHCOMM_SUPER_POD_SIZE`` (default 768)."""
+    return _sim().config.super_pod_size
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,7 @@ def protocols_between(a, b) -> list[CommProtocol]:
     a, b = _place(a), _place(b)
     if a == b:
         return []
-    product = runtime.product
+    product = _sim().runtime.product
     same_server = a.server == b.server
     if product.family == "A2":
         return [P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_HCCS_ONLY, P.COMM_PROTOCOL_ROCE] if same_server \

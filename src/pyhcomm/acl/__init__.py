@@ -6,8 +6,8 @@ a wrong Python type raises ``TypeError`` as pyACL does.
 """
 from __future__ import annotations
 
+from ..sim.runtime import host_ctx
 from ..aclrt import device as _device
-from ..aclrt import stream as _stream
 from . import rt, util  # noqa: F401
 from ._wrap import acl_call
 
@@ -30,8 +30,9 @@ def get_soc_name():
 
 
 def get_recent_err_msg():
-    """Return and clear the explanation of this OS thread's most recent acl error ("" if none)."""
-    message, _stream.recent_error.message = _stream.recent_error.message, ""
+    """Return and clear the explanation of this host thread's most recent acl error ("" if none)."""
+    ctx = host_ctx()
+    message, ctx.recent_error = ctx.recent_error, ""
     return message
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import functools
 
-from ..aclrt import stream as _stream
 from ..errors import AclError, HcclError, log
+from ..sim.runtime import host_ctx
 
 
 def acl_call(*fail_outputs):
@@ -18,7 +18,7 @@ def acl_call(*fail_outputs):
             try:
                 out = impl(*args, **kwargs)
             except HcclError as exc:
-                _stream.recent_error.message = str(exc)
+                host_ctx().recent_error = str(exc)
                 log.error("%s", exc)
                 try:
                     code = AclError(exc.code)

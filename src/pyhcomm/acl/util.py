@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import memory
+from ..sim import current_sim as _sim
+from ..sim import memory
 
 
 def numpy_to_ptr(array: np.ndarray) -> int:
@@ -23,7 +24,7 @@ def bytes_to_ptr(data) -> int:
 
 
 def _host(ptr: int, nbytes: int, fn: str):
-    alloc = memory.host_map.find(ptr)
+    alloc = _sim().memory.host_map.find(ptr)
     if alloc is None or ptr + nbytes > alloc.end:
         raise ValueError(f"{fn}: 0x{ptr:x} + {nbytes} is not host memory known to pyhcomm")
     return alloc

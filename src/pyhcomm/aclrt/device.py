@@ -1,71 +1,75 @@
 """Initialisation and devices: ``aclInit``, ``aclrtSetDevice``, ``aclrtGetSocName`` ..."""
 from __future__ import annotations
 
-from ..core.runtime import runtime
+from ..sim import current_sim as _sim
 from ..errors import AclError, acl_error
-from ..products import product_from_env
+from ..products import DEFAULT_PRODUCT
 
 
 def aclInit(config_path=None) -> None:
-    """Initialise the runtime.
+    """Initialise the _sim().runtime.
 
     Re-reads ``PYHCOMM_PRODUCT`` unless a product was chosen with :func:`pyhcomm.set_product`
     (or devices are open).
     """
-    if runtime.initialized:
+    if _sim().runtime.initialized:
         raise acl_error(AclError.ACL_ERROR_REPEAT_INITIALIZE, "aclInit", "acl is already initialised")
-    if not runtime.devices and not runtime.product_chosen:
-        runtime.set_product(product_from_env(), chosen=False)
-    runtime.initialized = True
+    sim = _sim()
+    rt = sim.runtime
+    if not rt.devices:
+        sim.reload_config()
+        if not rt.product_chosen:
+            rt.set_product(sim.config.product or DEFAULT_PRODUCT, chosen=False)
+    rt.initialized = True
 
 
 def aclFinalize() -> None:
     """Close every device and drop all runtime state."""
-    if not runtime.initialized:
+    if not _sim().runtime.initialized:
         raise acl_error(AclError.ACL_ERROR_REPEAT_FINALIZE, "aclFinalize", "acl is not initialised")
-    runtime.reset()
+    _sim().runtime.reset()
 
 
 def check_device_id(device_id, api: str) -> int:
     if isinstance(device_id, bool) or not isinstance(device_id, int):
         raise TypeError(f"{api}: deviceId must be an int, not {type(device_id).__name__}")
-    if not 0 <= device_id < runtime.device_count:
+    if not 0 <= device_id < _sim().runtime.device_count:
         raise acl_error(AclError.ACL_ERROR_RT_INVALID_DEVICEID, api,
-                        f"deviceId {device_id} is outside [0, {runtime.device_count}) on {runtime.product.name}")
+                        f"deviceId {device_id} is outside [0, {_sim().runtime.device_count}) on {_sim().runtime.product.name}")
     return device_id
 
 
 def aclrtSetDevice(device_id: int) -> None:
     """Open ``device_id`` (reference counted) and make it the calling OS thread's device."""
-    runtime.open_device(check_device_id(device_id, "aclrtSetDevice"))
+    _sim().runtime.open_device(check_device_id(device_id, "aclrtSetDevice"))
 
 
 def aclrtResetDevice(device_id: int) -> None:
     """Drop one reference; at zero, wait for nothing and release the device's streams and memory."""
     check_device_id(device_id, "aclrtResetDevice")
-    if not runtime.close_device(device_id):
+    if not _sim().runtime.close_device(device_id):
         raise acl_error(AclError.ACL_ERROR_RT_INVALID_DEVICEID, "aclrtResetDevice",
                         f"device {device_id} is not open (aclrtSetDevice)")
 
 
 def aclrtGetDevice() -> int:
-    dev = runtime.current_device()
+    dev = _sim().runtime.current_device()
     if dev is None:
         raise acl_error(AclError.ACL_ERROR_RT_CONTEXT_NULL, "aclrtGetDevice", "no current device")
     return dev.id
 
 
 def aclrtGetDeviceCount() -> int:
-    return runtime.device_count
+    return _sim().runtime.device_count
 
 
 def aclrtGetSocName() -> str:
-    return runtime.product.soc_name
+    return _sim().runtime.product.soc_name
 
 
 def current_device(api: str):
     """The calling thread's device, or ``ACL_ERROR_RT_CONTEXT_NULL``."""
-    dev = runtime.current_device()
+    dev = _sim().runtime.current_device()
     if dev is None:
         raise acl_error(AclError.ACL_ERROR_RT_CONTEXT_NULL, api, "no current device: call aclrtSetDevice first")
     return dev

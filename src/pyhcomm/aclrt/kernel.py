@@ -13,10 +13,10 @@ import itertools
 import os
 import types
 
-from ..core import handles, memory
-from ..core.kernel import run_kernel
-from ..core.scheduler import scheduler
-from ..core.task import Task, call_site
+from ..sim import current_sim as _sim
+from ..sim import memory
+from ..sim.kernel import start_kernel
+from ..sim.task import Task, call_site
 from ..enums import aclrtLaunchKernelAttrId
 from ..errors import AclError, acl_error
 from .stream import get_stream
@@ -52,7 +52,7 @@ def aclrtBinaryLoadFromFile(bin_path, options=None) -> int:
     """Load a kernel module; returns a binary handle."""
     api = "aclrtBinaryLoadFromFile"
     if isinstance(bin_path, types.ModuleType):
-        return handles.kernels.add(Binary(bin_path, getattr(bin_path, "__file__", bin_path.__name__)))
+        return _sim().handles.kernels.add(Binary(bin_path, getattr(bin_path, "__file__", bin_path.__name__)))
     if not bin_path or not isinstance(bin_path, str):
         raise _invalid(api, "binPath must be a non-empty path or module name")
     if os.path.isfile(bin_path):
@@ -71,39 +71,39 @@ def aclrtBinaryLoadFromFile(bin_path, options=None) -> int:
         except ImportError as exc:
             raise acl_error(AclError.ACL_ERROR_INVALID_FILE, api,
                             f"{bin_path} is neither a file nor an importable module ({exc})") from None
-    return handles.kernels.add(Binary(module, bin_path))
+    return _sim().handles.kernels.add(Binary(module, bin_path))
 
 
 def aclrtBinaryUnLoad(bin_handle) -> None:
-    if not isinstance(handles.kernels.get(bin_handle), Binary):
+    if not isinstance(_sim().handles.kernels.get(bin_handle), Binary):
         raise _invalid("aclrtBinaryUnLoad", f"binHandle {bin_handle!r} is not a loaded binary")
-    handles.kernels.remove(bin_handle)
+    _sim().handles.kernels.remove(bin_handle)
 
 
 def aclrtBinaryGetFunction(bin_handle, kernel_name: str) -> int:
     api = "aclrtBinaryGetFunction"
-    binary = handles.kernels.get(bin_handle)
+    binary = _sim().handles.kernels.get(bin_handle)
     if not isinstance(binary, Binary):
         raise _invalid(api, f"binHandle {bin_handle!r} is not a loaded binary")
     fn = getattr(binary.module, kernel_name, None) if isinstance(kernel_name, str) else None
     if not callable(fn):
         raise acl_error(AclError.ACL_ERROR_KERNEL_NOT_FOUND, api, f"{binary.path} has no kernel {kernel_name!r}")
-    return handles.kernels.add(Function(binary, kernel_name, fn))
+    return _sim().handles.kernels.add(Function(binary, kernel_name, fn))
 
 
 def _function(handle, api) -> Function:
-    f = handles.kernels.get(handle)
+    f = _sim().handles.kernels.get(handle)
     if not isinstance(f, Function):
         raise _invalid(api, f"funcHandle {handle!r} is not a kernel function")
     return f
 
 
 def aclrtKernelArgsInit(func_handle) -> int:
-    return handles.kernels.add(KernelArgs(_function(func_handle, "aclrtKernelArgsInit")))
+    return _sim().handles.kernels.add(KernelArgs(_function(func_handle, "aclrtKernelArgsInit")))
 
 
 def _args(handle, api) -> KernelArgs:
-    a = handles.kernels.get(handle)
+    a = _sim().handles.kernels.get(handle)
     if not isinstance(a, KernelArgs):
         raise _invalid(api, f"argsHandle {handle!r} is not kernel arguments")
     return a
@@ -116,7 +116,7 @@ def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
     if args.finalized:
         raise _invalid(api, "arguments are already finalized")
     if isinstance(param, int) and not isinstance(param, bool) and param_size is not None:
-        alloc = memory.host_map.find(param)
+        alloc = _sim().memory.host_map.find(param)
         if alloc is None or param + param_size > alloc.end:
             raise _invalid(api, f"param 0x{param:x} + {param_size} is not host memory known to pyhcomm")
         off = param - alloc.addr
@@ -160,5 +160,6 @@ def aclrtLaunchKernelWithConfig(func_handle, num_blocks, stream, cfg, args_handl
 def launch_function(fn, stream, args, num_blocks=1, timeout=None, name=None) -> None:
     """Enqueue ``fn(*args)`` as an AI CPU kernel on ``stream`` (a Stream object)."""
     name = name or getattr(fn, "__name__", repr(fn))
-    scheduler.submit(Task("KernelLaunch", stream, run_kernel, (name, fn, args, stream, num_blocks, timeout),
-                          site=call_site(), detail=name))
+    task = Task("KernelLaunch", stream, start_kernel, (), site=call_site(), detail=name)
+    task.args = (task, name, fn, args, stream, num_blocks, timeout)
+    _sim().scheduler.submit(task)

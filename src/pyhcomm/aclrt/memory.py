@@ -8,11 +8,9 @@ arbitrary process memory.
 """
 from __future__ import annotations
 
-from ..backend import get_backend
-from ..core import memory
-from ..core.runtime import runtime
-from ..core.scheduler import scheduler
-from ..core.task import Task, call_site
+from ..sim import current_sim as _sim
+from ..sim import memory
+from ..sim.task import Task, call_site
 from ..enums import MALLOC_KNOWN_BITS, aclrtMallocAttrType, aclrtMemcpyKind
 from ..errors import AclError, HcclResult, HcclRuntimeError, acl_error
 from .device import check_device_id, current_device
@@ -44,7 +42,7 @@ def _rt_invalid(api, msg):
 
 
 def _device_bytes(device: int) -> int:
-    return sum(a.size for a in memory.device_map if a.device == device)
+    return sum(a.size for a in _sim().memory.device_map if a.device == device)
 
 
 def _malloc(api, size, policy, device, module_id=None) -> int:
@@ -79,7 +77,7 @@ def aclrtMallocWithCfg(size: int, policy: int, cfg=None, device: int | None = No
     api = "aclrtMallocWithCfg"
     if device is None:
         device = current_device(api).id
-    elif device not in runtime.devices:
+    elif device not in _sim().runtime.devices:
         raise acl_error(AclError.ACL_ERROR_RT_CONTEXT_NULL, api, f"device {device} is not open")
     module_id = None
     if cfg:
@@ -98,7 +96,7 @@ def aclrtMallocWithCfg(size: int, policy: int, cfg=None, device: int | None = No
             elif kind == aclrtMallocAttrType.ACL_RT_MEM_ATTR_DEVICE_ID:
                 dev_id = value.get("deviceId") if isinstance(value, dict) else value
                 device = check_device_id(dev_id, api)
-                if device not in runtime.devices:
+                if device not in _sim().runtime.devices:
                     raise acl_error(AclError.ACL_ERROR_RT_INVALID_DEVICEID, api, f"device {device} is not open")
             elif kind in (aclrtMallocAttrType.ACL_RT_MEM_ATTR_RSV, aclrtMallocAttrType.ACL_RT_MEM_ATTR_VA_FLAG):
                 pass
@@ -112,11 +110,11 @@ def aclrtFree(dev_ptr: int) -> None:
     api = "aclrtFree"
     if not dev_ptr:
         raise _invalid(api, "devPtr is NULL")
-    alloc = memory.device_map.exact(dev_ptr)
+    alloc = _sim().memory.device_map.exact(dev_ptr)
     if alloc is None:
-        if memory.freed_map.exact(dev_ptr) is not None:
+        if _sim().memory.freed_map.exact(dev_ptr) is not None:
             raise acl_error(AclError.ACL_ERROR_RT_MEMORY_FREE, api, f"0x{dev_ptr:x} was already freed (double free)")
-        inner = memory.device_map.find(dev_ptr)
+        inner = _sim().memory.device_map.find(dev_ptr)
         if inner is not None:
             raise _rt_invalid(api, f"0x{dev_ptr:x} is inside the allocation at 0x{inner.addr:x}, not its start")
         raise _rt_invalid(api, f"{memory.describe_address(dev_ptr)}")
@@ -139,7 +137,7 @@ def aclrtFreeHost(host_ptr: int) -> None:
     api = "aclrtFreeHost"
     if not host_ptr:
         raise _invalid(api, "hostPtr is NULL")
-    alloc = memory.host_map.exact(host_ptr)
+    alloc = _sim().memory.host_map.exact(host_ptr)
     if alloc is None or alloc.owner != "user":
         raise _rt_invalid(api, f"0x{host_ptr:x} is not memory from aclrtMallocHost (or was already freed)")
     memory.free_host(alloc)
@@ -148,20 +146,20 @@ def aclrtFreeHost(host_ptr: int) -> None:
 def _resolve(api, addr, n, side, name):
     """Find the allocation holding ``[addr, addr+n)`` on ``side`` (host, device or any)."""
     if side in (_D, _ANY):
-        alloc = memory.device_map.find(addr)
+        alloc = _sim().memory.device_map.find(addr)
         if alloc is not None:
             if addr + n > alloc.end:
                 raise _rt_invalid(api, f"{name} 0x{addr:x} + {n} runs past its allocation ({alloc.size} bytes)")
             return alloc
     if side in (_H, _ANY):
-        alloc = memory.host_map.find(addr)
+        alloc = _sim().memory.host_map.find(addr)
         if alloc is not None:
             if addr + n > alloc.end:
                 raise _rt_invalid(api, f"{name} 0x{addr:x} + {n} runs past its host buffer ({alloc.size} bytes)")
             return alloc
     if side == _D:
         raise _rt_invalid(api, f"{name} {memory.describe_address(addr)}")
-    if memory.device_map.find(addr) is not None:
+    if _sim().memory.device_map.find(addr) is not None:
         raise _rt_invalid(api, f"{name} 0x{addr:x} is device memory, but the copy kind needs host memory")
     raise _rt_invalid(api, f"{name} 0x{addr:x} is not host memory known to pyhcomm (use aclrtMallocHost or "
                            "acl.util.numpy_to_ptr)")
@@ -194,13 +192,13 @@ def _check_copy(api, dst, dest_max, src, count, kind):
 def aclrtMemcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
     """Copy ``count`` bytes now (synchronous; not ordered with any stream)."""
     d, s = _check_copy("aclrtMemcpy", dst, dest_max, src, count, kind)
-    get_backend().copy(d.storage, dst - d.addr, s.storage, src - s.addr, count)
+    _sim().backend.copy(d.storage, dst - d.addr, s.storage, src - s.addr, count)
 
 
 def _run_async_copy(d, d_off, s, s_off, n, _keep):
     if d.storage is None or s.storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, "aclrtMemcpyAsync", "memory was freed before the copy ran")
-    get_backend().copy(d.storage, d_off, s.storage, s_off, n)
+    _sim().backend.copy(d.storage, d_off, s.storage, s_off, n)
 
 
 def aclrtMemcpyAsync(dst: int, dest_max: int, src: int, count: int, kind: int, stream: int) -> None:
@@ -209,7 +207,7 @@ def aclrtMemcpyAsync(dst: int, dest_max: int, src: int, count: int, kind: int, s
     st = get_stream(stream, api)
     d, s = _check_copy(api, dst, dest_max, src, count, kind)
     keep = (d.storage.anchor(), s.storage.anchor())  # user arrays stay alive until the copy ran
-    scheduler.submit(Task("MemcpyAsync", st, _run_async_copy, (d, dst - d.addr, s, src - s.addr, count, keep),
+    _sim().scheduler.submit(Task("MemcpyAsync", st, _run_async_copy, (d, dst - d.addr, s, src - s.addr, count, keep),
                           reads=((src, count),), writes=((dst, count),), site=call_site()))
 
 
@@ -229,18 +227,18 @@ def _check_set(api, dev_ptr, max_count, value, count):
 def aclrtMemset(dev_ptr: int, max_count: int, value: int, count: int) -> None:
     """Fill ``count`` bytes with the low byte of ``value`` now (synchronous)."""
     a = _check_set("aclrtMemset", dev_ptr, max_count, value, count)
-    get_backend().memset(a.storage, dev_ptr - a.addr, value & 0xFF, count)
+    _sim().backend.memset(a.storage, dev_ptr - a.addr, value & 0xFF, count)
 
 
 def _run_memset(a, off, value, n):
     if a.storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, "aclrtMemsetAsync", "memory was freed before the fill ran")
-    get_backend().memset(a.storage, off, value, n)
+    _sim().backend.memset(a.storage, off, value, n)
 
 
 def aclrtMemsetAsync(dev_ptr: int, max_count: int, value: int, count: int, stream: int) -> None:
     api = "aclrtMemsetAsync"
     st = get_stream(stream, api)
     a = _check_set(api, dev_ptr, max_count, value, count)
-    scheduler.submit(Task("MemsetAsync", st, _run_memset, (a, dev_ptr - a.addr, value & 0xFF, count),
+    _sim().scheduler.submit(Task("MemsetAsync", st, _run_memset, (a, dev_ptr - a.addr, value & 0xFF, count),
                           writes=((dev_ptr, count),), site=call_site()))

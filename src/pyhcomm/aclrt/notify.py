@@ -7,12 +7,9 @@ the C documentation says (pyACL's page says milliseconds; see hcomm-api notes).
 """
 from __future__ import annotations
 
-import itertools
-
-from ..core import handles
-from ..core.notify import Notify
-from ..core.runtime import runtime
-from ..core.scheduler import scheduler
+from ..sim import current_sim as _sim
+from ..sim.notify import Notify
+from ..sim.runtime import finalize_hooks
 from ..errors import AclError, acl_error
 from .device import current_device
 from .stream import get_stream
@@ -20,25 +17,24 @@ from .stream import get_stream
 ACL_NOTIFY_DEFAULT, ACL_NOTIFY_DEVICE_USE_ONLY = 0, 1
 UINT32_MAX = (1 << 32) - 1
 
-_ids = itertools.count(1)
-by_id: dict[int, "AclNotify"] = {}
 
 
 class AclNotify:
     __slots__ = ("handle", "id", "device", "notify")
 
     def __init__(self, device: int):
+        sim = _sim()
         self.device = device
-        self.id = next(_ids)
-        self.notify = Notify(f"runtime notify id {self.id} (device {device})", 0, runtime.notify_counting)
-        self.handle = handles.notifies.add(self)
-        by_id[self.id] = self
+        self.id = next(sim.notify_ids)
+        self.notify = Notify(f"runtime notify id {self.id} (device {device})", 0, _sim().runtime.notify_counting)
+        self.handle = sim.handles.notifies.add(self)
+        sim.runtime_notifies[self.id] = self
 
 
 def _get(notify, api) -> AclNotify:
     if not notify:
         raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, "notify is NULL")
-    n = handles.notifies.get(notify)
+    n = _sim().handles.notifies.get(notify)
     if not isinstance(n, AclNotify):
         raise acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api, f"notify {notify!r} is not a live runtime notify")
     return n
@@ -58,8 +54,13 @@ def aclrtGetNotifyId(notify) -> int:
 
 def aclrtDestroyNotify(notify) -> None:
     n = _get(notify, "aclrtDestroyNotify")
-    handles.notifies.remove(n.handle)
-    by_id.pop(n.id, None)
+    _sim().handles.notifies.remove(n.handle)
+    _sim().runtime_notifies.pop(n.id, None)
+
+
+def by_id(notify_id):
+    """The live runtime notify with id ``notify_id``, or None."""
+    return _sim().runtime_notifies.get(notify_id)
 
 
 def _stream_of(n, stream, api):
@@ -76,7 +77,7 @@ def aclrtRecordNotify(notify, stream) -> None:
     api = "aclrtRecordNotify"
     n = _get(notify, api)
     st = _stream_of(n, stream, api)
-    scheduler.submit(NotifyRecordTask("AclrtNotifyRecord", st, None, None, "host", n.notify, n.id, 3))
+    _sim().scheduler.submit(NotifyRecordTask("AclrtNotifyRecord", st, None, None, "host", n.notify, n.id, 3))
 
 
 def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
@@ -87,13 +88,14 @@ def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
     st = _stream_of(n, stream, api)
     if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 <= timeout <= UINT32_MAX:
         raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, f"timeout {timeout!r} must be 0..{UINT32_MAX} seconds")
-    scheduler.submit(NotifyWaitTask("AclrtNotifyWait", st, None, None, "host", n.notify, n.id, timeout, 3))
+    _sim().scheduler.submit(NotifyWaitTask("AclrtNotifyWait", st, None, None, "host", n.notify, n.id, timeout, 3))
 
 
 def _release_device(device_id: int) -> None:
-    for n in [n for n in by_id.values() if n.device == device_id]:
-        handles.notifies.remove(n.handle)
-        by_id.pop(n.id, None)
+    sim = _sim()
+    for n in [n for n in sim.runtime_notifies.values() if n.device == device_id]:
+        sim.handles.notifies.remove(n.handle)
+        sim.runtime_notifies.pop(n.id, None)
 
 
-runtime.finalize_hooks.append(_release_device)
+finalize_hooks.append(_release_device)

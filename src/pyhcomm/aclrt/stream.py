@@ -1,33 +1,24 @@
 """Streams: ``aclrtCreateStream``, ``aclrtDestroyStream`` and the synchronize calls.
 
 Synchronize calls block the host thread and run the device's queued tasks (see
-:mod:`pyhcomm.core.scheduler`). A stream's first execution error is returned once, as an
+:mod:`pyhcomm.sim.scheduler`). A stream's first execution error is returned once, as an
 ``aclError``, and logged with its full explanation; the stream is usable again afterwards.
 """
 from __future__ import annotations
 
-import threading
-
-from ..core import handles
-from ..core.runtime import runtime
-from ..core.scheduler import ABORTED, DONE_OK, TIMED_OUT, scheduler
+from ..sim import current_sim as _sim
+from ..sim.runtime import host_ctx
+from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..errors import AclError, acl_code_of, acl_error
 from .device import current_device
 
-class _RecentError(threading.local):
-    """The explanation of the calling OS thread's most recent acl error (``aclGetRecentErrMsg``)."""
-
-    message = ""
-
-
-recent_error = _RecentError()
 
 
 def get_stream(stream, api: str):
     """Resolve a stream handle; 0 is the current device's default stream."""
     if not stream:
         return current_device(api).default_stream
-    st = handles.streams.get(stream)
+    st = _sim().handles.streams.get(stream)
     if st is None:
         raise acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api,
                         f"stream 0x{stream:x} is not a live stream" if isinstance(stream, int)
@@ -46,13 +37,13 @@ def aclrtDestroyStream(stream: int) -> None:
     if not stream:
         raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, "stream is NULL")
     st = get_stream(stream, api)
-    dev = runtime.devices.get(st.device)
+    dev = _sim().runtime.devices.get(st.device)
     if dev is not None and st is dev.default_stream:
         raise acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api, "the default stream cannot be destroyed")
-    scheduler.run_until(lambda: st.idle or st.error is not None)
+    _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None, api, (st,))
     st.error = None
-    scheduler.drop_stream(st)
-    handles.streams.remove(st.handle)
+    _sim().scheduler.drop_stream(st)
+    _sim().handles.streams.remove(st.handle)
     if dev is not None:
         dev.streams.pop(st.handle, None)
 
@@ -69,7 +60,7 @@ def take_error(streams, api: str):
         return None
     err = acl_error(acl_code_of(first), api, str(first))
     err.cause = first  # the task failure itself (an HcclError with its own code)
-    recent_error.message = str(err)
+    host_ctx().recent_error = str(err)
     return err
 
 
@@ -80,12 +71,12 @@ def sync_streams(streams, api: str, timeout_s=None):
     def done():
         return all(st.idle or st.error is not None for st in streams)
 
-    status = scheduler.run_until(done, timeout_s, api)
+    status = _sim().scheduler.run_until(done, timeout_s, api, streams)
     err = take_error(streams, api)
     if err is not None:
         raise err
     if status == ABORTED:
-        raise acl_error(AclError.ACL_ERROR_RT_STREAM_ABORT, api, f"aborted: {scheduler.abort_reason}")
+        raise acl_error(AclError.ACL_ERROR_RT_STREAM_ABORT, api, f"aborted: {_sim().scheduler.abort_reason}")
     if status == TIMED_OUT:
         raise acl_error(AclError.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, api, f"not complete after {timeout_s * 1000:g} ms")
     if status != DONE_OK:

@@ -18,7 +18,6 @@ import numpy as np
 _memmove = ctypes.memmove
 _memset = ctypes.memset
 
-ENV_COPY_THREADS = "PYHCOMM_COPY_THREADS"
 SMALL_COPY = 1 << 16  # below this a memoryview slice assignment beats a ctypes call
 
 
@@ -53,9 +52,6 @@ class Storage:
 
 
 def _default_threads() -> int:
-    env = os.environ.get(ENV_COPY_THREADS)
-    if env:
-        return max(1, int(env))
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - non-Linux
@@ -66,8 +62,8 @@ class CpuBackend:
     """Moves bytes with the host CPU.
 
     Args:
-        threads: OS threads that share one big copy (default: the usable cores, or
-            ``PYHCOMM_COPY_THREADS``).
+        threads: OS threads that share one big copy (default: the usable cores;
+            ``PYHCOMM_COPY_THREADS`` through the Sim's config).
         parallel_min: copies shorter than this run on the calling thread alone.
     """
 
@@ -82,6 +78,10 @@ class CpuBackend:
     # -- storage -------------------------------------------------------------------------------
     def allocate(self, size: int) -> Storage:
         """Return zero-filled storage of ``size`` bytes (lazily committed by the OS)."""
+        return Storage(np.zeros(size, dtype=np.uint8))
+
+    def allocate_host(self, size: int) -> Storage:
+        """Host memory (``aclrtMallocHost``): real bytes in every mode."""
         return Storage(np.zeros(size, dtype=np.uint8))
 
     def wrap(self, array: np.ndarray, anchor) -> Storage:

@@ -5,6 +5,7 @@ synchronize ``stream`` for the result. Every rank of ``comm`` must make the same
 """
 from __future__ import annotations
 
+from ..sim import current_sim as _sim
 from ..collectives import allgather_mesh, run
 from ..collectives.all_reduce import all_reduce_ring as _all_reduce_ring
 from ..collectives.allgather import ring_peers as _ring_peers
@@ -16,7 +17,7 @@ from ..collectives.reduce_scatter import reduce_scatter_mesh as _reduce_scatter_
 from ..collectives.scatter import scatter_ring as _scatter_ring
 from ..collectives.send_recv import recv as _recv
 from ..collectives.send_recv import send as _send
-from ..core import memory
+from ..sim import memory
 from ..enums import DATA_TYPE_SIZE
 from ..errors import para, ptr
 from ..hccl import comm as _comm
@@ -30,7 +31,7 @@ def check_buffer(api: str, addr, nbytes: int, device: int, name: str) -> None:
     """A user buffer of a collective: non-NULL, wholly inside device memory of the rank's device."""
     if not addr:
         raise ptr(api, f"{name} is NULL")
-    a = memory.device_map.find(addr)
+    a = _sim().memory.device_map.find(addr)
     if a is None or a.device != device or addr + nbytes > a.end:
         raise para(api, f"{name} 0x{addr:x} + {nbytes} is not device memory of this rank's device {device}"
                         + (f" ({memory.describe_address(addr)})" if a is None else ""))

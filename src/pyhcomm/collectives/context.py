@@ -24,16 +24,13 @@ landed), ``FIN = 2``.
 """
 from __future__ import annotations
 
-import os
-
+from ..sim import current_sim as _sim
 from ..capi.hccl_channel import (HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit,
                                  HcclChannelGetHcclBuffer, HcclRankGraphGetLinks)
 from ..capi.hccl_res import (HcclGetHcclBuffer, HcclThreadAcquire, HcclThreadAcquireWithStream,
                              HcclThreadExportToCommEngine)
 from ..capi.hcomm_primitives import (HcommBatchModeEnd, HcommBatchModeStart, HcommThreadNotifyRecordOnThread,
                                      HcommThreadNotifyWaitOnThread)
-from ..core import handles
-from ..core.runtime import runtime
 from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error
 from ..hccl import comm as comm_mod
@@ -106,11 +103,11 @@ class CollectiveContext:
         ret, links = HcclRankGraphGetLinks(self.handle, 0, self.rank, peer)
         _ok(ret, "HcclRankGraphGetLinks")
         have = {link.linkAttr.linkProtocol for link in links}
-        for p in PROTOCOL_PREFERENCE.get(runtime.product.family, ()):
+        for p in PROTOCOL_PREFERENCE.get(_sim().runtime.product.family, ()):
             if p in have:
                 return p
         raise hccl_error(HcclResult.HCCL_E_NOT_FOUND, "collective",
-                         f"no usable link between rank {self.rank} and rank {peer} on {runtime.product.name}")
+                         f"no usable link between rank {self.rank} and rank {peer} on {_sim().runtime.product.name}")
 
     def channel(self, peer: int) -> int:
         return self._channels[peer]
@@ -120,7 +117,7 @@ class CollectiveContext:
         return self._peer_ccl[peer]
 
     def protocol(self, peer: int) -> CommProtocol:
-        return handles.channels.get(self._channels[peer]).protocol
+        return _sim().handles.channels.get(self._channels[peer]).protocol
 
     # -- threads ----------------------------------------------------------------------------------
     def _slaves_for(self, n: int) -> list[int]:
@@ -165,7 +162,7 @@ class CollectiveContext:
 def device_mode() -> bool:
     """Whether collectives run inside an AI CPU kernel on this product (A3, Atlas 350) rather than
     host-side (A2): where their local reduces run, hence which data types and ops they support."""
-    return runtime.product.family in ("A3", "950")
+    return _sim().runtime.product.family in ("A3", "950")
 
 
 def context(comm_handle) -> CollectiveContext:
@@ -193,7 +190,9 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
         algo(ctx, *args)
         return
     cpu, cpu_on_aicpu, main, main_on_cpu, slaves, sync = ctx.device_threads(stream, nslaves)
-    timeout = int(os.environ.get("HCCL_EXEC_TIMEOUT", WAIT_TIMEOUT))
+    cfg = _sim().config
+    cfg.check("HCCL_EXEC_TIMEOUT", "collective")
+    timeout = cfg.exec_timeout
 
     def kernel():
         _ok(HcommBatchModeStart(tag), "HcommBatchModeStart")

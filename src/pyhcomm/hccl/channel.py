@@ -16,15 +16,13 @@ a protocol with no link between the two devices is ``HCCL_E_NOT_FOUND``.
 """
 from __future__ import annotations
 
-import os
-import threading
-import time
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from ..core import handles, memory
-from ..core.notify import Notify
-from ..core.runtime import runtime
+from ..sched import ABORTED, TIMED_OUT
+from ..sim import current_sim as _sim
+from ..sim import memory
+from ..sim.notify import Notify
 from ..enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
 from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
 from ..topology import CommProtocol, EndpointDesc, protocols_between
@@ -35,7 +33,6 @@ HCCL_CHANNEL_MAGIC_WORD = 0x0F0F0F0F
 HCCL_CHANNEL_VERSION = 1
 CHANNEL_NUM_MAX = 1048576
 CCU_NOTIFY_NUM = 4
-POLL = 0.05  # seconds between checks for an abort while waiting for a peer
 
 E, P = CommEngine, CommProtocol
 _A2A3 = {P.COMM_PROTOCOL_ROCE, P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_HCCS_ONLY}
@@ -119,7 +116,7 @@ class MemHandle:
 
     def __init__(self, comm, tag: str, alloc, addr: int, size: int):
         self.comm, self.tag, self.alloc, self.addr, self.size = comm, tag, alloc, addr, size
-        self.handle = handles.kernels.add(self)
+        self.handle = _sim().handles.kernels.add(self)
 
 
 class ChannelEnd:
@@ -131,11 +128,12 @@ class ChannelEnd:
         self.protocol = CommProtocol(protocol)
         self.peer_rank = peer_rank
         self.mems = mems               # MemHandle list exposed to the peer
-        self.peer: ChannelEnd | None = None
+        self.peer: ChannelEnd | None = None   # set by the transport when both ends exist
+        self.key = None
         self.closed = False
-        self.handle = handles.channels.add(self)
+        self.handle = _sim().handles.channels.add(self)
         self.notifies = [Notify(f"rank {comm.rank} channel 0x{self.handle:x} (to rank {peer_rank})", i,
-                                runtime.notify_counting) for i in range(notify_num)]
+                                _sim().runtime.notify_counting) for i in range(notify_num)]
 
     @property
     def host_side(self) -> bool:
@@ -151,10 +149,6 @@ class ChannelEnd:
     def __repr__(self):
         return (f"<Channel 0x{self.handle:x} rank {self.comm.rank}->{self.peer_rank} {self.engine.name} "
                 f"{self.protocol.name} {'connected' if self.peer else 'waiting'}>")
-
-
-_pairs: dict = {}
-_cv = threading.Condition()
 
 
 def _key(comm, engine, protocol, a, b):
@@ -174,12 +168,12 @@ def _check_desc(comm, engine, d, i, api):
         protocol = CommProtocol(d.channelProtocol)
     except ValueError:
         raise para(api, f"channelDescs[{i}].channelProtocol {d.channelProtocol} is not a CommProtocol") from None
-    allowed = CHANNEL_PROTOCOLS.get(runtime.product.family, {}).get(engine)
+    allowed = CHANNEL_PROTOCOLS.get(_sim().runtime.product.family, {}).get(engine)
     if protocol == P.COMM_PROTOCOL_RESERVED:
         raise para(api, f"channelDescs[{i}].channelProtocol is not set")
     if protocol not in allowed:
         names = ", ".join(sorted(p.name for p in allowed))
-        raise not_support(api, f"channelDescs[{i}]: {engine.name} channels on {runtime.product.name} speak "
+        raise not_support(api, f"channelDescs[{i}]: {engine.name} channels on {_sim().runtime.product.name} speak "
                                f"{names}, not {protocol.name}")
     mine, theirs = comm.world.place(comm.rank), comm.world.place(d.remoteRank)
     if theirs is not None and protocol not in protocols_between(mine, theirs):
@@ -195,7 +189,7 @@ def _check_desc(comm, engine, d, i, api):
         raise para(api, f"channelDescs[{i}].memHandleNum {d.memHandleNum} but {len(mems)} memHandles")
     resolved = []
     for h in mems:
-        m = handles.kernels.get(h)
+        m = _sim().handles.kernels.get(h)
         if not isinstance(m, MemHandle) or m.comm is not comm:
             raise para(api, f"channelDescs[{i}]: memHandle {h!r} was not registered on this communicator")
         resolved.append(m)
@@ -215,24 +209,21 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
         raise para(api, f"channelNum {channel_num} is outside (0, {CHANNEL_NUM_MAX}]")
     if len(descs) < channel_num:
         raise para(api, f"channelNum {channel_num} but only {len(descs)} descriptors")
-    if engine not in CHANNEL_PROTOCOLS.get(runtime.product.family, {}):
-        raise not_support(api, f"{engine.name} channels are not supported on {runtime.product.name}")
+    if engine not in CHANNEL_PROTOCOLS.get(_sim().runtime.product.family, {}):
+        raise not_support(api, f"{engine.name} channels are not supported on {_sim().runtime.product.name}")
     checked = [_check_desc(comm, engine, descs[i], i, api) for i in range(channel_num)]
     comm_mod.hccl_buffer(comm, api)  # exchanged at connection
     out = []
-    with _cv:
+    sim = _sim()
+    with sim.lock:
         for d, (protocol, notify_num, mems) in zip(descs, checked):
             key = _key(comm, engine, protocol, comm.rank, d.remoteRank)
-            ends = _pairs.setdefault(key, {})
-            end = ends.get(comm.rank)
+            end = comm.channel_ends.get(key)
             if end is None or end.closed:
                 end = ChannelEnd(comm, engine, protocol, d.remoteRank, notify_num, mems)
-                ends[comm.rank] = end
+                comm.channel_ends[key] = end
                 comm.channels.append(end)
-                other = ends.get(d.remoteRank)
-                if other is not None and not other.closed:
-                    end.peer, other.peer = other, end
-                    _cv.notify_all()
+                sim.transport.publish(end, key)
             out.append(end)
     return out
 
@@ -241,7 +232,7 @@ def get_channel(handle, api: str, name: str = "channel") -> ChannelEnd:
     """Look a channel up: 0 is ``HCCL_E_PTR``, unknown or released ``HCCL_E_NOT_FOUND``."""
     if not handle:
         raise ptr(api, f"{name} is 0 (NULL)")
-    ch = handles.channels.get(handle)
+    ch = _sim().handles.channels.get(handle)
     if ch is None:
         raise not_found(api, f"{name} 0x{handle:x} is not a live channel handle" if isinstance(handle, int)
                         else f"{name} {handle!r} is not a channel handle")
@@ -258,22 +249,25 @@ def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> ChannelEnd:
     if not wait:
         raise para(api, f"channel 0x{ch.handle:x} is not connected: rank {ch.peer_rank} has not acquired "
                         f"the matching {ch.engine.name} {ch.protocol.name} channel")
-    timeout = float(os.environ.get(comm_mod.ENV_CONNECT_TIMEOUT, "120"))
-    end = time.monotonic() + timeout
-    from ..core.scheduler import scheduler
-    with _cv:
-        while ch.peer is None:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
-                                 f"channel 0x{ch.handle:x}: rank {ch.peer_rank} did not acquire the matching "
-                                 f"{ch.engine.name} {ch.protocol.name} channel within {timeout:g} s")
-            if scheduler.abort_reason is not None:
-                raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {scheduler.abort_reason}")
-            if ch.peer_rank in ch.comm.world.joined and ch.peer_rank not in ch.comm.world.comms:
-                raise para(api, f"channel 0x{ch.handle:x}: rank {ch.peer_rank} destroyed its communicator")
-            _cv.wait(min(left, POLL))  # wakes on every pairing; polls for aborts
-    return ch.peer
+    sim = _sim()
+    timeout = sim.config.connect_timeout
+    world = ch.comm.world
+
+    def settled():
+        return ch.peer is not None or (ch.peer_rank in world.joined and ch.peer_rank not in world.comms)
+
+    status = sim.scheduler.run_until(settled, timeout, f"{api}(channel 0x{ch.handle:x} to rank {ch.peer_rank})",
+                                     detect_stuck=False)
+    if ch.peer is not None:
+        return ch.peer
+    if status == ABORTED:
+        raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {sim.scheduler.abort_reason}")
+    if settled():
+        raise para(api, f"channel 0x{ch.handle:x}: rank {ch.peer_rank} destroyed its communicator")
+    why = f"within {timeout:g} s" if status == TIMED_OUT else "and no other rank can run any more"
+    raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
+                     f"channel 0x{ch.handle:x}: rank {ch.peer_rank} did not acquire the matching "
+                     f"{ch.engine.name} {ch.protocol.name} channel {why}")
 
 
 def peer_hccl_buffer(comm_handle, channel):
@@ -320,7 +314,7 @@ def mem_reg(comm_handle, tag, mem) -> int:
         raise ptr(api, "mem.addr is NULL")
     if not isinstance(mem.size, int) or mem.size <= 0:
         raise para(api, f"mem.size {mem.size} must be positive")
-    alloc = memory.device_map.find(mem.addr)
+    alloc = _sim().memory.device_map.find(mem.addr)
     if alloc is None or alloc.device != comm.device or mem.addr + mem.size > alloc.end:
         raise para(api, f"mem 0x{mem.addr:x} + {mem.size} is not device memory of rank {comm.rank} "
                         f"(device {comm.device})")
@@ -331,15 +325,16 @@ def mem_reg(comm_handle, tag, mem) -> int:
 
 def release_comm_channels(comm) -> None:
     """Close the channel ends of a destroyed communicator (peers see them as gone)."""
-    with _cv:
+    sim = _sim()
+    with sim.lock:
         for ch in comm.channels:
-            ch.closed = True
-            handles.channels.remove(ch.handle)
+            sim.transport.withdraw(ch)
+            sim.handles.channels.remove(ch.handle)
         comm.channels.clear()
+        comm.channel_ends.clear()
         for m in comm.mems:
-            handles.kernels.remove(m.handle)
+            sim.handles.kernels.remove(m.handle)
         comm.mems.clear()
-        _cv.notify_all()
 
 
 comm_mod._destroy_hooks.append(release_comm_channels)

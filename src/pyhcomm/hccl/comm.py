@@ -6,54 +6,39 @@ joined, or ``HCCL_CONNECT_TIMEOUT`` seconds (default 120) pass.
 """
 from __future__ import annotations
 
-import itertools
 import os
-import threading
-import time
 
+from ..sim import current_sim as _sim
+from ..sched import ABORTED, DONE_OK, TIMED_OUT
+from ..sim.runtime import finalize_hooks, host_ctx
 from .. import topology
-from ..core import handles, memory
-from ..core.runtime import runtime
-from ..core.scheduler import scheduler
+from ..sim import memory
 from ..enums import HCCL_ROOT_INFO_BYTES
 from ..errors import HcclResult, hccl_error, not_found, para, ptr
 
 ROOT_MAGIC = b"PYHCOMM-ROOT\0"
-DEFAULT_BUFFSIZE_MB = 200
 ENV_BUFFSIZE = "HCCL_BUFFSIZE"
 ENV_CONNECT_TIMEOUT = "HCCL_CONNECT_TIMEOUT"
 
 
-def buffsize_mb() -> int:
-    """``HCCL_BUFFSIZE`` in MB (integer >= 1; default 200)."""
-    raw = os.environ.get(ENV_BUFFSIZE)
-    if raw is None:
-        return DEFAULT_BUFFSIZE_MB
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        memory_log = __import__("logging").getLogger("pyhcomm")
-        memory_log.warning("HCCL_BUFFSIZE=%r is not an integer >= 1; using %d MB", raw, DEFAULT_BUFFSIZE_MB)
-        return DEFAULT_BUFFSIZE_MB
-    return value
+def check_comm_config(api: str) -> None:
+    """``HCCL_E_PARA`` when ``HCCL_BUFFSIZE`` or ``HCCL_CONNECT_TIMEOUT`` has a value that does not parse."""
+    cfg = _sim().config
+    cfg.check(ENV_BUFFSIZE, api)
+    cfg.check(ENV_CONNECT_TIMEOUT, api)
 
 
 class World:
     """What the ranks of one communicator share: their number, name and rendezvous."""
 
-    _ids = itertools.count()
-
     def __init__(self, nranks: int | None = None):
-        self.id = next(self._ids)
+        self.id = next(_sim().world_ids)
         self.name = f"hccl_world_{self.id}"
         self.nranks = nranks
         self.comms: dict[int, "Communicator"] = {}
         self.joined: set[int] = set()   # ranks that completed their join (kept after destroy)
         self.rank_table = None          # topology.RankTable from HcclCommInitClusterInfo, else None
         self.devices: dict[int, int] = {}  # rank -> simulated device (kept after destroy)
-        self.cv = threading.Condition()
 
     def place(self, rank: int):
         """Where ``rank`` sits (rank table, else its device's default place); None if unknown."""
@@ -67,10 +52,6 @@ class World:
         return body + b"\0" * (HCCL_ROOT_INFO_BYTES - len(body))
 
 
-_roots: dict[int, World] = {}
-_roots_lock = threading.Lock()
-
-
 class Communicator:
     """One rank of a communicator (``HcclComm``)."""
 
@@ -78,16 +59,17 @@ class Communicator:
         self.world = world
         self.rank = rank
         self.device = device
-        self.buffer_size = 2 * buffsize_mb() * (1 << 20)
+        self.buffer_size = 2 * _sim().config.buffsize_mb * (1 << 20)
         self.hccl_buffer = None         # Allocation, created on first HcclGetHcclBuffer
         self.threads: list = []         # HcommThread objects acquired on this communicator
         self.notify_total = 0
         self.engine_ctx: dict = {}
         self.channels: list = []        # ChannelEnd objects acquired on this rank
+        self.channel_ends: dict = {}    # channel key -> this rank's live end
         self.mems: list = []            # MemHandle objects registered with HcclCommMemReg
         self.destroyed = False
         self.holds_device = False       # HcclCommInitAll opened the device for it: close it on destroy
-        self.handle = handles.comms.add(self)
+        self.handle = _sim().handles.comms.add(self)
 
     @property
     def nranks(self) -> int:
@@ -103,9 +85,10 @@ class Communicator:
 
 def get_root_info() -> bytes:
     """``HcclGetRootInfo``: a fresh root, as the bytes of an ``HcclRootInfo``."""
-    world = World()
-    with _roots_lock:
-        _roots[world.id] = world
+    sim = _sim()
+    with sim.lock:
+        world = World()
+        sim.roots[world.id] = world
     return world.root_info()
 
 
@@ -119,7 +102,7 @@ def _world_of(root_info, api: str) -> World:
         wid = int(raw[len(ROOT_MAGIC):].split(b"\0", 1)[0])
     except ValueError:
         raise para(api, "rootInfo is corrupted") from None
-    world = _roots.get(wid)
+    world = _sim().roots.get(wid)
     if world is None:
         raise para(api, "rootInfo names a root that does not exist in this process")
     return world
@@ -132,9 +115,6 @@ def init_root_info(nranks: int, root_info, rank: int) -> Communicator:
     if not isinstance(nranks, int) or nranks < 1:
         raise para(api, f"nRanks {nranks} must be at least 1")
     return _join(world, nranks, rank, api)
-
-
-_cluster_worlds: dict[str, World] = {}
 
 
 def init_cluster_info(cluster_info, rank: int) -> Communicator:
@@ -154,10 +134,11 @@ def init_cluster_info(cluster_info, rank: int) -> Communicator:
         table = topology.RankTable.from_json(path)
     except (ValueError, KeyError, TypeError) as exc:
         raise para(api, f"rank table {cluster_info!r} is malformed: {exc}") from None
-    with _roots_lock:
-        world = _cluster_worlds.get(path)
+    sim = _sim()
+    with sim.lock:
+        world = sim.cluster_worlds.get(path)
         if world is None or len(world.joined) >= table.nranks:
-            world = _cluster_worlds[path] = World(table.nranks)
+            world = sim.cluster_worlds[path] = World(table.nranks)
             world.rank_table = table
     return _join(world, table.nranks, rank, api)
 
@@ -166,11 +147,13 @@ def _join(world: World, nranks: int, rank: int, api: str) -> Communicator:
     """Join ``world`` as ``rank`` and wait for the other ranks (``HCCL_CONNECT_TIMEOUT``)."""
     if not isinstance(rank, int) or not 0 <= rank < nranks:
         raise para(api, f"rank {rank} is outside [0, {nranks})")
-    dev = runtime.current_device()
+    sim = _sim()
+    check_comm_config(api)
+    dev = sim.runtime.current_device()
     if dev is None:
         raise hccl_error(HcclResult.HCCL_E_RUNTIME, api, "no current device: call aclrtSetDevice first")
-    timeout = float(os.environ.get(ENV_CONNECT_TIMEOUT, "120"))
-    with world.cv:
+    timeout = sim.config.connect_timeout
+    with sim.lock:
         if world.nranks is None:
             world.nranks = nranks
         elif world.nranks != nranks:
@@ -184,23 +167,23 @@ def _join(world: World, nranks: int, rank: int, api: str) -> Communicator:
         world.comms[rank] = comm
         world.devices[rank] = dev.id
         world.joined.add(rank)
-        world.cv.notify_all()
-        end = time.monotonic() + timeout
-        while len(world.joined) < nranks:
-            left = end - time.monotonic()
-            if left <= 0 or scheduler.abort_reason is not None:
-                missing = sorted(set(range(nranks)) - world.joined)
-                del world.comms[rank]
-                world.joined.discard(rank)
-                world.devices.pop(rank, None)
-                handles.comms.remove(comm.handle)
-                if left > 0:
-                    raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {scheduler.abort_reason}")
-                raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
-                                 f"ranks {missing} of {world.name} did not join within {timeout:g} s "
-                                 f"({ENV_CONNECT_TIMEOUT})")
-            world.cv.wait(min(left, 0.05))  # wakes at each join; polls for aborts
-    return comm
+    sched = sim.scheduler
+    sched.poke()
+    status = sched.run_until(lambda: len(world.joined) >= nranks, timeout, f"{api}(rank {rank} of {world.name})",
+                             detect_stuck=False)
+    if status == DONE_OK:
+        return comm
+    with sim.lock:
+        missing = sorted(set(range(nranks)) - world.joined)
+        del world.comms[rank]
+        world.joined.discard(rank)
+        world.devices.pop(rank, None)
+        sim.handles.comms.remove(comm.handle)
+    if status == ABORTED:
+        raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {sched.abort_reason}")
+    why = (f"within {timeout:g} s ({ENV_CONNECT_TIMEOUT})" if status == TIMED_OUT
+           else "and no other rank can run any more")
+    raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"ranks {missing} of {world.name} did not join {why}")
 
 
 def init_all(devices) -> list[Communicator]:
@@ -214,19 +197,20 @@ def init_all(devices) -> list[Communicator]:
     if len(set(devices)) != len(devices):
         raise para(api, f"devices {devices} repeat a device")
     for d in devices:
-        if not isinstance(d, int) or not 0 <= d < runtime.device_count:
-            raise para(api, f"device {d} is outside [0, {runtime.device_count})")
+        if not isinstance(d, int) or not 0 <= d < _sim().runtime.device_count:
+            raise para(api, f"device {d} is outside [0, {_sim().runtime.device_count})")
+    check_comm_config(api)
     world = World(len(devices))
-    saved = runtime.ctx.device
+    saved = host_ctx().device
     comms = []
     for rank, d in enumerate(devices):
-        runtime.open_device(d)
+        _sim().runtime.open_device(d)
         comm = Communicator(world, rank, d)
         comm.holds_device = True
         world.devices[rank] = d
         world.comms[rank] = comm
         comms.append(comm)
-    runtime.ctx.device = saved
+    host_ctx().device = saved
     return comms
 
 
@@ -234,20 +218,17 @@ def get_comm(handle, api: str) -> Communicator:
     """Look a communicator up: NULL is ``HCCL_E_PTR``, unknown or destroyed ``HCCL_E_NOT_FOUND``."""
     if not handle:
         raise ptr(api, "comm is NULL")
-    comm = handles.comms.get(handle)
+    comm = _sim().handles.comms.get(handle)
     if comm is None:
         raise not_found(api, f"comm 0x{handle:x} is not a live communicator" if isinstance(handle, int)
                         else f"comm {handle!r} is not a communicator handle")
     return comm
 
 
-_buffer_lock = threading.Lock()
-
-
 def hccl_buffer(comm: Communicator, api: str):
     """The rank's HCCL buffer (allocated on first use, the same on every call)."""
     if comm.hccl_buffer is None:
-        with _buffer_lock:
+        with _sim().lock:
             if comm.hccl_buffer is None:
                 alloc = memory.alloc_device(comm.device, comm.buffer_size, owner="hccl")
                 if alloc is None:
@@ -270,17 +251,17 @@ def destroy(comm: Communicator, device_released: bool = False) -> None:
         memory.free_device(comm.hccl_buffer)
         comm.hccl_buffer = None
     comm.destroyed = True
-    handles.comms.remove(comm.handle)
+    _sim().handles.comms.remove(comm.handle)
     comm.world.comms.pop(comm.rank, None)
     if comm.holds_device and not device_released:
         comm.holds_device = False
-        runtime.close_device(comm.device)
+        _sim().runtime.close_device(comm.device)
 
 
 def _on_device_released(device_id: int) -> None:
-    for comm in handles.comms.values():
+    for comm in _sim().handles.comms.values():
         if comm.device == device_id:
             destroy(comm, device_released=True)
 
 
-runtime.finalize_hooks.append(_on_device_released)
+finalize_hooks.append(_on_device_released)

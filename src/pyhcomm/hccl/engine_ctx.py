@@ -7,9 +7,9 @@ handles, buffer addresses) to code running on an engine, e.g. an AI CPU kernel.
 Placement (models hcomm's ``hcomm_engine_ctx_c_adpt.cc``):
 
 * ``COMM_ENGINE_CPU``, ``COMM_ENGINE_CPU_TS``, ``COMM_ENGINE_CCU``: host memory with a real process
-  address (like ``aclrtMallocHost``), in :data:`pyhcomm.core.memory.host_map`;
+  address (like ``aclrtMallocHost``), in :data:`pyhcomm.sim.memory.host_map`;
 * ``COMM_ENGINE_AICPU``, ``COMM_ENGINE_AICPU_TS``, ``COMM_ENGINE_AIV``: device memory on the
-  communicator's device, in :data:`pyhcomm.core.memory.device_map`.
+  communicator's device, in :data:`pyhcomm.sim.memory.device_map`.
 
 Both are owned by HCCL (owner ``"engine_ctx"``): ``aclrtFree`` / ``aclrtFreeHost`` refuse them.
 ``HcclEngineCtxDestroy`` releases one; ``HcclCommDestroy`` releases the rest.
@@ -31,7 +31,8 @@ import threading
 
 import numpy as np
 
-from ..core import memory
+from ..sim import current_sim as _sim
+from ..sim import memory
 from ..enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
 from ..errors import HcclResult, hccl_error, not_found, para, ptr
 from . import comm as comm_mod
@@ -119,7 +120,7 @@ def _allocate(comm, engine: CommEngine, size: int, api: str) -> memory.Allocatio
                              f"cannot allocate {size} bytes of host memory: {exc}") from None
         alloc.owner = OWNER
         return alloc
-    used = sum(a.size for a in memory.device_map if a.device == comm.device)
+    used = sum(a.size for a in _sim().memory.device_map if a.device == comm.device)
     if used + size > DEVICE_CAPACITY:
         raise hccl_error(HcclResult.HCCL_E_MEMORY, api, f"{size} bytes do not fit in the "
                          f"{DEVICE_CAPACITY >> 30} GiB of device {comm.device} ({used} bytes in use)")
@@ -178,9 +179,9 @@ def _source_bytes(src, size: int, api: str) -> np.ndarray:
     if isinstance(src, bool):
         raise TypeError(f"{api}: srcCtx must be a host pointer (int) or bytes-like, not bool")
     if isinstance(src, int):
-        alloc = memory.host_map.find(src)
+        alloc = _sim().memory.host_map.find(src)
         if alloc is None:
-            if memory.device_map.find(src) is not None:
+            if _sim().memory.device_map.find(src) is not None:
                 raise para(api, f"srcCtx 0x{src:x} is device memory; the copy source must be host memory")
             raise para(api, f"srcCtx 0x{src:x} is not host memory known to pyhcomm (use aclrtMallocHost "
                             "or acl.util.numpy_to_ptr), or pass a bytes-like object")

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import threading
 
-from ..core import handles
-from ..core.notify import Notify
-from ..core.runtime import runtime
-from ..core.scheduler import scheduler
+from ..sim import current_sim as _sim
+from ..sim.notify import Notify
 from ..enums import HOST_ENGINES, CommEngine, ThreadResType
 from ..errors import not_found, not_support, para, ptr
 from . import comm as comm_mod
@@ -53,7 +51,7 @@ class HcommThread:
         self.exports = {}
         self.local_side = local_op_side(self.engine)
         self.last_dst = self.last_src = None   # allocations last resolved for this thread (fast path)
-        self.handle = handles.threads.add(self)
+        self.handle = _sim().handles.threads.add(self)
 
     @property
     def host_side(self) -> bool:
@@ -71,7 +69,7 @@ def local_op_side(engine: CommEngine):
     """The side from which local operations may use a thread of ``engine`` on the current product
     (None: from neither). The product cannot change while threads exist, so this is computed once.
     """
-    product = runtime.product
+    product = _sim().runtime.product
     if not product.hcomm:
         return None
     if product.device_side_only:
@@ -89,11 +87,11 @@ def check_engine(engine, api: str) -> CommEngine:
 
 
 def _allowed(table, engine: CommEngine, api: str) -> None:
-    family = runtime.product.family
+    family = _sim().runtime.product.family
     ok = table["*"] | table.get(family, set())
     if engine not in ok:
         names = ", ".join(sorted(e.name for e in ok))
-        raise not_support(api, f"engine {engine.name} is not supported on {runtime.product.name} "
+        raise not_support(api, f"engine {engine.name} is not supported on {_sim().runtime.product.name} "
                                f"(supported: {names})")
 
 
@@ -109,7 +107,7 @@ def _check_notify_num(comm, num, total, api: str) -> None:
 
 def _new_thread(comm, engine, stream, notify_num, owns_stream) -> HcommThread:
     t = HcommThread(comm, engine, stream, [], owns_stream)
-    counting = runtime.notify_counting
+    counting = _sim().runtime.notify_counting
     t.notifies = [Notify(f"rank {comm.rank} thread 0x{t.handle:x}", i, counting) for i in range(notify_num)]
     comm.threads.append(t)
     comm.notify_total += notify_num
@@ -125,7 +123,7 @@ def acquire(comm_handle, engine, thread_num, notify_num_per_thread) -> list[Hcom
     if not isinstance(thread_num, int) or not 0 < thread_num <= HCOMM_THREADNUM_MAX_NUM:
         raise para(api, f"threadNum {thread_num} is outside (0, {HCOMM_THREADNUM_MAX_NUM}]")
     _check_notify_num(comm, notify_num_per_thread, thread_num * max(0, notify_num_per_thread), api)
-    dev = runtime.devices[comm.device]
+    dev = _sim().runtime.devices[comm.device]
     out = []
     for _ in range(thread_num):
         stream = dev.new_stream(f"{engine.name} thread stream")
@@ -140,7 +138,7 @@ def acquire_with_stream(comm_handle, engine, stream_handle, notify_num) -> Hcomm
     engine = check_engine(engine, api)
     if not stream_handle:
         raise ptr(api, "stream is NULL")
-    stream = handles.streams.get(stream_handle)
+    stream = _sim().handles.streams.get(stream_handle)
     if stream is None:
         raise para(api, f"stream 0x{stream_handle:x} is not a live stream")
     if stream.device != comm.device:
@@ -155,7 +153,7 @@ def get_thread(handle, api: str, name: str = "thread") -> HcommThread:
     """Look a thread handle up: 0 is ``HCCL_E_PTR``, unknown ``HCCL_E_NOT_FOUND``."""
     if not handle:
         raise ptr(api, f"{name} is 0 (NULL)")
-    t = handles.threads.get(handle)
+    t = _sim().handles.threads.get(handle)
     if t is None:
         raise not_found(api, f"{name} 0x{handle:x} is not a live thread handle "
                              "(from HcclThreadAcquire / HcclThreadAcquireWithStream)"
@@ -167,13 +165,13 @@ def get_thread(handle, api: str, name: str = "thread") -> HcommThread:
 
 def release_comm_threads(comm) -> None:
     """Forget the threads of a destroyed communicator; library-owned streams go with them."""
-    dev = runtime.devices.get(comm.device)
+    dev = _sim().runtime.devices.get(comm.device)
     for t in comm.threads:
-        handles.threads.remove(t.handle)
+        _sim().handles.threads.remove(t.handle)
         if t.owns_stream and dev is not None and t.origin is None:
             dev.streams.pop(t.stream.handle, None)
-            handles.streams.remove(t.stream.handle)
-            scheduler.drop_stream(t.stream)
+            _sim().handles.streams.remove(t.stream.handle)
+            _sim().scheduler.drop_stream(t.stream)
     comm.threads.clear()
 
 
@@ -210,7 +208,7 @@ def export_one(thread: HcommThread, engine: CommEngine) -> HcommThread:
         return root
     with _export_lock:
         exported = root.exports.get(engine)
-        if exported is None or handles.threads.get(exported.handle) is not exported:
+        if exported is None or _sim().handles.threads.get(exported.handle) is not exported:
             exported = HcommThread(root.comm, engine, root.stream, root.notifies, False, origin=root)
             root.exports[engine] = exported
             root.comm.threads.append(exported)

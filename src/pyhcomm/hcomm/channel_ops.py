@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from ..backend import get_backend
-from ..core.runtime import runtime
-from ..core.scheduler import ABORTED, DONE_OK, TIMED_OUT, scheduler
-from ..core.task import Task, call_site
+from ..sim import current_sim as _sim
+from ..sim.runtime import host_ctx
+from ..sched import ABORTED, DONE_OK, TIMED_OUT
+from ..sim.task import Task, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine, HcommReduceOp
 from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para, ptr
 from ..hccl.channel import connected_peer, get_channel
@@ -34,8 +34,6 @@ from .launch import enqueue
 from .notify import NotifyRecordTask, NotifyWaitTask, _check_timeout, default_timeout
 from .reduce import check_dtype_op
 
-_backend = get_backend()
-_ctx = runtime.ctx
 P = CommProtocol
 UB_DATA = {P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBOE}
 
@@ -72,7 +70,7 @@ class HcommBatchTransferDesc:
 
 # -- shared checks -------------------------------------------------------------------------------
 def _side() -> str:
-    return "device" if _ctx.kernels else "host"
+    return "device" if host_ctx().kernels else "host"
 
 
 def _thread_and_channel(thread, channel, api):
@@ -83,16 +81,16 @@ def _thread_and_channel(thread, channel, api):
     if ch.comm is not t.comm:
         raise para(api, f"channel 0x{channel:x} belongs to rank {ch.comm.rank}, thread 0x{thread:x} to "
                         f"rank {t.rank}")
-    if ch.host_side != (not _ctx.kernels):
-        where = "inside a kernel" if _ctx.kernels else "from the host"
+    if ch.host_side != (not host_ctx().kernels):
+        where = "inside a kernel" if host_ctx().kernels else "from the host"
         raise not_support(api, f"channel 0x{channel:x} is a {ch.engine.name} channel: it cannot be used {where}")
-    peer = connected_peer(ch, api, wait=not _ctx.kernels)
+    peer = connected_peer(ch, api, wait=not host_ctx().kernels)
     return t, ch, peer
 
 
 def _data_protocol(ch, api):
-    if runtime.product.is_950 and ch.protocol not in UB_DATA:
-        raise not_support(api, f"on {runtime.product.name} this call needs a UBC_TP, UBC_CTP or UBOE channel, "
+    if _sim().runtime.product.is_950 and ch.protocol not in UB_DATA:
+        raise not_support(api, f"on {_sim().runtime.product.name} this call needs a UBC_TP, UBC_CTP or UBOE channel, "
                                f"not {ch.protocol.name}")
 
 
@@ -112,7 +110,7 @@ def remote_range(peer, addr, n, api, name):
 def _run_copy(api, d_alloc, d_off, s_alloc, s_off, n, notify=None):
     if d_alloc.storage is None or s_alloc.storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
-    _backend.copy(d_alloc.storage, d_off, s_alloc.storage, s_off, n)
+    _sim().backend.copy(d_alloc.storage, d_off, s_alloc.storage, s_off, n)
     if notify is not None:
         notify.record()
 
@@ -120,7 +118,7 @@ def _run_copy(api, d_alloc, d_off, s_alloc, s_off, n, notify=None):
 def _run_reduce(api, d_alloc, d_off, s_alloc, s_off, count, np_dtype, op, notify=None):
     if d_alloc.storage is None or s_alloc.storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
-    _backend.reduce(d_alloc.storage, d_off, s_alloc.storage, s_off, count, np_dtype, op)
+    _sim().backend.reduce(d_alloc.storage, d_off, s_alloc.storage, s_off, count, np_dtype, op)
     if notify is not None:
         notify.record()
 
@@ -141,7 +139,7 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
     v.nonnull(src, api, "src")
     dt = op = None
     if reduce is not None:
-        dt, op, _eng = check_dtype_op(reduce[0], reduce[1], bool(_ctx.kernels), api)
+        dt, op, _eng = check_dtype_op(reduce[0], reduce[1], bool(host_ctx().kernels), api)
     if now:
         t = None
         ch = get_channel(channel, api)
@@ -149,8 +147,8 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         peer = connected_peer(ch, api)
     else:
         t, ch, peer = _thread_and_channel(thread, channel, api)
-    if require_950 and not runtime.product.is_950:
-        raise not_support(api, f"not supported on {runtime.product.name} (Atlas 350 only)")
+    if require_950 and not _sim().runtime.product.is_950:
+        raise not_support(api, f"not supported on {_sim().runtime.product.name} (Atlas 350 only)")
     if reduce is None and not now:  # NBI calls are RoCE by definition (checked by _nbi_check)
         _data_protocol(ch, api)
     count = v.length(n, api, "count" if reduce is not None else "len")
@@ -215,7 +213,7 @@ def write_reduce_with_notify(thread, channel, dst, src, count, data_type, reduce
 # -- non-blocking (NBI) host calls, Atlas 350 COMM_ENGINE_CPU + RoCE ------------------------------------
 def _nbi_check(channel, api):
     ch = get_channel(channel, api)
-    if (not runtime.product.is_950 or _ctx.kernels or ch.engine != CommEngine.COMM_ENGINE_CPU
+    if (not _sim().runtime.product.is_950 or host_ctx().kernels or ch.engine != CommEngine.COMM_ENGINE_CPU
             or ch.protocol != P.COMM_PROTOCOL_ROCE):
         raise not_support(api, "non-blocking calls are supported on Atlas 350 only, from the host, on "
                                "COMM_ENGINE_CPU RoCE channels")
@@ -253,7 +251,7 @@ def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNot
     if not 0 <= local_notify_idx < len(ch.notifies):
         raise para(api, f"localNotifyIdx {local_notify_idx} is out of range: this channel end has "
                         f"{len(ch.notifies)} notifies")
-    timeout = default_timeout(_side()) if timeout is None else _check_timeout(timeout, api)
+    timeout = default_timeout(_side(), api) if timeout is None else _check_timeout(timeout, api)
     if timeout == 0 and ch.engine == CommEngine.COMM_ENGINE_CPU and ch.protocol == P.COMM_PROTOCOL_ROCE:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     enqueue(NotifyWaitTask("ChannelNotifyWait", t.stream, t.handle, t.rank, _side(), ch.notifies[local_notify_idx],
@@ -281,11 +279,11 @@ def notify_wait_now(channel, local_notify_idx, timeout):
     if timeout == 0:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     n = ch.notifies[local_notify_idx]
-    status = scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{channel:x})")
+    status = _sim().scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{channel:x})")
     if status == TIMED_OUT:
         raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"notify {local_notify_idx} was not recorded in {timeout} s")
     if status == ABORTED:
-        raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {scheduler.abort_reason}")
+        raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {_sim().scheduler.abort_reason}")
     if status != DONE_OK:
         raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"notify {local_notify_idx} of channel 0x{channel:x} can "
                                                          "never be recorded: every host thread is blocked")
@@ -296,12 +294,12 @@ def notify_wait_now(channel, local_notify_idx, timeout):
 def channel_fence_on_thread(thread, channel):
     """``HcommChannelFenceOnThread``: tasks of a thread already run in order, so nothing to add."""
     api = "HcommChannelFenceOnThread"
-    if runtime.product.is_950:
+    if _sim().runtime.product.is_950:
         get_channel(channel, api)
         return
     t, ch, _ = _thread_and_channel(thread, channel, api)
-    if not _ctx.kernels:
-        raise not_support(api, f"not supported from the host on {runtime.product.name}")
+    if not host_ctx().kernels:
+        raise not_support(api, f"not supported from the host on {_sim().runtime.product.name}")
 
 
 def channel_fence(channel):
@@ -313,12 +311,13 @@ def channel_drain(thread, channel):
     """``HcommChannelDrainOnThread``: block until the thread's submitted tasks ran (device side)."""
     api = "HcommChannelDrainOnThread"
     t, ch, _ = _thread_and_channel(thread, channel, api)
-    if not _ctx.kernels:
+    if not host_ctx().kernels:
         raise not_support(api, "supported on the device side only")
     st = t.stream
-    if st is _ctx.kernels[-1].stream:
+    if st is host_ctx().kernels[-1].stream:
         raise para(api, "the thread runs on the stream of the calling kernel: it can never drain")
-    scheduler.run_until(lambda: st.idle or st.error is not None, None, f"{api}(thread 0x{thread:x})")
+    _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None, f"{api}(thread 0x{thread:x})",
+                               (st,))
 
 
 # -- batch transfer -----------------------------------------------------------------------------------
@@ -331,16 +330,16 @@ def batch_transfer(thread, channel, descs, num):
         raise para(api, f"transferDescNum {num} must be greater than 0")
     if len(descs) < num:
         raise para(api, f"transferDescNum {num} but only {len(descs)} descriptors")
-    if not _ctx.kernels:
+    if not host_ctx().kernels:
         raise not_support(api, "the host implementation does not support batch transfers")
     t, ch, _ = _thread_and_channel(thread, channel, api)
-    if not runtime.product.is_950:
+    if not _sim().runtime.product.is_950:
         if ch.protocol != P.COMM_PROTOCOL_ROCE:
-            raise not_support(api, f"on {runtime.product.name} batch transfers need a RoCE channel")
+            raise not_support(api, f"on {_sim().runtime.product.name} batch transfers need a RoCE channel")
         bad = [i for i, d in enumerate(descs[:num]) if d.transType not in (T.HCOMM_TRANSFER_TYPE_WRITE,
                                                                            T.HCOMM_TRANSFER_TYPE_READ)]
         if bad:
-            raise not_support(api, f"on {runtime.product.name} only WRITE and READ descriptors are supported "
+            raise not_support(api, f"on {_sim().runtime.product.name} only WRITE and READ descriptors are supported "
                                    f"(descriptor {bad[0]})")
     tasks = []  # validate every descriptor first, then issue them all
     for i, d in enumerate(descs[:num]):

@@ -13,7 +13,7 @@ pyhcomm's model:
   (a synchronize, ``HcommThreadJoin``) lets other kernels run before it ends. A communicator held
   by an unfinished kernel is therefore refused, never waited for (waiting could only deadlock).
 * A kernel that ends (returns or fails) still holding locks releases them and logs a warning
-  (hook in :data:`pyhcomm.core.kernel.end_hooks`). ``HcclCommDestroy`` drops the lock too.
+  (hook in :data:`pyhcomm.sim.kernel.end_hooks`). ``HcclCommDestroy`` drops the lock too.
 
 Error codes (documented: ``commId`` NULL or unknown is ``HCCL_E_PTR``; pyhcomm's choices for the
 rest):
@@ -26,11 +26,9 @@ rest):
 """
 from __future__ import annotations
 
-import threading
-
-from ..core import handles
-from ..core import kernel as kernel_mod
-from ..core.kernel import current_kernel
+from ..sim import current_sim as _sim
+from ..sim import kernel as kernel_mod
+from ..sim.kernel import current_kernel
 from ..enums import COMM_NAME_MAX_LENGTH
 from ..errors import HcclResult, hccl_error, log, not_support, para, ptr
 from ..hccl import comm as comm_mod
@@ -38,8 +36,9 @@ from .validate import product_supports_hcomm
 
 __all__ = ["acquire_comm", "release_comm", "holder", "release_kernel_locks"]
 
-_lock = threading.Lock()
-_holders: dict = {}     # Communicator -> KernelContext holding it
+def _holders() -> dict:
+    """Communicator -> the KernelContext holding it (the Sim's table)."""
+    return _sim().comm_holders
 
 
 def _kernel(api: str):
@@ -63,7 +62,7 @@ def _comm_name(comm_id, api: str) -> str:
 def _find(name: str, device: int, api: str):
     """The live communicator called ``name`` on ``device``; ``HCCL_E_PTR`` when there is none."""
     others = []
-    for c in handles.comms.values():
+    for c in _sim().handles.comms.values():
         if c.destroyed or c.name[:COMM_NAME_MAX_LENGTH - 1] != name:
             continue
         if c.device == device:
@@ -89,8 +88,8 @@ def acquire_comm(comm_id) -> None:
     """
     api = "HcommAcquireComm"
     kctx, comm = _lookup(comm_id, api)
-    with _lock:
-        owner = _holders.get(comm)
+    with _sim().lock:
+        owner = _holders().get(comm)
         if owner is kctx:
             raise para(api, f"kernel {kctx.name} already holds {comm.name} (rank {comm.rank}); "
                             "HcommAcquireComm and HcommReleaseComm must be paired")
@@ -98,7 +97,7 @@ def acquire_comm(comm_id) -> None:
             raise hccl_error(HcclResult.HCCL_E_UNAVAIL, api,
                              f"{comm.name} (rank {comm.rank}) is held by kernel {owner.name}, which has not "
                              f"finished (on stream 0x{owner.stream.handle:x})")
-        _holders[comm] = kctx
+        _holders()[comm] = kctx
         kctx.locked.append(comm)
 
 
@@ -112,30 +111,30 @@ def release_comm(comm_id) -> None:
     """
     api = "HcommReleaseComm"
     kctx, comm = _lookup(comm_id, api)
-    with _lock:
-        owner = _holders.get(comm)
+    with _sim().lock:
+        owner = _holders().get(comm)
         if owner is not kctx:
             who = "no kernel" if owner is None else f"kernel {owner.name}"
             raise para(api, f"kernel {kctx.name} does not hold {comm.name} (rank {comm.rank}; held by {who}); "
                             "call HcommAcquireComm first")
-        del _holders[comm]
+        del _holders()[comm]
         if comm in kctx.locked:
             kctx.locked.remove(comm)
 
 
 def holder(comm):
     """The KernelContext holding ``comm`` (a Communicator), or None."""
-    return _holders.get(comm)
+    return _holders().get(comm)
 
 
 def release_kernel_locks(kctx) -> None:
     """Kernel end: release what the kernel still holds, with a warning (registered in end_hooks)."""
     if not kctx.locked:
         return
-    with _lock:
-        leaked = [c for c in kctx.locked if _holders.get(c) is kctx]
+    with _sim().lock:
+        leaked = [c for c in kctx.locked if _holders().get(c) is kctx]
         for c in leaked:
-            del _holders[c]
+            del _holders()[c]
         kctx.locked.clear()
     for c in leaked:
         log.warning("AI CPU kernel %s ended still holding %s (rank %d): released it; call HcommReleaseComm "
@@ -143,8 +142,8 @@ def release_kernel_locks(kctx) -> None:
 
 
 def _on_comm_destroyed(comm) -> None:
-    with _lock:
-        _holders.pop(comm, None)
+    with _sim().lock:
+        _holders().pop(comm, None)
 
 
 kernel_mod.end_hooks.append(release_kernel_locks)

@@ -10,18 +10,12 @@ with its batch still open fails with ``ACL_ERROR_RT_AICPU_EXCEPTION``. Atlas 350
 """
 from __future__ import annotations
 
-import threading
-
-from ..core.runtime import runtime
-from ..core.scheduler import scheduler
-from ..core.task import SKIPPED, call_site
+from ..sim import current_sim as _sim
+from ..sim.runtime import host_ctx
+from ..sim.task import SKIPPED, call_site
 from ..enums import HCCL_RES_TAG_MAX_LEN
 from ..errors import not_support, para
 
-_ctx = runtime.ctx
-_submit = scheduler.submit
-_open_lock = threading.Lock()
-open_batches: set = set()   # every batch not yet ended (hang reports look inside them)
 
 
 class Batch:
@@ -37,24 +31,23 @@ class Batch:
     def abandon(self) -> None:
         for t in self.tasks:
             t.state = SKIPPED
-        with _open_lock:
-            open_batches.discard(self)
+        _sim().open_batches.discard(self)
 
 
 def require_eager_ok(api: str) -> None:
     """Refuse device-side eager issue on products that must use batch mode (Atlas A2/A3)."""
-    if _ctx.kernels and not runtime.product.is_950:
-        raise not_support(api, f"on {runtime.product.name} device-side primitives must be issued between "
+    if host_ctx().kernels and not _sim().runtime.product.is_950:
+        raise not_support(api, f"on {_sim().runtime.product.name} device-side primitives must be issued between "
                                "HcommBatchModeStart and HcommBatchModeEnd")
 
 
 def enqueue(task, api: str | None = None) -> None:
     """Launch ``task`` now, or keep it in the open batch."""
-    batch = _ctx.batch
+    batch = host_ctx().batch
     if batch is None:
-        if _ctx.kernels:
+        if host_ctx().kernels:
             require_eager_ok(api or task.kind)
-        _submit(task)
+        _sim().scheduler.submit(task)
     else:
         batch.tasks.append(task)
 
@@ -73,33 +66,31 @@ def batch_start(tag) -> None:
     """``HcommBatchModeStart``: keep this OS thread's tasks until ``batch_end``."""
     api = "HcommBatchModeStart"
     tag = _check_tag(tag, api)
-    if _ctx.batch is not None:
-        raise para(api, f"batch {_ctx.batch.tag!r} is already open on this thread (started at "
-                        f"{_where(_ctx.batch.site)}); call HcommBatchModeEnd first")
+    if host_ctx().batch is not None:
+        raise para(api, f"batch {host_ctx().batch.tag!r} is already open on this thread (started at "
+                        f"{_where(host_ctx().batch.site)}); call HcommBatchModeEnd first")
     batch = Batch(tag, call_site())
-    _ctx.batch = batch
-    with _open_lock:
-        open_batches.add(batch)
+    host_ctx().batch = batch
+    _sim().open_batches.add(batch)  # hang reports look inside the batches not yet ended
 
 
 def batch_end(tag) -> None:
     """``HcommBatchModeEnd``: launch the batch's tasks in issue order."""
     api = "HcommBatchModeEnd"
     tag = _check_tag(tag, api)
-    batch = _ctx.batch
+    batch = host_ctx().batch
     if batch is None:
         raise para(api, "no batch is open on this thread (HcommBatchModeStart was not called)")
     if batch.tag != tag:
         raise para(api, f"batchTag {tag!r} does not match the open batch {batch.tag!r}")
-    _ctx.batch = None
-    with _open_lock:
-        open_batches.discard(batch)
+    host_ctx().batch = None
+    _sim().open_batches.discard(batch)
     for task in batch.tasks:
-        _submit(task)
+        _sim().scheduler.submit(task)
 
 
 def _where(site) -> str:
-    from ..core.task import site_location
+    from ..sim.task import site_location
     if not site:
         return "<unknown>"
     f, line = site_location(site)

@@ -10,12 +10,10 @@ and the task fails the stream instead of touching freed memory.
 """
 from __future__ import annotations
 
-from ..backend import get_backend
+from ..sim import current_sim as _sim
+from ..sim.runtime import host_ctx
 from ..backend.cpu import SMALL_COPY
-from ..core import handles
-from ..core.runtime import runtime
-from ..core.scheduler import scheduler
-from ..core.task import PENDING, SiteTask
+from ..sim.task import PENDING, SiteTask
 from ..errors import HcclResult, HcclRuntimeError
 from ..hccl.thread import get_thread
 from . import validate as v
@@ -23,10 +21,6 @@ from .launch import enqueue
 from .validate import UINT64_MAX
 
 API = "HcommLocalCopyOnThread"
-_backend = get_backend()
-_threads = handles.threads._objs
-_ctx = runtime.ctx
-_submit = scheduler.submit
 
 
 class LocalCopyTask(SiteTask):
@@ -66,7 +60,7 @@ class LocalCopyTask(SiteTask):
             a, b = self.dst_off, self.src_off
             dm[a:a + n] = sm[b:b + n]
         else:
-            _backend.copy(dst, self.dst_off, src, self.src_off, n)
+            _sim().backend.copy(dst, self.dst_off, src, self.src_off, n)
 
 
 def local_copy(thread: int, dst: int, src: int, n: int) -> None:
@@ -84,10 +78,10 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
         v.nonnull(dst, API, "dst")
     if not src or type(src) is not int:
         v.nonnull(src, API, "src")
-    t = _threads.get(thread) if thread else None
+    t = _sim().handles.threads._objs.get(thread) if thread else None
     if t is None or t.stream.destroyed:
         t = get_thread(thread, API)
-    side = "device" if _ctx.kernels else "host"
+    side = "device" if host_ctx().kernels else "host"
     if t.local_side != side:
         v.product_supports_hcomm(API)
         v.thread_side(t, API)
@@ -102,7 +96,7 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
     if dst != src and dst < src + n and src < dst + n:
         v.no_partial_overlap(dst, src, n, API)
     task = LocalCopyTask(t, side, d, dst - d.addr, s, src - s.addr, n)
-    if side == "host" and _ctx.batch is None:
-        _submit(task)
+    if side == "host" and host_ctx().batch is None:
+        _sim().scheduler.submit(task)
     else:
         enqueue(task, API)

@@ -2,7 +2,7 @@
 
 ``HcommThreadNotifyRecordOnThread(t, d, k)`` enqueues on ``t`` a record of notify ``k`` of thread
 ``d``; ``HcommThreadNotifyWaitOnThread(d, k, timeout)`` enqueues on ``d`` a wait for its own notify
-``k``. Notifies are 1-bit registers (:mod:`pyhcomm.core.notify`). The same tasks serve the
+``k``. Notifies are 1-bit registers (:mod:`pyhcomm.sim.notify`). The same tasks serve the
 runtime notifies addressed by id (``HcommAclrtNotify*OnThread``, ``aclrtRecordNotify``).
 
 Timeouts are seconds, 0 = wait forever. The default timeout of the ``*WithDefaultTimeout`` waits
@@ -17,10 +17,10 @@ records and waits from a CPU_TS thread), unlike the local copy.
 from __future__ import annotations
 
 import math
-import os
 
-from ..core.runtime import runtime
-from ..core.task import PENDING, SiteTask
+from ..sim import current_sim as _sim
+from ..sim.runtime import host_ctx
+from ..sim.task import PENDING, SiteTask
 from ..errors import para, ptr
 from ..hccl.thread import get_thread
 from . import validate as v
@@ -30,7 +30,6 @@ NOTIFY_WAIT_TIMEOUT_DEFAULT = 1836
 NOTIFY_WAIT_TIMEOUT_OFFSET = 27
 UINT32_MAX = (1 << 32) - 1
 ENV_EXEC_TIMEOUT = "HCCL_EXEC_TIMEOUT"
-_ctx = runtime.ctx
 
 
 class NotifyRecordTask(SiteTask):
@@ -102,7 +101,7 @@ def _issuer(thread_handle, api: str):
     t = get_thread(thread_handle, api)
     v.product_supports_hcomm(api)
     v.engine_side(t, api)
-    return t, "device" if _ctx.kernels else "host"
+    return t, "device" if host_ctx().kernels else "host"
 
 
 def record(thread, dst_thread, dst_notify_idx) -> None:
@@ -118,15 +117,15 @@ def record(thread, dst_thread, dst_notify_idx) -> None:
                              (d.handle, dst_notify_idx)), api)
 
 
-def default_timeout(side: str) -> float:
-    """The timeout of a ``*WithDefaultTimeout`` wait issued now from ``side``."""
-    if _ctx.wait_timeout is not None:
-        return _ctx.wait_timeout
-    raw = os.environ.get(ENV_EXEC_TIMEOUT)
-    try:
-        base = int(raw) if raw is not None else NOTIFY_WAIT_TIMEOUT_DEFAULT
-    except ValueError:
-        base = NOTIFY_WAIT_TIMEOUT_DEFAULT
+def default_timeout(side: str, api: str = "notify wait") -> float:
+    """The timeout of a ``*WithDefaultTimeout`` wait issued now from ``side`` (``HCCL_E_PARA`` from
+    ``api`` when ``HCCL_EXEC_TIMEOUT`` does not parse)."""
+    ctx = host_ctx()
+    if ctx.wait_timeout is not None:
+        return ctx.wait_timeout
+    cfg = _sim().config
+    cfg.check(ENV_EXEC_TIMEOUT, api)
+    base = cfg.exec_timeout
     if base <= 0:
         return 0  # 0 = never time out
     return base + (NOTIFY_WAIT_TIMEOUT_OFFSET if side == "host" else 0)
@@ -137,7 +136,7 @@ def wait(thread, notify_idx, timeout, api="HcommThreadNotifyWaitOnThread") -> No
     t, side = _issuer(thread, api)
     notify = _notify_index(t, notify_idx, api, "notifyIdx")
     if timeout is None:
-        timeout = default_timeout(side)
+        timeout = default_timeout(side, api)
     else:
         _check_timeout(timeout, api)
     enqueue(NotifyWaitTask("ThreadNotifyWait", t.stream, t.handle, t.rank, side, notify,
@@ -159,13 +158,13 @@ def _float_seconds(value, api: str) -> int:
 
 def set_wait_timeout(value) -> None:
     """``HcommSetNotifyWaitTimeOut``: the default wait timeout of this OS thread (or kernel)."""
-    _ctx.wait_timeout = _float_seconds(value, "HcommSetNotifyWaitTimeOut")
+    host_ctx().wait_timeout = _float_seconds(value, "HcommSetNotifyWaitTimeOut")
 
 
 def thread_res_acquire_timeout(value) -> None:
     """``HcommThreadResAcquireTimeOut``: device side only (queues never fill here: accepted, unused)."""
     api = "HcommThreadResAcquireTimeOut"
-    if not _ctx.kernels:
+    if not host_ctx().kernels:
         from ..errors import not_support
         raise not_support(api, "supported on the device side only (inside an AI CPU kernel)")
     _float_seconds(value, api)
@@ -174,11 +173,11 @@ def thread_res_acquire_timeout(value) -> None:
 def _runtime_notify(notify_id, t, api: str):
     from ..aclrt.notify import by_id
     from ..errors import not_support
-    if runtime.product.is_950:
-        raise not_support(api, f"runtime notifies are not supported on {runtime.product.name}")
+    if _sim().runtime.product.is_950:
+        raise not_support(api, f"runtime notifies are not supported on {_sim().runtime.product.name}")
     if isinstance(notify_id, bool) or not isinstance(notify_id, int):
         raise TypeError(f"{api}: notify id must be an int, not {type(notify_id).__name__}")
-    n = by_id.get(notify_id)
+    n = by_id(notify_id)
     if n is None:
         raise para(api, f"no runtime notify has id {notify_id} (aclrtCreateNotify + aclrtGetNotifyId)")
     if n.device != t.device:

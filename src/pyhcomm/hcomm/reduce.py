@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import get_backend
-from ..core.runtime import on_device_side, runtime
-from ..core.task import Task, call_site
+from ..sim import current_sim as _sim
+from ..sim.runtime import on_device_side
+from ..sim.task import Task, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, HcommDataType, HcommReduceOp
 from ..errors import HcclResult, HcclRuntimeError, not_support, para
 from ..hccl.thread import get_thread
@@ -48,7 +48,6 @@ from . import validate as v
 from .launch import enqueue
 
 API = "HcommLocalReduceOnThread"
-_backend = get_backend()
 
 _D = HcommDataType
 _O = HcommReduceOp
@@ -98,18 +97,18 @@ def check_dtype_op(data_type, reduce_op, device_side: bool | None = None, api: s
     op = _int_arg(reduce_op, "reduceOp", HcommReduceOp, api)
     if device_side is None:
         device_side = on_device_side()
-    if device_side and runtime.product.is_950:
+    if device_side and _sim().runtime.product.is_950:
         if dt not in MAPPED_950_DTYPES:
-            raise para(api, f"dataType {dt} is not an HcommDataType the {runtime.product.name} path maps")
+            raise para(api, f"dataType {dt} is not an HcommDataType the {_sim().runtime.product.name} path maps")
         if op not in OPS_950:
-            raise para(api, f"reduceOp {op} is not an HcommReduceOp the {runtime.product.name} path maps "
+            raise para(api, f"reduceOp {op} is not an HcommReduceOp the {_sim().runtime.product.name} path maps "
                             "(SUM 0, PROD 1, MAX 2, MIN 3)")
         if dt not in DTYPES_950:
-            raise not_support(api, f"dataType {_name(_D, dt)} cannot be reduced on {runtime.product.name} "
+            raise not_support(api, f"dataType {_name(_D, dt)} cannot be reduced on {_sim().runtime.product.name} "
                                    f"(supported: {_names(_D, DTYPES_950)})")
         engine = "sdma" if dt in SDMA_950_DTYPES and op in SDMA_950_OPS else "aicpu"
         return _D(dt), _O(op), engine
-    path = "the host path" if not device_side else f"the {runtime.product.name} device path"
+    path = "the host path" if not device_side else f"the {_sim().runtime.product.name} device path"
     if dt not in HOST_DTYPES:
         raise para(api, f"dataType {_name(_D, dt)} is not supported on {path} "
                         f"(supported: {_names(_D, HOST_DTYPES)})")
@@ -128,7 +127,7 @@ def _run_reduce(dst_alloc, dst_off, src_alloc, src_off, count, np_dtype, op):
     if dst is None or src is None:
         which = "dst" if dst is None else "src"
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, API, f"{which} memory was freed before the reduce ran")
-    _backend.reduce(dst, dst_off, src, src_off, count, np_dtype, op)
+    _sim().backend.reduce(dst, dst_off, src, src_off, count, np_dtype, op)
 
 
 def local_reduce(thread: int, dst: int, src: int, count: int, data_type: int, reduce_op: int) -> None:

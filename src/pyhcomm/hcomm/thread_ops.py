@@ -1,14 +1,14 @@
 """Thread-level calls that are not tasks: ``HcommThreadJoin`` and ``HcommFenceOnThread``."""
 from __future__ import annotations
 
-from ..core.runtime import runtime
-from ..core.scheduler import TIMED_OUT, scheduler
+from ..sim import current_sim as _sim
+from ..sim.runtime import host_ctx
+from ..sched import TIMED_OUT
 from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error, not_support, para
 from ..hccl.thread import get_thread
 from .notify import _check_timeout
 
-_ctx = runtime.ctx
 
 
 def thread_join(thread, timeout) -> None:
@@ -20,17 +20,18 @@ def thread_join(thread, timeout) -> None:
     """
     api = "HcommThreadJoin"
     t = get_thread(thread, api)
-    product = runtime.product
+    product = _sim().runtime.product
     if not product.is_950:
         raise not_support(api, f"supported on Atlas 350 only, not on {product.name}")
-    if not _ctx.kernels:
+    if not host_ctx().kernels:
         raise not_support(api, "supported on the device side only (inside an AI CPU kernel)")
     _check_timeout(timeout, api)
     st = t.stream
-    if st is _ctx.kernels[-1].stream:
+    if st is host_ctx().kernels[-1].stream:
         raise para(api, f"thread 0x{thread:x} runs on the stream of the calling kernel: it can never be idle")
-    status = scheduler.run_until(lambda: st.idle or st.error is not None, timeout or None,
-                                 f"{api}(thread 0x{thread:x}) in kernel {_ctx.kernels[-1].name}")
+    status = _sim().scheduler.run_until(lambda: st.idle or st.error is not None, timeout or None,
+                                        f"{api}(thread 0x{thread:x}) in kernel {host_ctx().kernels[-1].name}",
+                                        (st,))
     if status == TIMED_OUT:
         raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
                          f"thread 0x{thread:x} still had {len(st.queue)} task(s) after {timeout} s")
@@ -44,7 +45,7 @@ def fence(thread) -> None:
     returns at once."""
     api = "HcommFenceOnThread"
     t = get_thread(thread, api)
-    if _ctx.kernels or t.engine != CommEngine.COMM_ENGINE_CPU:
+    if host_ctx().kernels or t.engine != CommEngine.COMM_ENGINE_CPU:
         raise not_support(api, "supported for COMM_ENGINE_CPU threads on the host only "
                                f"(thread 0x{thread:x} is {t.engine.name}"
-                               + (", called inside a kernel)" if _ctx.kernels else ")"))
+                               + (", called inside a kernel)" if host_ctx().kernels else ")"))

@@ -1,8 +1,9 @@
 """Argument checks shared by every data-plane primitive (validate first, then act)."""
 from __future__ import annotations
 
-from ..core import memory
-from ..core.runtime import on_device_side, runtime
+from ..sim import current_sim as _sim
+from ..sim import memory
+from ..sim.runtime import on_device_side
 from ..enums import CommEngine
 from ..errors import not_support, para, ptr
 
@@ -29,7 +30,7 @@ def length(value, api: str, name: str = "len") -> int:
 
 def product_supports_hcomm(api: str) -> None:
     """``HCCL_E_NOT_SUPPORT`` on products outside the seed's support table."""
-    product = runtime.product
+    product = _sim().runtime.product
     if not product.hcomm:
         raise not_support(api, f"not supported on {product.name}: {product.why_not}")
 
@@ -37,7 +38,7 @@ def product_supports_hcomm(api: str) -> None:
 def thread_side(thread, api: str) -> None:
     """Check that ``thread`` is used from its side, and the Atlas 350 device-side-only rule."""
     device_side = on_device_side()
-    product = runtime.product
+    product = _sim().runtime.product
     if product.device_side_only:
         if not device_side:
             raise not_support(api, f"on {product.name} this call is supported only on the device side "
@@ -65,7 +66,7 @@ def device_range(addr: int, n: int, device: int, api: str, name: str):
 
     The range must lie wholly inside one live device allocation of ``device``.
     """
-    alloc = memory.device_map.find(addr)
+    alloc = _sim().memory.device_map.find(addr)
     if alloc is None:
         raise para(api, f"{name} {memory.describe_address(addr)}")
     if alloc.device != device:

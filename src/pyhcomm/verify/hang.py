@@ -7,6 +7,8 @@ edges to print a wait-for cycle when there is one.
 """
 from __future__ import annotations
 
+from ..sim import current_sim as _sim
+
 
 def _label(task) -> str:
     who = f"rank {task.rank} " if task.rank is not None else ""
@@ -21,15 +23,14 @@ def _what(task) -> str:
 
 def _recorders(notify):
     """Queued or batched records of ``notify``: ``(task, stream head or None, batch or None)``."""
-    from ..core.scheduler import scheduler
-    from ..hcomm.launch import open_batches
+    sim = _sim()
     out = []
-    for stream in list(scheduler.active):
+    for stream in list(sim.scheduler.active):
         queue = list(stream.queue)
         for task in queue:
             if getattr(task, "notify", None) is notify and not task.waits:
                 out.append((task, queue[0], None))
-    for batch in list(open_batches):
+    for batch in list(sim.open_batches):
         for task in batch.tasks:
             if getattr(task, "notify", None) is notify and not task.waits:
                 out.append((task, None, batch))
@@ -91,7 +92,7 @@ def explain_deadlock(heads, scheduler) -> str:
             printed |= {id(t) for t in cyc}
             steps = [f"{_label(t)} waits for {_what(t)} at {t.where}" for t in cyc]
             lines.append("  wait-for cycle: " + " -> ".join(steps) + f" -> back to {_label(cyc[0])}")
-    hosts = [what for what in list(scheduler.blocked_calls.values()) if what]  # changed without the lock
+    hosts = [what for what in list(_sim().scheduler.blocked_calls.values()) if what]  # changed without the lock
     if hosts:
         lines.append("  host threads blocked in: " + "; ".join(hosts))
     return "\n".join(lines)

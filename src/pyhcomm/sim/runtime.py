@@ -1,21 +1,18 @@
 """Runtime state: the selected product, the simulated devices, and each OS thread's context.
 
 Models CANN's process-level runtime: ``aclrtSetDevice`` opens a device (reference counted per
-process) and makes it current for the calling OS thread; ``aclrtResetDevice`` drops one reference
+process) and makes it current for the calling host program; ``aclrtResetDevice`` drops one reference
 and, at zero, releases the device's streams and memory. Code running inside an AI CPU kernel is
 "device side" (:func:`on_device_side`).
 """
 from __future__ import annotations
 
-import os
+import contextvars
 import threading
 
-from ..products import Product, find_product, product_from_env
-from . import memory
-from .scheduler import scheduler
+from ..products import DEFAULT_PRODUCT, Product, find_product
+from . import current_sim, memory
 from .stream import Stream
-
-ENV_DEVICE_COUNT = "PYHCOMM_DEVICE_COUNT"
 
 
 class Device:
@@ -37,34 +34,63 @@ class Device:
         return f"<Device {self.id} {self.product.name}>"
 
 
-class _ThreadContext(threading.local):
-    def __init__(self):
+class HostContext:
+    """What one host program (an OS thread, a rank's greenlet) or one AI CPU kernel has of its own:
+    its current device, the kernel it runs in (device side when set), its open HCOMM batch, its
+    ``HcommSetNotifyWaitTimeOut`` and its most recent acl error message."""
+
+    __slots__ = ("sim", "device", "kernels", "batch", "wait_timeout", "recent_error")
+
+    def __init__(self, sim):
+        self.sim = sim
         self.device: int | None = None
-        self.kernels: list = []      # stack of running kernel launches (device side when non-empty)
-        self.batch = None            # the open HCOMM batch of this OS thread (or of the running kernel)
-        self.wait_timeout = None     # HcommSetNotifyWaitTimeOut of this OS thread (seconds)
+        self.kernels: list = []      # the running kernel launch (device side when non-empty)
+        self.batch = None            # the open HCOMM batch
+        self.wait_timeout = None     # HcommSetNotifyWaitTimeOut (seconds)
+        self.recent_error = ""       # aclGetRecentErrMsg
+
+
+_host_var: contextvars.ContextVar = contextvars.ContextVar("pyhcomm_host")
+
+
+def host_ctx() -> HostContext:
+    """The calling host program's (or kernel's) context in the current Sim; created on first use."""
+    c = _host_var.get(None)
+    if c is None or c.sim is not current_sim():
+        c = HostContext(current_sim())
+        _host_var.set(c)
+    return c
+
+
+def set_host_ctx(c: HostContext) -> None:
+    """Install ``c`` as the calling context's host context (a kernel actor's own)."""
+    _host_var.set(c)
+
+
+#: Called with ``(device id)`` when a device is released (every module that keeps per-device
+#: objects registers its cleanup once, at import; the objects themselves live in the Sim).
+finalize_hooks: list = []
 
 
 class Runtime:
-    """The process-wide runtime (one instance, :data:`runtime`)."""
+    """The runtime of one Sim: product, visible devices, open devices."""
 
-    def __init__(self):
+    def __init__(self, sim, product=None, chosen: bool = False):
+        self.sim = sim
         self.lock = threading.RLock()
         self.initialized = False
-        self.product: Product = product_from_env()
-        self.product_chosen = False     # True once set_product() was called by the user
-        self.device_count = self._count_from_env(self.product)
+        cfg = sim.config
+        self.product: Product = find_product(product or cfg.product or DEFAULT_PRODUCT)
+        self.product_chosen = chosen    # True once set_product() was called by the user
+        self.device_count = self._default_count(self.product)
         self.devices: dict[int, Device] = {}
-        self.ctx = _ThreadContext()
-        self.finalize_hooks: list = []
         #: Notifies created from now on count records instead of coalescing them (an option; the
         #: hardware's 1-bit behaviour is the default). ``PYHCOMM_NOTIFY_COUNTING=1`` sets it.
-        self.notify_counting = os.environ.get("PYHCOMM_NOTIFY_COUNTING", "0") not in ("", "0")
+        self.notify_counting = cfg.notify_counting
 
-    @staticmethod
-    def _count_from_env(product: Product) -> int:
-        env = os.environ.get(ENV_DEVICE_COUNT)
-        return max(1, int(env)) if env else max(product.devices_per_server, 16)
+    def _default_count(self, product: Product) -> int:
+        n = self.sim.config.device_count
+        return n if n else max(product.devices_per_server, 16)
 
     # -- product -------------------------------------------------------------------------------
     def set_product(self, name, device_count: int | None = None, chosen: bool = True) -> Product:
@@ -77,7 +103,7 @@ class Runtime:
                     "(reset them, or call aclFinalize, first)")
             self.product = product
             self.product_chosen = self.product_chosen or chosen
-            self.device_count = device_count or self._count_from_env(product)
+            self.device_count = device_count or self._default_count(product)
         return product
 
     # -- devices -------------------------------------------------------------------------------
@@ -87,8 +113,8 @@ class Runtime:
             if dev is None:
                 dev = self.devices[device_id] = Device(device_id, self.product)
             dev.refcount += 1
-        self.ctx.device = device_id
-        scheduler.register_host()
+        host_ctx().device = device_id
+        self.sim.scheduler.register_host()
         return dev
 
     def close_device(self, device_id: int) -> bool:
@@ -101,22 +127,23 @@ class Runtime:
             released = dev.refcount <= 0
             if released:
                 self._release(dev)
-        if released and self.ctx.device == device_id:
-            self.ctx.device = None
+        ctx = host_ctx()
+        if released and ctx.device == device_id:
+            ctx.device = None
         return True
 
     def _release(self, dev: Device) -> None:
-        from .handles import streams as stream_handles
+        stream_handles = self.sim.handles.streams
         for s in dev.streams.values():
-            scheduler.drop_stream(s)
+            self.sim.scheduler.drop_stream(s)
             stream_handles.remove(s.handle)
-        for hook in list(self.finalize_hooks):
+        for hook in list(finalize_hooks):
             hook(dev.id)
         memory.release_device_memory(dev.id)
         del self.devices[dev.id]
 
     def current_device(self) -> Device | None:
-        d = self.ctx.device
+        d = host_ctx().device
         return None if d is None else self.devices.get(d)
 
     def reset(self) -> None:
@@ -126,13 +153,10 @@ class Runtime:
                 dev.refcount = 0
                 self._release(dev)
             self.initialized = False
-        scheduler.reset()
-        self.ctx.device = None
-
-
-runtime = Runtime()
+        self.sim.scheduler.reset()
+        host_ctx().device = None
 
 
 def on_device_side() -> bool:
-    """True while the calling OS thread runs an AI CPU kernel."""
-    return bool(runtime.ctx.kernels)
+    """True while the caller runs inside an AI CPU kernel."""
+    return bool(host_ctx().kernels)

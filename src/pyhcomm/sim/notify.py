@@ -7,16 +7,15 @@ option, off by default) makes a notify count records instead, so that none is lo
 from __future__ import annotations
 
 
-def on_record(stream) -> None:
-    """Set by the scheduler: told which stream a record may unblock."""
-
-
 class Notify:
     """One notify register. ``owner`` describes who waits on it (for hang reports)."""
 
-    __slots__ = ("value", "counting", "owner", "index", "waiter")
+    __slots__ = ("value", "counting", "owner", "index", "waiter", "sched", "gen")
 
     def __init__(self, owner: str, index: int, counting: bool = False):
+        from . import current_sim
+        self.sched = current_sim().scheduler
+        self.gen = 0            # records so far (the generation a record sets, a wait consumes)
         self.value = 0
         self.counting = counting
         self.owner = owner
@@ -28,8 +27,9 @@ class Notify:
 
     def record(self) -> None:
         self.value = self.value + 1 if self.counting else 1
+        self.gen += 1
         if self.waiter is not None:
-            on_record(self.waiter)
+            self.sched.hint(self.waiter)
 
     def consume(self) -> None:
         self.value -= 1

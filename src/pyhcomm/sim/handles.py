@@ -42,9 +42,15 @@ class HandleTable:
             self._next = self._base
 
 
-streams = HandleTable("stream", 0x5710_0000_0000, 0x100)
-threads = HandleTable("thread", 0x7410_0000_0000, 0x40)
-comms = HandleTable("communicator", 0xC044_0000_0000, 0x1000)
-notifies = HandleTable("notify", 0x6E00_0000_0000, 0x40)
-kernels = HandleTable("kernel", 0x4B00_0000_0000, 0x100)
-channels = HandleTable("channel", 0xC4A0_0000_0000, 0x80)
+class Handles:
+    """The handle tables of one Sim: values restart with every Sim, so they are deterministic."""
+
+    __slots__ = ("streams", "threads", "comms", "notifies", "kernels", "channels")
+
+    def __init__(self):
+        self.streams = HandleTable("stream", 0x5710_0000_0000, 0x100)
+        self.threads = HandleTable("thread", 0x7410_0000_0000, 0x40)
+        self.comms = HandleTable("communicator", 0xC044_0000_0000, 0x1000)
+        self.notifies = HandleTable("notify", 0x6E00_0000_0000, 0x40)
+        self.kernels = HandleTable("kernel", 0x4B00_0000_0000, 0x100)
+        self.channels = HandleTable("channel", 0xC4A0_0000_0000, 0x80)

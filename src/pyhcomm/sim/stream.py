@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from . import handles
+from . import current_sim
 
 
 class Stream:
@@ -14,7 +14,7 @@ class Stream:
     kernel).
     """
 
-    __slots__ = ("handle", "device", "queue", "error", "busy", "label", "destroyed", "__weakref__")
+    __slots__ = ("handle", "device", "queue", "error", "busy", "label", "destroyed", "waiters", "hinted", "__weakref__")
 
     def __init__(self, device: int, label: str = "stream"):
         self.device = device
@@ -23,7 +23,9 @@ class Stream:
         self.busy = False
         self.label = label
         self.destroyed = False
-        self.handle = handles.streams.add(self)
+        self.waiters = None     # the scheduler's: who waits for this stream to be idle
+        self.hinted = False     # the scheduler's: in its queue of streams that may run
+        self.handle = current_sim().handles.streams.add(self)
 
     @property
     def idle(self) -> bool:

@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 
-from ..backend import get_backend
+from . import current_sim
 
 DEVICE_VA_BASE = 0x12C0_0000_0000
 DEVICE_VA_STRIDE = 0x0100_0000_0000   # 1 TiB of address space per device
@@ -93,34 +93,43 @@ class MemoryMap:
         return len(self._table[1])
 
 
-#: Live device allocations of every device, live host allocations, and freed device ranges.
-device_map = MemoryMap()
-host_map = MemoryMap()
-freed_map = MemoryMap()
+class AddressSpace:
+    """The memory of one Sim: live device allocations of every device, live host allocations,
+    freed device ranges (to explain stale pointers), and each device's next free address."""
 
-_next_lock = threading.Lock()
-_next_addr: dict[int, int] = {}
+    def __init__(self):
+        self.device_map = MemoryMap()
+        self.host_map = MemoryMap()
+        self.freed_map = MemoryMap()
+        self.next_lock = threading.Lock()
+        self.next_addr: dict[int, int] = {}
+
+
+def _space() -> AddressSpace:
+    return current_sim().memory
 
 
 def _reserve(device: int, size: int) -> int:
-    with _next_lock:
-        base = _next_addr.get(device, DEVICE_VA_BASE + device * DEVICE_VA_STRIDE)
+    space = _space()
+    with space.next_lock:
+        base = space.next_addr.get(device, DEVICE_VA_BASE + device * DEVICE_VA_STRIDE)
         addr = (base + ALLOC_ALIGN - 1) & ~(ALLOC_ALIGN - 1)
         end = addr + size
         if end > DEVICE_VA_BASE + (device + 1) * DEVICE_VA_STRIDE:
             return 0
-        _next_addr[device] = end + ALLOC_GAP
+        space.next_addr[device] = end + ALLOC_GAP
         return addr
 
 
 def release_device_memory(device: int) -> None:
     """Free every allocation of ``device`` and restart its addresses from the base."""
-    for a in [a for a in device_map if a.device == device]:
+    space = _space()
+    for a in [a for a in space.device_map if a.device == device]:
         free_device(a)
-    for a in [a for a in freed_map if a.device == device]:
-        freed_map.remove(a)
-    with _next_lock:
-        _next_addr.pop(device, None)
+    for a in [a for a in space.freed_map if a.device == device]:
+        space.freed_map.remove(a)
+    with space.next_lock:
+        space.next_addr.pop(device, None)
 
 
 def alloc_device(device: int, size: int, owner="user", policy=0, module_id=None) -> Allocation | None:
@@ -128,29 +137,31 @@ def alloc_device(device: int, size: int, owner="user", policy=0, module_id=None)
     addr = _reserve(device, size)
     if not addr:
         return None
-    alloc = Allocation(addr, size, device, DEVICE, get_backend().allocate(size), owner, policy, module_id)
-    device_map.add(alloc)
+    sim = current_sim()
+    alloc = Allocation(addr, size, device, DEVICE, sim.backend.allocate(size), owner, policy, module_id)
+    sim.memory.device_map.add(alloc)
     return alloc
 
 
 def free_device(alloc: Allocation) -> None:
     """Release a device allocation; its range is remembered to explain later stale uses."""
-    if device_map.remove(alloc):
+    space = _space()
+    if space.device_map.remove(alloc):
         alloc.freed = True
-        freed_map.add(Allocation(alloc.addr, alloc.size, alloc.device, DEVICE, None, alloc.owner))
+        space.freed_map.add(Allocation(alloc.addr, alloc.size, alloc.device, DEVICE, None, alloc.owner))
         alloc.storage = None
 
 
 def alloc_host(size: int) -> Allocation:
     """Allocate ``size`` bytes of host memory; its address is the real process address."""
-    storage = get_backend().allocate(size)
+    storage = current_sim().backend.allocate_host(size)
     alloc = Allocation(storage.addr, size, None, HOST, storage, "user")
-    host_map.add(alloc)
+    _space().host_map.add(alloc)
     return alloc
 
 
 def free_host(alloc: Allocation) -> None:
-    if host_map.remove(alloc):
+    if _space().host_map.remove(alloc):
         alloc.freed = True
         alloc.storage = None
 
@@ -166,7 +177,8 @@ def register_host_array(array, readonly: bool = False, keep=None) -> int:
         anchor = weakref.ref(owner_obj)
     except TypeError:
         anchor = (lambda obj: (lambda: obj))(owner_obj)
-    storage = get_backend().wrap(array, anchor)
+    host_map = _space().host_map
+    storage = current_sim().backend.wrap(array, anchor)
     if storage.size == 0:
         return storage.addr
     existing = host_map.find(storage.addr)
@@ -184,10 +196,11 @@ def register_host_array(array, readonly: bool = False, keep=None) -> int:
 
 def describe_address(addr: int) -> str:
     """Say what ``addr`` is, for error messages about a pointer that is not usable memory."""
-    a = host_map.find(addr)
+    space = _space()
+    a = space.host_map.find(addr)
     if a is not None:
         return f"0x{addr:x} is host memory, not device memory"
-    a = freed_map.find(addr)
+    a = space.freed_map.find(addr)
     if a is not None:
         return f"0x{addr:x} lies in device memory that was freed ({a.size} bytes at 0x{a.addr:x} on device {a.device})"
     return f"0x{addr:x} is not memory allocated on a device (aclrtMalloc, HCCL buffer)"

@@ -1,0 +1,125 @@
+"""Every ``PYHCOMM_*`` / ``HCCL_*`` environment variable, parsed once into a frozen :class:`Config`.
+
+A :class:`pyhcomm.sim.Sim` reads its configuration when it is created (at import, at
+``pyhcomm.reset()``, at each ``pyhcomm.launch``); nothing else reads the environment.
+
+A value that does not parse never raises here: the field keeps its default and the problem is kept
+in :attr:`Config.errors`. The API that depends on the variable then fails with a clear error naming
+it (:meth:`Config.check`: ``HCCL_E_PARA`` for the HCCL variables, so the C tier returns a code);
+``pyhcomm.launch`` refuses a bad ``PYHCOMM_*`` value with ``ValueError``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+
+from .errors import para
+
+DEFAULT_BUFFSIZE_MB = 200
+DEFAULT_CONNECT_TIMEOUT = 120.0
+DEFAULT_EXEC_TIMEOUT = 1836
+DEFAULT_RECORD_CAPACITY = 1_000_000
+SCHEDULERS = ("threaded", "coop")
+
+def _parse_int(raw: str, minimum: int) -> int:
+    value = int(raw.strip())
+    if value < minimum:
+        raise ValueError
+    return value
+
+
+def _parse_seconds(raw: str) -> float:
+    value = float(raw.strip())
+    if not value >= 0 or value == float("inf"):
+        raise ValueError
+    return value
+
+
+def _parse_bool(raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("", "0", "false", "no", "off"):
+        return False
+    raise ValueError
+
+
+_VARS = {
+    # variable: (field, parse, valid values said in errors)
+    "PYHCOMM_PRODUCT": ("product", str.strip, "a product name (python -m pyhcomm products)"),
+    "PYHCOMM_DEVICE_COUNT": ("device_count", lambda r: _parse_int(r, 1), "an integer >= 1"),
+    "HCCL_BUFFSIZE": ("buffsize_mb", lambda r: _parse_int(r, 1), "an integer number of MB >= 1"),
+    "HCCL_CONNECT_TIMEOUT": ("connect_timeout", lambda r: _parse_seconds(r), "a number of seconds >= 0"),
+    "HCCL_EXEC_TIMEOUT": ("exec_timeout", lambda r: _parse_int(r, 0), "an integer number of seconds >= 0"),
+    "PYHCOMM_COPY_THREADS": ("copy_threads", lambda r: _parse_int(r, 1), "an integer >= 1"),
+    "PYHCOMM_LOG_LEVEL": ("log_level", lambda r: _choice(r.upper(), ("DEBUG", "INFO", "WARNING", "ERROR", "OFF")),
+                          "DEBUG, INFO, WARNING, ERROR or OFF"),
+    "PYHCOMM_RECORD_CAPACITY": ("record_capacity", lambda r: _parse_int(r, 0), "an integer >= 0 (0: unbounded)"),
+    "PYHCOMM_NOTIFY_COUNTING": ("notify_counting", _parse_bool, "0 or 1"),
+    "PYHCOMM_DEVICES_PER_SERVER": ("devices_per_server", lambda r: _parse_int(r, 1), "an integer >= 1"),
+    "PYHCOMM_SUPER_POD_SIZE": ("super_pod_size", lambda r: _parse_int(r, 1), "an integer >= 1"),
+    "PYHCOMM_DATA": ("data", _parse_bool, "0 (data-less) or 1"),
+    "PYHCOMM_SCHEDULER": ("scheduler", lambda r: _choice(r.strip().lower(), SCHEDULERS), "threaded or coop"),
+    "PYHCOMM_SEED": ("seed", lambda r: _parse_int(r, 0), "an integer >= 0"),
+}
+
+
+def _choice(value: str, allowed) -> str:
+    if value not in allowed:
+        raise ValueError
+    return value
+
+
+@dataclass(frozen=True)
+class Config:
+    """The parsed configuration (defaults where a variable is unset or invalid)."""
+
+    product: str | None = None
+    device_count: int | None = None         # None: max(devices per server, 16)
+    buffsize_mb: int = DEFAULT_BUFFSIZE_MB
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    exec_timeout: int = DEFAULT_EXEC_TIMEOUT
+    copy_threads: int | None = None         # None: the usable cores
+    log_level: str = "WARNING"
+    record_capacity: int = DEFAULT_RECORD_CAPACITY
+    notify_counting: bool = False
+    devices_per_server: int | None = None   # None: the product's
+    super_pod_size: int = 768
+    data: bool = True
+    scheduler: str | None = None            # None: threaded, but coop for pyhcomm.launch
+    seed: int = 0
+    #: variable -> message, for every variable whose value did not parse
+    errors: dict = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_env(cls, env=None) -> "Config":
+        """Parse ``env`` (default ``os.environ``); never raises."""
+        env = os.environ if env is None else env
+        values, errors = {}, {}
+        for var, (name, parse, valid) in _VARS.items():
+            raw = env.get(var)
+            if raw is None or (raw.strip() == "" and name != "product"):
+                continue
+            try:
+                values[name] = parse(raw)
+            except (ValueError, TypeError):
+                errors[var] = f"{var}={raw!r} is not valid: expected {valid}"
+        if values.get("product") == "":
+            values.pop("product")
+        return cls(errors=errors, **values)
+
+    def with_values(self, **changes) -> "Config":
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+    def check(self, var: str, api: str) -> None:
+        """``HCCL_E_PARA`` from ``api`` when ``var`` had a value that did not parse."""
+        msg = self.errors.get(var)
+        if msg is not None:
+            raise para(api, msg)
+
+    def check_pyhcomm(self, where: str) -> None:
+        """``ValueError`` when any ``PYHCOMM_*`` variable did not parse (``pyhcomm.launch``)."""
+        bad = [m for v, m in self.errors.items() if v.startswith("PYHCOMM_")]
+        if bad:
+            raise ValueError(f"{where}: " + "; ".join(bad))

@@ -1,1 +1,0 @@
-"""The simulator core: memory, streams, tasks, the scheduler and the runtime state."""

@@ -1,0 +1,228 @@
+"""What every scheduler does: keep the stream queues, run their tasks, fail hangs with a report.
+
+The contract, the same for every implementation:
+
+* ``submit(task)`` appends a task to its stream and never runs it (a queue deeper than
+  ``DRAIN_DEPTH`` runs its runnable tasks at once, like a full hardware queue).
+* Tasks run only while some host program blocks in ``run_until`` (a synchronize-style call): the
+  scheduler then runs every runnable task, FIFO per stream, until what the caller waits for holds.
+  So results appear only after a synchronisation, exactly as the contract of the real library says.
+* A task whose ``ready()`` is false (a notify wait) blocks its stream. When no host program can
+  make progress and nothing can run, nothing ever will: the blocked streams fail at once with an
+  :class:`HcclDeadlockError` whose text names each wait and who could have satisfied it.
+* ``abort(reason)`` makes every blocking call return ``ABORTED`` (another rank failed).
+* AI CPU kernels run as actors of their own (:meth:`spawn_kernel`): two kernels that wait for each
+  other both progress.
+
+Implementations: :class:`pyhcomm.sched.threaded.ThreadedScheduler` (host programs are OS threads)
+and :class:`pyhcomm.sched.coop.CoopScheduler` (host programs and kernels are greenlets on one OS
+thread, chosen by a seeded policy).
+"""
+from __future__ import annotations
+
+import time
+
+from ..errors import HcclDeadlockError, HcclError, HcclResult, HcclRuntimeError, HcclTimeoutError
+from ..sim.task import DONE, FAILED, RUNNING, SKIPPED
+
+DRAIN_DEPTH = 1 << 16
+
+DONE_OK, TIMED_OUT, STUCK, ABORTED = "done", "timeout", "stuck", "aborted"
+
+_monotonic = time.monotonic
+
+
+class Scheduler:
+    """The shared part: stream bookkeeping, task execution, failure, hang reports."""
+
+    name = "base"
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.active: dict = {}          # streams with queued tasks, in the order they got work
+        self.ready: dict = {}           # streams hinted runnable since the last step
+        self.last_deadlock = None       # the report of the most recent deadlock
+        self.blocked_calls: dict = {}   # host program -> the blocking call it is in (for reports)
+        self.abort_reason = None        # set when a rank fails: blocking calls give up
+        self._record = sim.record
+
+    # -- to implement ----------------------------------------------------------------------------
+    def submit(self, task) -> None:
+        raise NotImplementedError(f"{self.name}: needs submit")
+
+    def run_until(self, done, timeout: float | None = None, what: str = "", streams=None,
+                  detect_stuck: bool = True) -> str:
+        """Block the calling host program until ``done()`` holds, running tasks meanwhile.
+
+        ``streams``: the streams whose progress can make ``done()`` hold (a hint: their waiters
+        are re-checked when they go idle or fail). ``detect_stuck`` False: never return ``STUCK``
+        (a rendezvous, where a rank that has not started yet may still come).
+
+        Returns ``DONE_OK``, ``TIMED_OUT`` (``timeout`` seconds passed first), ``STUCK`` (nothing
+        can ever make ``done()`` true; blocked streams were failed first) or ``ABORTED``.
+        """
+        raise NotImplementedError(f"{self.name}: needs run_until")
+
+    def poke(self) -> None:
+        """State that a host program may wait for changed outside any task (a rank joined, a
+        channel paired, a kernel ended): blocked callers re-check."""
+        raise NotImplementedError(f"{self.name}: needs poke")
+
+    def spawn_kernel(self, stream, body) -> None:
+        """Run ``body()`` (an AI CPU kernel) as an actor of its own; ``stream`` stays busy until it ends."""
+        raise NotImplementedError(f"{self.name}: needs spawn_kernel")
+
+    def abort(self, reason: str) -> None:
+        raise NotImplementedError(f"{self.name}: needs abort")
+
+    def register_host(self) -> None:
+        """Count the calling host program as one that may still enqueue work."""
+
+    def unregister_host(self) -> None:
+        """The calling host program will enqueue nothing more."""
+
+    # -- shared ----------------------------------------------------------------------------------
+    def enqueue(self, task) -> bool:
+        """Number, record and append ``task``; True when its queue is past ``DRAIN_DEPTH``."""
+        rec = self._record
+        task.seq = next(rec.counter)
+        if rec.enabled:
+            rec.append(task)
+        stream = task.stream
+        q = stream.queue
+        q.append(task)
+        if stream not in self.active:
+            self.active[stream] = None
+        self.hint(stream)
+        return len(q) >= DRAIN_DEPTH
+
+    def hint(self, stream) -> None:
+        """Say that ``stream`` may be able to run (only a hint: a missed one costs time)."""
+        self.ready[stream] = None
+
+    def _run_streams(self, streams) -> bool:
+        """Run the runnable prefix of each of ``streams``; return whether any task ran or was dropped."""
+        progressed = False
+        active = self.active
+        for stream in streams:
+            q = stream.queue
+            while q and not stream.busy:
+                task = q[0]
+                if stream.error is not None:
+                    q.popleft()
+                    task.state = SKIPPED
+                    progressed = True
+                    continue
+                ready = task.ready
+                if ready is not None and not ready():
+                    if task.t_head is None:
+                        task.t_head = _monotonic()
+                        notify = getattr(task, "notify", None)
+                        if notify is not None:
+                            notify.waiter = stream  # its record hints this stream ready
+                    break
+                q.popleft()
+                progressed = True
+                task.state = RUNNING
+                try:
+                    task.run()
+                except HcclError as exc:
+                    self._fail(stream, task, exc)
+                except Exception as exc:  # a bug in a task body must not kill the host program
+                    self._fail(stream, task, HcclRuntimeError(
+                        HcclResult.HCCL_E_INTERNAL, task.kind, f"{task.describe()} raised {exc!r}"))
+                else:
+                    task.state = DONE
+            if not q and not stream.busy:
+                active.pop(stream, None)
+                if q:  # a task was appended while we dropped the stream: keep it active
+                    active[stream] = None
+                if stream.waiters:
+                    self._stream_settled(stream)
+        return progressed
+
+    def _stream_settled(self, stream) -> None:
+        """``stream`` went idle or failed: its waiters may be done (implementations override)."""
+
+    def _fail(self, stream, task, exc) -> None:
+        """Fail ``task`` (running, or blocked at the head) and drop what its stream still queues."""
+        task.state = FAILED
+        if stream.error is None:
+            stream.error = exc
+        q = stream.queue
+        if q and q[0] is task:
+            q.popleft()
+        while q:
+            q.popleft().state = SKIPPED
+        if stream.waiters:
+            self._stream_settled(stream)
+
+    def blocked_heads(self):
+        """The (stream, task) pairs whose head task cannot run now."""
+        out = []
+        for stream in list(self.active):
+            if stream.queue and not stream.busy and stream.error is None:
+                task = stream.queue[0]
+                if task.ready is not None and not task.ready():
+                    out.append((stream, task))
+        return out
+
+    def _expire(self, now) -> bool:
+        """Fail the blocked waits whose timeout passed; return whether any did."""
+        expired = False
+        for stream, task in self.blocked_heads():
+            if task.timeout and task.t_head is not None and now - task.t_head >= task.timeout:
+                msg = (f"{task.describe()} timed out after {task.timeout:g} s"
+                       + (f": {task.blocker()}" if task.blocker else ""))
+                self._fail(stream, task, HcclTimeoutError(HcclResult.HCCL_E_TIMEOUT, task.kind, msg))
+                expired = True
+        return expired
+
+    def _next_expiry(self, deadline):
+        wake = deadline
+        for _stream, task in self.blocked_heads():
+            if task.timeout and task.t_head is not None:
+                t = task.t_head + task.timeout
+                wake = t if wake is None else min(wake, t)
+        return wake
+
+    def _fail_deadlock(self) -> bool:
+        """Fail every blocked head with the hang report; False when nothing is blocked."""
+        heads = self.blocked_heads()
+        if not heads:
+            return False
+        from ..verify.hang import explain_deadlock  # the hang report lives with the verifier
+        report = explain_deadlock(heads, self)
+        self.last_deadlock = report
+        for stream, task in heads:
+            self._fail(stream, task, HcclDeadlockError(HcclResult.HCCL_E_TIMEOUT, "", report))
+        return True
+
+    def _drop(self, stream) -> None:
+        for task in stream.queue:
+            task.state = SKIPPED
+        stream.queue.clear()
+        self.active.pop(stream, None)
+        if stream.waiters:
+            self._stream_settled(stream)
+
+    def drop_stream(self, stream) -> None:
+        """Forget a destroyed stream and skip whatever it still had queued."""
+        stream.destroyed = True
+        self._drop(stream)
+
+    def fail_stream(self, stream, exc) -> None:
+        """Fail ``stream`` with ``exc``: its queued tasks will be skipped."""
+        if stream.error is None:
+            stream.error = exc
+        if stream.queue and stream not in self.active:
+            self.active[stream] = None
+        self.hint(stream)
+        if stream.waiters:
+            self._stream_settled(stream)
+
+    def reset(self) -> None:
+        """Drop every queued task (runtime finalisation)."""
+        for stream in list(self.active):
+            self._drop(stream)
+        self.active.clear()

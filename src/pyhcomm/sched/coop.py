@@ -1,0 +1,314 @@
+"""The cooperative scheduler: every host program and every AI CPU kernel is a greenlet on one OS thread.
+
+Each rank's host program (``pyhcomm.launch``) and each AI CPU kernel runs as an *actor*, a greenlet
+(the ``greenlet`` package). An actor runs until it blocks in ``run_until`` (every blocking call of
+the library goes there: synchronize, join, rendezvous, channel connect, host-side notify waits);
+then control returns to the *hub*, the greenlet that drives the Sim (the caller of ``launch``, or a
+plain program's main greenlet while it waits). The hub:
+
+1. runs queued tasks: it picks one of the streams that may run and runs its runnable prefix;
+2. otherwise resumes an actor: a new one, or a blocked one whose wait is over;
+3. otherwise the world cannot progress: waits whose timeout passed fail; then the blocked streams
+   fail with the hang report; blocked actors that still cannot go on get ``STUCK``.
+
+Every choice among runnable streams and among runnable actors is made by a seeded policy
+(:class:`SeededPolicy`; ``PYHCOMM_SEED`` or ``launch(seed=...)``), so the same program with the
+same seed runs the same way, and gives a byte-identical record, on every run. The verifier's
+schedule exploration drives this policy.
+
+Time: nothing runs concurrently, so a timeout can only matter when the world cannot progress;
+timeouts are checked then (against the real clock). Where it differs from the threaded scheduler:
+a wait never times out while other work can still run.
+
+Only the OS thread that first used the Sim may call into it: a program that starts its own OS
+threads needs the threaded scheduler (``PYHCOMM_SCHEDULER=threaded``, the default outside launch).
+"""
+from __future__ import annotations
+
+import random
+import threading
+from collections import deque
+
+from greenlet import getcurrent, greenlet
+
+from .base import ABORTED, DONE_OK, STUCK, TIMED_OUT, Scheduler, _monotonic
+
+
+class SeededPolicy:
+    """Chooses among ``n`` runnable choices. Seed 0 always takes the oldest (first-come, first
+    served: the cheapest and the most readable order); any other seed chooses pseudo-randomly."""
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+        self._rng = random.Random(seed) if seed else None
+
+    def pick(self, n: int) -> int:
+        if n == 1 or self._rng is None:
+            return 0
+        return self._rng.randrange(n)
+
+
+class Actor:
+    """A host program or kernel: its greenlet and what it waits for."""
+
+    __slots__ = ("name", "glet", "done", "deadline", "status", "started", "finished", "queued")
+
+    def __init__(self, name, glet):
+        self.name = name
+        self.glet = glet
+        self.done = None        # the predicate it blocks on (None: runnable)
+        self.deadline = None
+        self.status = None      # what run_until returns when it is resumed
+        self.started = False
+        self.finished = False
+        self.queued = False     # in the runnable queue
+
+    def __repr__(self):
+        return f"<Actor {self.name}{' waiting' if self.done else ''}>"
+
+
+class CoopScheduler(Scheduler):
+    """See the module docstring."""
+
+    name = "coop"
+
+    def __init__(self, sim):
+        super().__init__(sim)
+        self.policy = SeededPolicy(sim.config.seed)
+        self.actors: dict = {}          # greenlet -> Actor (alive)
+        self.runnable: deque = deque()  # actors to resume, in the order they became runnable
+        self.waiting: dict = {}         # actors blocked without a stream to watch -> None
+        self.hub = None                 # the greenlet driving now
+        self.owner = None               # the OS thread this Sim runs on
+        self._kernel_ids = 0
+        self.ready = deque()            # streams that may run (each at most once: ``stream.hinted``)
+
+    def hint(self, stream) -> None:
+        if not stream.hinted:
+            stream.hinted = True
+            self.ready.append(stream)
+
+    # -- actors -------------------------------------------------------------------------------
+    def spawn(self, name: str, fn, *args) -> Actor:
+        """Create an actor running ``fn(*args)`` in a context of this Sim; it starts when the
+        hub resumes it."""
+        from ..sim import context_for
+        ctx = context_for(self.sim)
+        g = greenlet(lambda: ctx.run(fn, *args))
+        actor = Actor(name, g)
+        self.actors[g] = actor
+        self._make_runnable(actor)
+        return actor
+
+    def spawn_kernel(self, stream, body) -> None:
+        stream.busy = True
+        self._kernel_ids += 1
+
+        def run():
+            try:
+                body()
+            finally:
+                stream.busy = False
+                self.hint(stream)
+
+        self.spawn(f"kernel-{self._kernel_ids}", run)
+
+    def _make_runnable(self, actor) -> None:
+        if not actor.queued:
+            actor.queued = True
+            self.runnable.append(actor)
+
+    def _stream_settled(self, stream) -> None:
+        for actor in stream.waiters:
+            if actor.done is not None and not actor.queued and actor.done():
+                self._make_runnable(actor)
+
+    def poke(self) -> None:
+        waiting = self.waiting
+        if waiting:
+            for actor in list(waiting):
+                if actor.done():
+                    self._make_runnable(actor)
+
+    # -- enqueue ------------------------------------------------------------------------------
+    def submit(self, task) -> None:
+        """Append ``task`` to its stream; never runs it (except past ``DRAIN_DEPTH``)."""
+        if self.enqueue(task):
+            self._drain_deep(task.stream)
+
+    def _drain_deep(self, stream) -> None:
+        self._run_streams([stream])
+
+    # -- blocking -----------------------------------------------------------------------------
+    def _check_thread(self) -> None:
+        me = threading.get_ident()
+        if self.owner is None:
+            self.owner = me
+        elif self.owner != me:
+            raise RuntimeError("pyhcomm: this simulation runs on the cooperative scheduler, which is bound to "
+                               "one OS thread; a program that starts OS threads of its own needs "
+                               "PYHCOMM_SCHEDULER=threaded (or launch(..., scheduler='threaded'))")
+
+    def run_until(self, done, timeout: float | None = None, what: str = "", streams=None,
+                  detect_stuck: bool = True) -> str:
+        """See :meth:`pyhcomm.sched.base.Scheduler.run_until`; switches to the hub when blocked."""
+        if done():
+            return DONE_OK
+        if self.abort_reason is not None:
+            return ABORTED
+        self._check_thread()
+        deadline = None if timeout is None else _monotonic() + timeout
+        actor = self.actors.get(getcurrent())
+        if actor is None or self.hub is None:
+            return self.drive(done, deadline)
+        if what:
+            self.blocked_calls[actor] = what
+        watched = [st for st in streams if not st.destroyed] if streams else None
+        try:
+            while True:
+                status = self._block(actor, done, deadline, watched)
+                if status != DONE_OK or done():
+                    return status
+        finally:
+            self.blocked_calls.pop(actor, None)
+
+    def _block(self, actor, done, deadline, watched) -> str:
+        """Park ``actor`` until the hub resumes it; return the status the hub gives."""
+        actor.done, actor.deadline = done, deadline
+        if watched:
+            for st in watched:
+                if st.waiters is None:
+                    st.waiters = []
+                st.waiters.append(actor)
+        else:
+            self.waiting[actor] = None
+        try:
+            return self.hub.switch()
+        finally:
+            actor.done = actor.deadline = None
+            if watched:
+                for st in watched:
+                    st.waiters.remove(actor)
+            else:
+                self.waiting.pop(actor, None)
+
+    def drive(self, done, deadline=None) -> str:
+        """Run tasks and actors until ``done()`` holds (the calling greenlet is the hub)."""
+        self._check_thread()
+        outer = self.hub
+        self.hub = getcurrent()
+        try:
+            return self._drive(done, deadline)
+        finally:
+            self.hub = outer
+
+    def _drive(self, done, deadline) -> str:
+        ready, active, runnable, pick = self.ready, self.active, self.runnable, self.policy.pick
+        spins = 0
+        while True:
+            if done():
+                return DONE_OK
+            if self.abort_reason is not None:
+                if self._wind_down():
+                    continue
+                return ABORTED
+            spins += 1
+            if deadline is not None and not spins & 1023 and _monotonic() >= deadline:
+                return TIMED_OUT
+            # 1. tasks
+            if ready:
+                i = pick(len(ready))
+                if i:
+                    ready.rotate(-i)
+                    stream = ready.popleft()
+                    ready.rotate(i)
+                else:
+                    stream = ready.popleft()
+                stream.hinted = False
+                if stream.queue and not stream.busy:
+                    self._run_streams((stream,))
+                continue
+            # 2. actors
+            if runnable:
+                i = pick(len(runnable))
+                if i:
+                    runnable.rotate(-i)
+                    actor = runnable.popleft()
+                    runnable.rotate(i)
+                else:
+                    actor = runnable.popleft()
+                actor.queued = False
+                self._resume(actor, DONE_OK)
+                continue
+            # 3. nothing hinted: look at every active stream (a missed hint costs time only)
+            if any(s.queue and not s.busy and (s.queue[0].ready is None or s.queue[0].ready()) for s in active):
+                for s in list(active):
+                    self.hint(s)
+                continue
+            if self.waiting:
+                self.poke()
+                if runnable:
+                    continue
+            # 4. the world cannot progress
+            now = _monotonic()
+            if self._expire(now):
+                continue
+            if deadline is not None and now >= deadline:
+                return TIMED_OUT
+            if self._expire_actors(now):
+                continue
+            if self._fail_deadlock():
+                continue
+            if self._release_all(STUCK):
+                continue
+            return STUCK
+
+    def _wind_down(self) -> bool:
+        """After an abort: let one actor go on (a wait that is over still completes; its next
+        blocking calls return ``ABORTED`` at once, so it runs to its end); False when no actor is
+        left to run."""
+        if self.runnable:
+            actor = self.runnable.popleft()
+            actor.queued = False
+            self._resume(actor, DONE_OK)
+            return True
+        return self._release_all(ABORTED)
+
+    def _resume(self, actor, status) -> None:
+        if actor.started:
+            actor.glet.switch(status)
+        else:
+            actor.started = True
+            actor.glet.switch()
+        if actor.glet.dead:
+            actor.finished = True
+            self.actors.pop(actor.glet, None)
+
+    def _blocked_actors(self):
+        return [a for a in self.actors.values() if a.done is not None]
+
+    def _expire_actors(self, now) -> bool:
+        late = [a for a in self._blocked_actors() if a.deadline is not None and now >= a.deadline]
+        for a in late:
+            self._give(a, TIMED_OUT)
+        return bool(late)
+
+    def _release_all(self, status) -> bool:
+        """Resume every blocked actor with ``status`` (stuck or aborted); False when none was."""
+        blocked = self._blocked_actors()
+        for a in blocked:
+            self._give(a, status)
+        return bool(blocked)
+
+    def _give(self, actor, status) -> None:
+        actor.done = None
+        if actor.queued:
+            self.runnable.remove(actor)
+            actor.queued = False
+        self._resume(actor, status)
+
+    def abort(self, reason: str) -> None:
+        self.abort_reason = reason
+
+    def fail_stream(self, stream, exc) -> None:
+        super().fail_stream(stream, exc)

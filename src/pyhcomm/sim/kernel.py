@@ -1,0 +1,86 @@
+"""AI CPU kernels: Python functions that run on the device side, in stream order.
+
+A launch enqueues a ``KernelLaunch`` task. When the stream reaches it, the scheduler starts the
+kernel as an actor of its own (:meth:`pyhcomm.sched.base.Scheduler.spawn_kernel`) with a
+:class:`KernelContext`, so that HCOMM primitives it calls are device-side calls. Until it returns,
+the rest of its stream waits (``stream.busy``); other streams keep running, other kernels too, and
+the kernel may wait for them (``HcommThreadJoin``). A kernel that raises, or returns a nonzero
+value, fails its stream with ``ACL_ERROR_RT_AICPU_EXCEPTION``.
+"""
+from __future__ import annotations
+
+import traceback
+
+from ..errors import AclError, AclRuntimeError
+from .runtime import HostContext, host_ctx, set_host_ctx
+
+
+class KernelContext:
+    """What device-side code knows about the kernel it runs in."""
+
+    __slots__ = ("name", "stream", "device", "block_idx", "num_blocks", "timeout", "locked", "seq")
+
+    def __init__(self, name, stream, num_blocks, timeout, seq=0):
+        self.name = name
+        self.stream = stream
+        self.device = stream.device
+        self.num_blocks = num_blocks
+        self.block_idx = 0
+        self.timeout = timeout
+        self.locked = []        # communicators locked with HcommAcquireComm
+        self.seq = seq          # the launch task's record number (the kernel id)
+
+
+def current_kernel() -> KernelContext | None:
+    kernels = host_ctx().kernels
+    return kernels[-1] if kernels else None
+
+
+#: Called with the KernelContext when any kernel ends, also one that failed (``hcomm.comm_lock``
+#: releases the communicators a kernel still holds).
+end_hooks: list = []
+
+
+def start_kernel(task, name, fn, args, stream, num_blocks, timeout):
+    """Task body of a kernel launch: start the kernel actor (see the module docstring)."""
+    from . import current_sim
+    sim = current_sim()
+    kctx = KernelContext(name, stream, num_blocks, timeout, task.seq)
+
+    def body():
+        ctx = HostContext(sim)
+        ctx.device = stream.device
+        ctx.kernels.append(kctx)
+        set_host_ctx(ctx)
+        try:
+            _run_blocks(ctx, kctx, fn, args)
+        except AclRuntimeError as exc:
+            sim.scheduler.fail_stream(stream, exc)
+        finally:
+            if ctx.batch is not None:  # the kernel raised inside a batch: its tasks are never launched
+                ctx.batch.abandon()
+            for hook in end_hooks:
+                hook(kctx)
+
+    sim.scheduler.spawn_kernel(stream, body)
+
+
+def _run_blocks(ctx, kctx, fn, args) -> None:
+    name = kctx.name
+    for block in range(kctx.num_blocks):
+        kctx.block_idx = block
+        try:
+            ret = fn(*args)
+        except Exception as exc:  # the kernel's own failure, reported on its stream
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:])
+            raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, "KernelLaunch",
+                                  f"AI CPU kernel {name} (block {block}) raised {exc!r}\n{tb}") from exc
+        if ret not in (None, 0):
+            raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, "KernelLaunch",
+                                  f"AI CPU kernel {name} (block {block}) returned {ret!r}")
+    if ctx.batch is not None:
+        batch, ctx.batch = ctx.batch, None
+        batch.abandon()
+        raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, "KernelLaunch",
+                              f"AI CPU kernel {name} ended inside batch mode {batch.tag!r}: "
+                              f"HcommBatchModeEnd was never called, {len(batch.tasks)} task(s) were never launched")
