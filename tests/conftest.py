@@ -3,6 +3,7 @@
 ``PYHCOMM_SCHEDULER`` picks the scheduler of the suite's Sims (CI runs the suite on both); a
 test that starts OS threads of its own is marked ``threads`` and always gets the threaded one.
 """
+import inspect
 import threading
 
 import pytest
@@ -13,6 +14,21 @@ from pyhcomm.products import DEFAULT_PRODUCT
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "threads: the test starts OS threads of its own (threaded scheduler)")
+
+
+_STARTS_THREADS = ("run_threads(", "threading.Thread(")
+
+
+def pytest_collection_modifyitems(items):
+    """Mark the tests whose body starts OS threads (the cooperative scheduler is bound to one)."""
+    for item in items:
+        fn = getattr(item, "function", None)
+        try:
+            source = inspect.getsource(fn) if fn is not None else ""
+        except (OSError, TypeError):
+            source = ""
+        if any(s in source for s in _STARTS_THREADS):
+            item.add_marker("threads")
 
 
 @pytest.fixture(autouse=True)

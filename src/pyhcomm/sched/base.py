@@ -73,6 +73,7 @@ class Scheduler:
         raise NotImplementedError(f"{self.name}: needs spawn_kernel")
 
     def abort(self, reason: str) -> None:
+        """Make every blocking call return ``ABORTED``; the first reason given stays."""
         raise NotImplementedError(f"{self.name}: needs abort")
 
     def register_host(self) -> None:

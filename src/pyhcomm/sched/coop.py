@@ -160,7 +160,13 @@ class CoopScheduler(Scheduler):
         deadline = None if timeout is None else _monotonic() + timeout
         actor = self.actors.get(getcurrent())
         if actor is None or self.hub is None:
-            return self.drive(done, deadline)
+            me = getcurrent()
+            if what:
+                self.blocked_calls[me] = what
+            try:
+                return self.drive(done, deadline)
+            finally:
+                self.blocked_calls.pop(me, None)
         if what:
             self.blocked_calls[actor] = what
         watched = [st for st in streams if not st.destroyed] if streams else None
@@ -225,8 +231,11 @@ class CoopScheduler(Scheduler):
                 else:
                     stream = ready.popleft()
                 stream.hinted = False
-                if stream.queue and not stream.busy:
-                    self._run_streams((stream,))
+                if not stream.busy:
+                    if stream.queue:
+                        self._run_streams((stream,))
+                    elif stream.waiters:
+                        self._stream_settled(stream)
                 continue
             # 2. actors
             if runnable:
@@ -245,10 +254,8 @@ class CoopScheduler(Scheduler):
                 for s in list(active):
                     self.hint(s)
                 continue
-            if self.waiting:
-                self.poke()
-                if runnable:
-                    continue
+            if self._recheck_blocked():
+                continue
             # 4. the world cannot progress
             now = _monotonic()
             if self._expire(now):
@@ -284,6 +291,16 @@ class CoopScheduler(Scheduler):
             actor.finished = True
             self.actors.pop(actor.glet, None)
 
+    def _recheck_blocked(self) -> bool:
+        """Make runnable every blocked actor whose wait is over (a missed wake-up costs time,
+        never progress); True when there was one."""
+        found = False
+        for a in self._blocked_actors():
+            if not a.queued and a.done():
+                self._make_runnable(a)
+                found = True
+        return found
+
     def _blocked_actors(self):
         return [a for a in self.actors.values() if a.done is not None]
 
@@ -307,8 +324,21 @@ class CoopScheduler(Scheduler):
             actor.queued = False
         self._resume(actor, status)
 
+    def reset(self) -> None:
+        """Drop every queued task and end every actor (runtime finalisation): a suspended actor
+        left to the garbage collector would unwind at some random later point."""
+        super().reset()
+        if self.actors and self.hub is None and self.owner in (None, threading.get_ident()):
+            saved, self.abort_reason = self.abort_reason, "the runtime was finalised"
+            try:
+                self.drive(lambda: not self.actors)
+            finally:
+                self.abort_reason = saved
+            self.runnable.clear()
+
     def abort(self, reason: str) -> None:
-        self.abort_reason = reason
+        if self.abort_reason is None:
+            self.abort_reason = reason
 
     def fail_stream(self, stream, exc) -> None:
         super().fail_stream(stream, exc)

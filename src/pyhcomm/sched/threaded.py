@@ -230,7 +230,8 @@ class ThreadedScheduler(Scheduler):
 
     def abort(self, reason: str) -> None:
         """Make every blocking call return ``ABORTED`` (another rank failed)."""
-        self.abort_reason = reason
+        if self.abort_reason is None:
+            self.abort_reason = reason
         self._wake()
 
     def drop_stream(self, stream) -> None:
