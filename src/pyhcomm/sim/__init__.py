@@ -22,8 +22,7 @@ _default = None
 
 def current_sim() -> "Sim":
     """The Sim the caller runs in (the launch's, else the process default)."""
-    s = _var.get(None)
-    return s if s is not None else _default
+    return _var.get(_default)
 
 
 def set_default_sim(sim: "Sim") -> None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextvars
 import threading
 
+from .. import sim as _sim_mod
 from ..products import DEFAULT_PRODUCT, Product, find_product
+from . import _var as _sim_var
 from . import current_sim, memory
 from .stream import Stream
 
@@ -56,9 +58,10 @@ _host_var: contextvars.ContextVar = contextvars.ContextVar("pyhcomm_host")
 def host_ctx() -> HostContext:
     """The calling host program's (or kernel's) context in the current Sim; created on first use."""
     c = _host_var.get(None)
-    if c is None or c.sim is not current_sim():
-        c = HostContext(current_sim())
-        _host_var.set(c)
+    if c is not None and c.sim is _sim_var.get(_sim_mod._default):
+        return c
+    c = HostContext(current_sim())
+    _host_var.set(c)
     return c
 
 
