@@ -128,6 +128,8 @@ class ChannelEnd:
         self.protocol = CommProtocol(protocol)
         self.peer_rank = peer_rank
         self.mems = mems               # MemHandle list exposed to the peer
+        self.host_side = self.engine in HOST_ENGINES   # used from the host (else inside a kernel)
+        self._exposed = None
         self.peer: ChannelEnd | None = None   # set by the transport when both ends exist
         self.key = None
         self.closed = False
@@ -135,15 +137,15 @@ class ChannelEnd:
         self.notifies = [Notify(f"rank {comm.rank} channel 0x{self.handle:x} (to rank {peer_rank})", i,
                                 _sim().runtime.notify_counting) for i in range(notify_num)]
 
-    @property
-    def host_side(self) -> bool:
-        return self.engine in HOST_ENGINES
-
     def exposed(self):
-        """``(addr, size, allocation, label)`` of every range this end exposes to its peer."""
-        buf = comm_mod.hccl_buffer(self.comm, "HcclChannelAcquire")
-        out = [(buf.addr, buf.size, buf, "its HCCL buffer")]
-        out += [(m.addr, m.size, m.alloc, f"memory {m.tag!r}") for m in self.mems]
+        """``(addr, size, allocation, label)`` of every range this end exposes to its peer (fixed
+        when the end is acquired: its HCCL buffer and the memories its descriptor listed)."""
+        out = self._exposed
+        if out is None:
+            buf = comm_mod.hccl_buffer(self.comm, "HcclChannelAcquire")
+            out = [(buf.addr, buf.size, buf, "its HCCL buffer")]
+            out += [(m.addr, m.size, m.alloc, f"memory {m.tag!r}") for m in self.mems]
+            self._exposed = out
         return out
 
     def __repr__(self):

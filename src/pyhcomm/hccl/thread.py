@@ -37,7 +37,7 @@ class HcommThread:
     """One HCOMM thread handle (see the module docstring)."""
 
     __slots__ = ("handle", "comm", "engine", "stream", "notifies", "owns_stream", "rank", "device",
-                 "origin", "exports", "local_side", "last_dst", "last_src")
+                 "origin", "exports", "local_side", "host_side", "last_dst", "last_src")
 
     def __init__(self, comm, engine, stream, notifies, owns_stream, origin=None):
         self.comm = comm
@@ -50,12 +50,9 @@ class HcommThread:
         self.origin = origin
         self.exports = {}
         self.local_side = local_op_side(self.engine)
+        self.host_side = self.engine in HOST_ENGINES   # used from the host (else inside a kernel)
         self.last_dst = self.last_src = None   # allocations last resolved for this thread (fast path)
         self.handle = _sim().handles.threads.add(self)
-
-    @property
-    def host_side(self) -> bool:
-        return self.engine in HOST_ENGINES
 
     def __repr__(self):
         return (f"<HcommThread 0x{self.handle:x} {self.engine.name} rank {self.rank} "

@@ -74,18 +74,31 @@ def _side() -> str:
 
 
 def _thread_and_channel(thread, channel, api):
-    t = get_thread(thread, api)
-    v.product_supports_hcomm(api)
-    v.engine_side(t, api)
-    ch = get_channel(channel, api)
+    """Check a thread and a channel of one rank, used from their side; return
+    ``(thread, channel end, peer end, the caller's host context)``."""
+    ctx = host_ctx()
+    handles = ctx.sim.handles
+    t = handles.threads._objs.get(thread) if thread else None
+    if t is None or t.stream.destroyed:
+        t = get_thread(thread, api)
+    if not ctx.sim.runtime.product.hcomm:
+        v.product_supports_hcomm(api)
+    device_side = bool(ctx.kernels)
+    if t.host_side == device_side:
+        v.engine_side(t, api)
+    ch = handles.channels._objs.get(channel) if channel else None
+    if ch is None:
+        ch = get_channel(channel, api)
     if ch.comm is not t.comm:
         raise para(api, f"channel 0x{channel:x} belongs to rank {ch.comm.rank}, thread 0x{thread:x} to "
                         f"rank {t.rank}")
-    if ch.host_side != (not host_ctx().kernels):
-        where = "inside a kernel" if host_ctx().kernels else "from the host"
+    if ch.host_side == device_side:
+        where = "inside a kernel" if device_side else "from the host"
         raise not_support(api, f"channel 0x{channel:x} is a {ch.engine.name} channel: it cannot be used {where}")
-    peer = connected_peer(ch, api, wait=not host_ctx().kernels)
-    return t, ch, peer
+    peer = ch.peer
+    if peer is None or peer.closed:
+        peer = connected_peer(ch, api, wait=not device_side)
+    return t, ch, peer, ctx
 
 
 def _data_protocol(ch, api):
@@ -146,7 +159,7 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         v.product_supports_hcomm(api)
         peer = connected_peer(ch, api)
     else:
-        t, ch, peer = _thread_and_channel(thread, channel, api)
+        t, ch, peer, _ctx = _thread_and_channel(thread, channel, api)
     if require_950 and not _sim().runtime.product.is_950:
         raise not_support(api, f"not supported on {_sim().runtime.product.name} (Atlas 350 only)")
     if reduce is None and not now:  # NBI calls are RoCE by definition (checked by _nbi_check)
@@ -234,28 +247,29 @@ def nbi(api, channel, dst, src, n, write_: bool, notify_idx=None):
 def notify_record(thread, channel, remote_notify_idx, defer=False):
     """``HcommChannelNotifyRecordOnThread``: enqueue a record of the peer's notify."""
     api = "HcommChannelNotifyRecordOnThread"
-    t, ch, peer = _thread_and_channel(thread, channel, api)
+    t, ch, peer, ctx = _thread_and_channel(thread, channel, api)
     n = _peer_notify(peer, remote_notify_idx, api)
-    task = NotifyRecordTask("ChannelNotifyRecord", t.stream, t.handle, t.rank, _side(), n,
-                            (ch.handle, peer.comm.rank, remote_notify_idx))
+    task = NotifyRecordTask("ChannelNotifyRecord", t.stream, t.handle, t.rank, "device" if ctx.kernels else "host",
+                            n, (ch.handle, peer.comm.rank, remote_notify_idx))
     if defer:
         return task
-    enqueue(task, api)
+    enqueue(task, api, ctx)
 
 
 def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNotifyWaitOnThread"):
     """``HcommChannelNotifyWaitOnThread``: enqueue a wait for this end's notify."""
-    t, ch, _peer = _thread_and_channel(thread, channel, api)
-    if isinstance(local_notify_idx, bool) or not isinstance(local_notify_idx, int):
+    t, ch, _peer, ctx = _thread_and_channel(thread, channel, api)
+    if type(local_notify_idx) is not int:
         raise TypeError(f"{api}: localNotifyIdx must be an int")
     if not 0 <= local_notify_idx < len(ch.notifies):
         raise para(api, f"localNotifyIdx {local_notify_idx} is out of range: this channel end has "
                         f"{len(ch.notifies)} notifies")
-    timeout = default_timeout(_side(), api) if timeout is None else _check_timeout(timeout, api)
+    side = "device" if ctx.kernels else "host"
+    timeout = default_timeout(side, api) if timeout is None else _check_timeout(timeout, api)
     if timeout == 0 and ch.engine == CommEngine.COMM_ENGINE_CPU and ch.protocol == P.COMM_PROTOCOL_ROCE:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
-    enqueue(NotifyWaitTask("ChannelNotifyWait", t.stream, t.handle, t.rank, _side(), ch.notifies[local_notify_idx],
-                           (ch.handle, local_notify_idx), timeout), api)
+    enqueue(NotifyWaitTask("ChannelNotifyWait", t.stream, t.handle, t.rank, side, ch.notifies[local_notify_idx],
+                           (ch.handle, local_notify_idx), timeout), api, ctx)
 
 
 def notify_wait_default(thread, channel, local_notify_idx):
@@ -297,7 +311,7 @@ def channel_fence_on_thread(thread, channel):
     if _sim().runtime.product.is_950:
         get_channel(channel, api)
         return
-    t, ch, _ = _thread_and_channel(thread, channel, api)
+    t, ch, _, _ctx = _thread_and_channel(thread, channel, api)
     if not host_ctx().kernels:
         raise not_support(api, f"not supported from the host on {_sim().runtime.product.name}")
 
@@ -310,7 +324,7 @@ def channel_fence(channel):
 def channel_drain(thread, channel):
     """``HcommChannelDrainOnThread``: block until the thread's submitted tasks ran (device side)."""
     api = "HcommChannelDrainOnThread"
-    t, ch, _ = _thread_and_channel(thread, channel, api)
+    t, ch, _, _ctx = _thread_and_channel(thread, channel, api)
     if not host_ctx().kernels:
         raise not_support(api, "supported on the device side only")
     st = t.stream
@@ -332,7 +346,7 @@ def batch_transfer(thread, channel, descs, num):
         raise para(api, f"transferDescNum {num} but only {len(descs)} descriptors")
     if not host_ctx().kernels:
         raise not_support(api, "the host implementation does not support batch transfers")
-    t, ch, _ = _thread_and_channel(thread, channel, api)
+    t, ch, _, _ctx = _thread_and_channel(thread, channel, api)
     if not _sim().runtime.product.is_950:
         if ch.protocol != P.COMM_PROTOCOL_ROCE:
             raise not_support(api, f"on {_sim().runtime.product.name} batch transfers need a RoCE channel")

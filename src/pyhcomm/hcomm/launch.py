@@ -41,13 +41,15 @@ def require_eager_ok(api: str) -> None:
                                "HcommBatchModeStart and HcommBatchModeEnd")
 
 
-def enqueue(task, api: str | None = None) -> None:
-    """Launch ``task`` now, or keep it in the open batch."""
-    batch = host_ctx().batch
+def enqueue(task, api: str | None = None, ctx=None) -> None:
+    """Launch ``task`` now, or keep it in the open batch of the caller (``ctx``: its host context)."""
+    if ctx is None:
+        ctx = host_ctx()
+    batch = ctx.batch
     if batch is None:
-        if host_ctx().kernels:
+        if ctx.kernels:
             require_eager_ok(api or task.kind)
-        _sim().scheduler.submit(task)
+        ctx.sim.scheduler.submit(task)
     else:
         batch.tasks.append(task)
 

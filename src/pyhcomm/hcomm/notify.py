@@ -98,23 +98,30 @@ def _notify_index(thread, idx, api: str, name: str):
 
 
 def _issuer(thread_handle, api: str):
-    t = get_thread(thread_handle, api)
-    v.product_supports_hcomm(api)
-    v.engine_side(t, api)
-    return t, "device" if host_ctx().kernels else "host"
+    """The issuing thread, checked; returns ``(thread, side, the caller's host context)``."""
+    ctx = host_ctx()
+    t = ctx.sim.handles.threads._objs.get(thread_handle) if thread_handle else None
+    if t is None or t.stream.destroyed:
+        t = get_thread(thread_handle, api)
+    if not ctx.sim.runtime.product.hcomm:
+        v.product_supports_hcomm(api)
+    device_side = bool(ctx.kernels)
+    if t.host_side == device_side:
+        v.engine_side(t, api)
+    return t, "device" if device_side else "host", ctx
 
 
 def record(thread, dst_thread, dst_notify_idx) -> None:
     """``HcommThreadNotifyRecordOnThread``: enqueue on ``thread`` a record of ``dst_thread``'s notify."""
     api = "HcommThreadNotifyRecordOnThread"
-    t, side = _issuer(thread, api)
+    t, side, ctx = _issuer(thread, api)
     d = get_thread(dst_thread, api, "dstThread")
     notify = _notify_index(d, dst_notify_idx, api, "dstNotifyIdx")
     if d.device != t.device:
         raise para(api, f"dstThread 0x{dst_thread:x} is on device {d.device}, thread 0x{thread:x} on device "
                         f"{t.device}: thread notifies do not cross devices (use a channel)")
     enqueue(NotifyRecordTask("ThreadNotifyRecord", t.stream, t.handle, t.rank, side, notify,
-                             (d.handle, dst_notify_idx)), api)
+                             (d.handle, dst_notify_idx)), api, ctx)
 
 
 def default_timeout(side: str, api: str = "notify wait") -> float:
@@ -133,14 +140,14 @@ def default_timeout(side: str, api: str = "notify wait") -> float:
 
 def wait(thread, notify_idx, timeout, api="HcommThreadNotifyWaitOnThread") -> None:
     """Enqueue on ``thread`` a wait for its own notify ``notify_idx`` (``timeout`` seconds, 0 = forever)."""
-    t, side = _issuer(thread, api)
+    t, side, ctx = _issuer(thread, api)
     notify = _notify_index(t, notify_idx, api, "notifyIdx")
     if timeout is None:
         timeout = default_timeout(side, api)
     else:
         _check_timeout(timeout, api)
     enqueue(NotifyWaitTask("ThreadNotifyWait", t.stream, t.handle, t.rank, side, notify,
-                           (t.handle, notify_idx), timeout), api)
+                           (t.handle, notify_idx), timeout), api, ctx)
 
 
 def wait_default(thread, notify_idx) -> None:
@@ -188,15 +195,15 @@ def _runtime_notify(notify_id, t, api: str):
 def aclrt_record(thread, dst_notify_id) -> None:
     """``HcommAclrtNotifyRecordOnThread``: enqueue a record of the runtime notify with that id."""
     api = "HcommAclrtNotifyRecordOnThread"
-    t, side = _issuer(thread, api)
+    t, side, ctx = _issuer(thread, api)
     n = _runtime_notify(dst_notify_id, t, api)
-    enqueue(NotifyRecordTask("AclrtNotifyRecord", t.stream, t.handle, t.rank, side, n.notify, n.id), api)
+    enqueue(NotifyRecordTask("AclrtNotifyRecord", t.stream, t.handle, t.rank, side, n.notify, n.id), api, ctx)
 
 
 def aclrt_wait(thread, notify_id, timeout) -> None:
     """``HcommAclrtNotifyWaitOnThread``: enqueue a wait for the runtime notify with that id."""
     api = "HcommAclrtNotifyWaitOnThread"
-    t, side = _issuer(thread, api)
+    t, side, ctx = _issuer(thread, api)
     n = _runtime_notify(notify_id, t, api)
     _check_timeout(timeout, api)
-    enqueue(NotifyWaitTask("AclrtNotifyWait", t.stream, t.handle, t.rank, side, n.notify, n.id, timeout), api)
+    enqueue(NotifyWaitTask("AclrtNotifyWait", t.stream, t.handle, t.rank, side, n.notify, n.id, timeout), api, ctx)

@@ -104,7 +104,13 @@ class SiteTask(TaskBase):
             f = sys._getframe(depth)
         except ValueError:
             f = sys._getframe(1)
-        while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        own = _own_code
+        while f is not None:
+            mine = own.get(f.f_code)
+            if mine is None:
+                mine = _is_own(f.f_code)
+            if not mine:
+                break
             f = f.f_back
         if f is None:
             self.code = None
@@ -120,11 +126,26 @@ def call_site():
     ``f_lineno`` costs microseconds in a long function, and this runs on every primitive.
     """
     f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+    own = _own_code
+    while f is not None:
+        mine = own.get(f.f_code)
+        if mine is None:
+            mine = _is_own(f.f_code)
+        if not mine:
+            break
         f = f.f_back
     if f is None:
         return None
     return (f.f_code, f.f_lasti)
+
+
+#: code object -> whether it is pyhcomm's own (cheaper than comparing file names on every frame)
+_own_code: dict = {}
+
+
+def _is_own(code) -> bool:
+    mine = _own_code[code] = code.co_filename.startswith(_PKG_DIR)
+    return mine
 
 
 _lines: dict = {}

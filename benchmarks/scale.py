@@ -1,0 +1,224 @@
+"""Scale: collectives on 8 .. 1024 in-process ranks, cost per task, peak memory, against baselines.
+
+Each case runs in a fresh subprocess (so its peak RSS is its own): ``pyhcomm.launch`` of N ranks,
+end to end (communicator init, channel connect, the collective, synchronize, teardown), on the
+cooperative scheduler unless ``--scheduler threaded``. Printed per case: wall time, tasks (every
+enqueued task, from the Sim's record counter), us per task all in, peak RSS, and the ratio of us
+per task to the same collective at the smallest rank count (flat cost = 1.0).
+
+Baselines, measured in the same run:
+
+* ``loop``: a plain single-thread Python loop that enqueues and runs the same number of tasks as
+  tuples on per-stream deques (the floor of any Python task simulator); ``x loop`` is ours / it.
+* ``16 x 1 MiB AllReduce`` with data vs numpy doing the same data movement on one thread.
+* ``16 x 1 KiB AllGather`` vs its number of tasks times the single-rank cost of one
+  ``HcommLocalCopyOnThread`` enqueue + execute.
+
+    python benchmarks/scale.py [--ranks 8,64,256,1024] [--collectives ring_allgather,...]
+                               [--size 4096] [--data 0|1] [--scheduler coop|threaded]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import deque
+
+COLLECTIVES = ("ring_allgather", "ring_allreduce", "mesh_allgather", "alltoall")
+
+
+# -- one case, in a subprocess ---------------------------------------------------------------------
+def run_case(name: str, nranks: int, size: int, data: bool, scheduler: str) -> dict:
+    import resource
+
+    import pyhcomm
+    from pyhcomm import acl
+    from pyhcomm.capi import hccl_ops as ops
+    from pyhcomm.collectives import allgather_ring, run
+    from pyhcomm.enums import HcclDataType, HcclReduceOp
+
+    fp32, total = int(HcclDataType.HCCL_DATA_TYPE_FP32), int(HcclReduceOp.HCCL_REDUCE_SUM)
+
+    def body(comm):
+        n, me = comm.size, comm.rank
+        per = size if name in ("ring_allgather", "mesh_allgather") else size * n
+        send, _ = acl.rt.malloc(max(per, size), 0)
+        recv, _ = acl.rt.malloc(size * n, 0)
+        stream, _ = acl.rt.create_stream()
+        h = comm.handle
+        if name == "ring_allgather":
+            ring = sorted({(me - 1) % n, (me + 1) % n} - {me})
+            run(h, stream, 0, allgather_ring, send, recv, size, peers=ring)
+        elif name == "ring_allreduce":
+            ret = ops.HcclAllReduce(send, recv, size * n // 4, fp32, total, h, stream)
+            assert ret == 0, ret
+        elif name == "mesh_allgather":
+            ret = ops.HcclAllGather(send, recv, size // 4, fp32, h, stream)
+            assert ret == 0, ret
+        elif name == "alltoall":
+            ret = ops.HcclAlltoAll(send, size // 4, fp32, recv, size // 4, fp32, h, stream)
+            assert ret == 0, ret
+        assert acl.rt.synchronize_stream(stream) == 0
+        acl.rt.destroy_stream(stream)
+
+    sim = pyhcomm.Sim(scheduler=scheduler, data=data)
+    t0 = time.perf_counter()
+    pyhcomm.launch(body, nranks, sim=sim)
+    wall = time.perf_counter() - t0
+    tasks = next(sim.record.counter) - 1
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"name": name, "ranks": nranks, "wall": wall, "tasks": tasks, "rss": rss}
+
+
+def loop_baseline(ntasks: int, streams: int = 1024) -> float:
+    """Seconds for a plain loop to enqueue and run ``ntasks`` tuple tasks on ``streams`` deques."""
+    queues = [deque() for _ in range(streams)]
+    done = {}
+    t0 = time.perf_counter()
+    for i in range(ntasks):
+        queues[i % streams].append(("Write", i % streams, i, 4096, i + 1))
+    for q in queues:
+        while q:
+            kind, rank, src, n, dst = q.popleft()
+            done[rank] = dst
+    return time.perf_counter() - t0
+
+
+def allreduce_vs_numpy(nranks=16, nbytes=1 << 20) -> tuple[float, float]:
+    """(pyhcomm seconds, numpy seconds) for one AllReduce of ``nbytes`` per rank, with data."""
+    import numpy as np
+
+    import pyhcomm
+    from pyhcomm import acl
+    from pyhcomm.capi import hccl_ops as ops
+    from pyhcomm.enums import HcclDataType, HcclReduceOp
+
+    count = nbytes // 4
+    times = []
+
+    def body(comm):
+        send, _ = acl.rt.malloc(nbytes, 0)
+        recv, _ = acl.rt.malloc(nbytes, 0)
+        stream, _ = acl.rt.create_stream()
+        for i in range(2):  # the first call connects and first-touches the buffers
+            t0 = time.perf_counter()
+            assert ops.HcclAllReduce(send, recv, count, int(HcclDataType.HCCL_DATA_TYPE_FP32),
+                                     int(HcclReduceOp.HCCL_REDUCE_SUM), comm.handle, stream) == 0
+            assert acl.rt.synchronize_stream(stream) == 0
+            if comm.rank == 0 and i:
+                times.append(time.perf_counter() - t0)
+
+    pyhcomm.launch(body, nranks)
+    inputs = [np.random.default_rng(r).random(count, dtype=np.float32) for r in range(nranks)]
+    t0 = time.perf_counter()
+    acc = inputs[0].copy()
+    for x in inputs[1:]:
+        acc += x
+    outs = [acc.copy() for _ in range(nranks)]
+    numpy_s = time.perf_counter() - t0
+    del outs
+    return times[0], numpy_s
+
+
+def small_allgather_vs_copy(nranks=16, nbytes=1024) -> tuple[float, int, float]:
+    """(seconds of one 16 x 1 KiB mesh AllGather, its tasks, seconds of one local copy
+    enqueue + execute). The AllGather's cost is the difference between a launch making two calls
+    and one making one (the same init, connect and teardown)."""
+    import pyhcomm
+    from pyhcomm import acl
+    from pyhcomm.capi import hccl_ops as ops
+    from pyhcomm.enums import HcclDataType
+
+    def body(comm, calls):
+        send, _ = acl.rt.malloc(nbytes, 0)
+        recv, _ = acl.rt.malloc(nbytes * comm.size, 0)
+        stream, _ = acl.rt.create_stream()
+        for _ in range(calls):
+            assert ops.HcclAllGather(send, recv, nbytes // 4, int(HcclDataType.HCCL_DATA_TYPE_FP32),
+                                     comm.handle, stream) == 0
+            assert acl.rt.synchronize_stream(stream) == 0
+
+    def measure(calls):
+        best = None
+        for _ in range(3):
+            sim = pyhcomm.Sim(scheduler="coop")
+            t0 = time.perf_counter()
+            pyhcomm.launch(body, nranks, calls, sim=sim)
+            t = time.perf_counter() - t0
+            best = t if best is None else min(best, t)
+        return best, next(sim.record.counter) - 1
+
+    (t1, n1), (t2, n2) = measure(1), measure(2)
+    return t2 - t1, n2 - n1, local_copy_cost()
+
+
+def local_copy_cost(n=20000) -> float:
+    """Seconds per ``HcommLocalCopyOnThread`` of 256 bytes, enqueue + execute, on one rank."""
+    import pyhcomm
+    from pyhcomm import acl
+
+    pyhcomm.reset()
+    acl.rt.set_device(0)
+    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    stream, _ = acl.rt.create_stream()
+    _, thread = pyhcomm.HcclThreadAcquireWithStream(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, stream, 0)
+    a, _ = acl.rt.malloc(1 << 20, 0)
+    b, _ = acl.rt.malloc(1 << 20, 0)
+    copy = pyhcomm.HcommLocalCopyOnThread
+    t0 = time.perf_counter()
+    for i in range(n):
+        copy(thread, a + (i % 4096) * 256, b, 256)
+    acl.rt.synchronize_stream(stream)
+    dt = (time.perf_counter() - t0) / n
+    pyhcomm.reset()
+    return dt
+
+
+# -- the driver ------------------------------------------------------------------------------------
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ranks", default="8,64,256,1024")
+    ap.add_argument("--collectives", default=",".join(COLLECTIVES))
+    ap.add_argument("--size", type=int, default=4096, help="bytes per rank (per rank pair for AlltoAll)")
+    ap.add_argument("--data", type=int, default=0, help="1: move bytes (default: data-less)")
+    ap.add_argument("--scheduler", default="coop")
+    ap.add_argument("--case", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.case:
+        name, n = args.case.split(":")
+        print(json.dumps(run_case(name, int(n), args.size, bool(args.data), args.scheduler)))
+        return
+    import pyhcomm
+    print(f"# pyhcomm {pyhcomm.__version__}: scale, {args.size} B per rank, data {'on' if args.data else 'off'}, "
+          f"{args.scheduler} scheduler, {os.cpu_count()} cores")
+    print(f"{'collective':>15} {'ranks':>6} {'tasks':>10} {'wall s':>9} {'us/task':>8} {'loop us':>8} "
+          f"{'x loop':>7} {'vs 8':>6} {'peak RSS':>9}")
+    for name in args.collectives.split(","):
+        first = None
+        for n in [int(x) for x in args.ranks.split(",")]:
+            cmd = [sys.executable, __file__, "--case", f"{name}:{n}", "--size", str(args.size),
+                   "--data", str(args.data), "--scheduler", args.scheduler]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+                print(f"{name:>15} {n:>6}  failed: {tail[:150]}")
+                continue
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            us = r["wall"] / r["tasks"] * 1e6
+            loop_us = loop_baseline(r["tasks"]) / r["tasks"] * 1e6
+            first = first or us
+            print(f"{name:>15} {n:>6} {r['tasks']:>10,} {r['wall']:>9.2f} {us:>8.2f} {loop_us:>8.2f} "
+                  f"{us / loop_us:>6.1f}x {us / first:>5.2f}x {r['rss'] / 2**20:>7.0f} MB", flush=True)
+    ours, base = allreduce_vs_numpy()
+    print(f"\n16 ranks x 1 MiB AllReduce, data on: pyhcomm {ours * 1e3:.1f} ms, numpy {base * 1e3:.1f} ms, "
+          f"ratio {ours / base:.2f}x (goal <= 2x)")
+    t, tasks, copy = small_allgather_vs_copy()
+    print(f"16 ranks x 1 KiB AllGather: {t * 1e3:.1f} ms for {tasks} tasks; {tasks} x one local copy "
+          f"({copy * 1e6:.2f} us) = {tasks * copy * 1e3:.1f} ms; ratio {t / (tasks * copy):.2f}x (goal <= 3x)")
+
+
+if __name__ == "__main__":
+    main()
