@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import get_backend
 from ..core import memory
 
 
@@ -36,11 +37,11 @@ def ptr_to_numpy(ptr: int, shape, npy_type) -> np.ndarray:
     nbytes = int(np.prod(shape)) * dtype.itemsize
     alloc = _host(ptr, nbytes, "ptr_to_numpy")
     off = ptr - alloc.addr
-    return alloc.storage.array[off:off + nbytes].view(dtype).reshape(shape)
+    return get_backend().view(alloc.storage, off, nbytes, dtype).reshape(shape)
 
 
 def ptr_to_bytes(ptr: int, size: int) -> bytes:
     """A copy of ``size`` bytes of host memory at ``ptr``."""
     alloc = _host(ptr, size, "ptr_to_bytes")
     off = ptr - alloc.addr
-    return alloc.storage.array[off:off + size].tobytes()
+    return get_backend().to_host(alloc.storage, off, size)

@@ -13,6 +13,7 @@ import itertools
 import os
 import types
 
+from ..backend import get_backend
 from ..core import handles, memory
 from ..core.kernel import run_kernel
 from ..core.scheduler import scheduler
@@ -120,7 +121,7 @@ def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
         if alloc is None or param + param_size > alloc.end:
             raise _invalid(api, f"param 0x{param:x} + {param_size} is not host memory known to pyhcomm")
         off = param - alloc.addr
-        param = bytes(alloc.storage.array[off:off + param_size])
+        param = get_backend().to_host(alloc.storage, off, param_size)
     args.values.append(param)
     return len(args.values) - 1
 

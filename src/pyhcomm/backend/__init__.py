@@ -1,11 +1,15 @@
 """Backends move the bytes: the core decides *what* moves, a backend decides *how*.
 
-A backend provides :class:`Storage` (the bytes behind one allocation) and the raw operations on
-it. Only the CPU (numpy) backend exists today; a GPU backend will implement the same interface.
+A backend (:class:`Backend`) provides :class:`Storage` (the bytes behind one allocation) and the
+raw operations on it; nothing outside this package touches a storage's bytes. :class:`CpuBackend`
+keeps them in host memory (numpy); :class:`NullBackend` keeps none (the simulation runs without
+data). A GPU backend will implement the same interface.
 """
 from __future__ import annotations
 
-from .cpu import CpuBackend, Storage
+from .base import Backend, Storage
+from .cpu import CpuBackend, CpuStorage
+from .null import NoDataError, NullBackend, NullStorage
 
 _backend = None
 
@@ -18,4 +22,5 @@ def get_backend() -> CpuBackend:
     return _backend
 
 
-__all__ = ["CpuBackend", "Storage", "get_backend"]
+__all__ = ["Backend", "CpuBackend", "CpuStorage", "NoDataError", "NullBackend", "NullStorage", "Storage",
+           "get_backend"]
