@@ -73,7 +73,7 @@ class Buffer(_Closable):
         if alloc is None:
             raise para("Buffer.numpy", memory.describe_address(self.addr))
         off = self.addr - alloc.addr
-        return alloc.storage.array[off:off + self.size].view(dtype)
+        return _sim().backend.view(alloc.storage, off, self.size, dtype)
 
     def write(self, data) -> None:
         """Copy host data (array-like) into the buffer now (``aclrtMemcpy`` host to device)."""
@@ -428,7 +428,8 @@ class EngineCtx(_Closable):
         """A live numpy view of the context's memory."""
         if not self.alive:
             raise _not_found("EngineCtx.numpy", f"engine context {self.tag!r} was destroyed")
-        return self._ctx.alloc.storage.array.view(dtype)
+        storage = self._ctx.alloc.storage
+        return _sim().backend.view(storage, 0, storage.size, dtype)
 
     def read(self) -> bytes:
         """A copy of the context's bytes."""

@@ -37,11 +37,11 @@ def ptr_to_numpy(ptr: int, shape, npy_type) -> np.ndarray:
     nbytes = int(np.prod(shape)) * dtype.itemsize
     alloc = _host(ptr, nbytes, "ptr_to_numpy")
     off = ptr - alloc.addr
-    return alloc.storage.array[off:off + nbytes].view(dtype).reshape(shape)
+    return _sim().backend.view(alloc.storage, off, nbytes, dtype).reshape(shape)
 
 
 def ptr_to_bytes(ptr: int, size: int) -> bytes:
     """A copy of ``size`` bytes of host memory at ``ptr``."""
     alloc = _host(ptr, size, "ptr_to_bytes")
     off = ptr - alloc.addr
-    return alloc.storage.array[off:off + size].tobytes()
+    return _sim().backend.to_host(alloc.storage, off, size)

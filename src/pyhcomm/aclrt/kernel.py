@@ -120,7 +120,7 @@ def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
         if alloc is None or param + param_size > alloc.end:
             raise _invalid(api, f"param 0x{param:x} + {param_size} is not host memory known to pyhcomm")
         off = param - alloc.addr
-        param = bytes(alloc.storage.array[off:off + param_size])
+        param = _sim().backend.to_host(alloc.storage, off, param_size)
     args.values.append(param)
     return len(args.values) - 1
 

@@ -1,13 +1,16 @@
 """The CPU backend: storage in numpy arrays, copies by ``memmove`` spread over the cores.
 
-Memory comes from ``numpy.zeros`` (``calloc``): large blocks are anonymous mappings whose pages
-are committed only when first touched, so a 400 MB HCCL buffer per rank costs nothing until used.
-Copies of at least ``parallel_min`` bytes are cut into page-aligned chunks copied concurrently by a
-small pool of OS threads (``memmove`` through ctypes releases the GIL).
+Small blocks come from ``numpy.zeros``. Blocks of ``LARGE_ALLOC`` bytes or more are anonymous
+private mappings advised ``MADV_NOHUGEPAGE``: their pages are committed only when first touched,
+4 KiB at a time, so a 400 MB HCCL buffer per rank costs only what is used, even where transparent
+huge pages are ``always`` (or numpy asks for them). Copies of at least ``parallel_min`` bytes are
+cut into page-aligned chunks copied concurrently by a small pool of OS threads (``memmove`` through
+ctypes releases the GIL).
 """
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -15,31 +18,56 @@ from concurrent.futures import ThreadPoolExecutor
 import ml_dtypes as _ml_dtypes
 import numpy as np
 
+from .base import Backend, Storage
+
 _memmove = ctypes.memmove
 _memset = ctypes.memset
 
 SMALL_COPY = 1 << 16  # below this a memoryview slice assignment beats a ctypes call
+LARGE_ALLOC = 1 << 20  # from this size on, storage is an mmap without transparent huge pages
+
+_MADV_NOHUGEPAGE = getattr(mmap, "MADV_NOHUGEPAGE", None)
+_MAP_FLAGS = (mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+              if hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MAP_ANONYMOUS") else None)
 
 
-class Storage:
-    """The bytes behind one allocation: a flat ``uint8`` array and its host address.
+def zeroed(size: int) -> np.ndarray:
+    """A zero-filled ``uint8`` array of ``size`` bytes whose pages the OS commits when first touched.
+
+    From ``LARGE_ALLOC`` bytes on (where the platform has them): an anonymous private mmap advised
+    ``MADV_NOHUGEPAGE`` (the array's base; unmapped when the array goes). Else ``numpy.zeros``.
+    """
+    if size >= LARGE_ALLOC and _MAP_FLAGS is not None:
+        try:
+            m = mmap.mmap(-1, size, flags=_MAP_FLAGS)
+        except (OSError, ValueError):
+            return np.zeros(size, dtype=np.uint8)
+        if _MADV_NOHUGEPAGE is not None:
+            try:
+                m.madvise(_MADV_NOHUGEPAGE)
+            except OSError:  # a kernel without THP: its pages are small anyway
+                pass
+        return np.frombuffer(m, dtype=np.uint8)
+    return np.zeros(size, dtype=np.uint8)
+
+
+class CpuStorage(Storage):
+    """Host bytes: a flat ``uint8`` array and its address.
 
     Storage of memory the user owns (a numpy array) holds the array only weakly: ``anchor()``
     returns the owning object while it lives (None after), and ``array`` is rebuilt from the address.
     """
 
-    __slots__ = ("_array", "addr", "size", "anchor", "mv", "__weakref__")
+    __slots__ = ("_array", "mv")
 
     def __init__(self, array: np.ndarray, anchor=None):
-        self.size = array.nbytes
-        self.addr = array.__array_interface__["data"][0]
         if anchor is None:
+            Storage.__init__(self, array.__array_interface__["data"][0], array.nbytes, lambda: array)
             self._array = array
-            self.anchor = lambda: array
             self.mv = memoryview(array) if array.flags.writeable else None  # fast small copies
         else:
+            Storage.__init__(self, array.__array_interface__["data"][0], array.nbytes, anchor)
             self._array = None
-            self.anchor = anchor
             self.mv = None
 
     @property
@@ -58,7 +86,7 @@ def _default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class CpuBackend:
+class CpuBackend(Backend):
     """Moves bytes with the host CPU.
 
     Args:
@@ -76,35 +104,32 @@ class CpuBackend:
         self._pool_lock = threading.Lock()
 
     # -- storage -------------------------------------------------------------------------------
-    def allocate(self, size: int) -> Storage:
-        """Return zero-filled storage of ``size`` bytes (lazily committed by the OS)."""
-        return Storage(np.zeros(size, dtype=np.uint8))
+    def allocate(self, size: int) -> CpuStorage:
+        """Return zero-filled storage of ``size`` bytes (lazily committed, see :func:`zeroed`)."""
+        return CpuStorage(zeroed(size))
 
-    def allocate_host(self, size: int) -> Storage:
-        """Host memory (``aclrtMallocHost``): real bytes in every mode."""
-        return Storage(np.zeros(size, dtype=np.uint8))
-
-    def wrap(self, array: np.ndarray, anchor) -> Storage:
+    def wrap(self, array: np.ndarray, anchor) -> CpuStorage:
         """Wrap a C-contiguous host array the user owns; ``anchor`` is a weak reference to its owner."""
-        return Storage(array.reshape(-1).view(np.uint8), anchor)
+        return CpuStorage(array.reshape(-1).view(np.uint8), anchor)
 
     # -- operations ----------------------------------------------------------------------------
-    def copy(self, dst: Storage, dst_off: int, src: Storage, src_off: int, n: int) -> None:
+    def copy(self, dst: CpuStorage, dst_off: int, src: CpuStorage, src_off: int, n: int) -> None:
         """Copy ``n`` bytes; overlapping ranges behave like ``memmove``."""
-        if n < self.parallel_min or self.threads < 2:
-            dm, sm = dst.mv, src.mv
-            if dm is not None and sm is not None and n < SMALL_COPY:
+        if n < SMALL_COPY:
+            dm = dst.mv
+            sm = src.mv
+            if dm is not None and sm is not None:
                 dm[dst_off:dst_off + n] = sm[src_off:src_off + n]  # 3x cheaper than a ctypes call
             else:
                 _memmove(dst.addr + dst_off, src.addr + src_off, n)
             return
         d, s = dst.addr + dst_off, src.addr + src_off
-        if d < s + n and s < d + n:  # overlapping ranges must not be split
-            _memmove(d, s, n)
+        if n < self.parallel_min or self.threads < 2 or (d < s + n and s < d + n):
+            _memmove(d, s, n)  # overlapping ranges must not be split
             return
         self._parallel(d, s, n)
 
-    def memset(self, dst: Storage, off: int, value: int, n: int) -> None:
+    def memset(self, dst: CpuStorage, off: int, value: int, n: int) -> None:
         """Fill ``n`` bytes with ``value``."""
         _memset(dst.addr + off, value, n)
 
@@ -130,7 +155,7 @@ class CpuBackend:
                                                     thread_name_prefix="pyhcomm-copy")
         return self._pool
 
-    def reduce(self, dst: Storage, dst_off: int, src: Storage, src_off: int, count: int, np_dtype,
+    def reduce(self, dst: CpuStorage, dst_off: int, src: CpuStorage, src_off: int, count: int, np_dtype,
                op: int) -> None:
         """Reduce in place: ``dst[i] = op(dst[i], src[i])`` for ``count`` elements of ``np_dtype``.
 
@@ -159,6 +184,28 @@ class CpuBackend:
                     acc = dc.astype(wide)
                     ufunc(acc, sc.astype(wide), out=acc)
                     dc[...] = acc.astype(dt)
+
+    # -- host access ---------------------------------------------------------------------------
+    def to_host(self, storage: CpuStorage, off: int, n: int) -> bytes:
+        """Return a copy of ``n`` bytes at ``storage + off``."""
+        mv = storage.mv
+        if mv is not None:
+            return mv[off:off + n].tobytes()
+        return storage.array[off:off + n].tobytes()
+
+    def from_host(self, storage: CpuStorage, off: int, data) -> None:
+        """Copy bytes-like ``data`` to ``storage + off`` (``data`` may overlap the destination)."""
+        if isinstance(data, np.ndarray):
+            src = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        else:
+            src = np.frombuffer(data, dtype=np.uint8)
+        np.copyto(storage.array[off:off + src.nbytes], src)  # numpy handles overlap
+
+    def view(self, storage: CpuStorage, off: int, n: int, dtype=None) -> np.ndarray:
+        """A live ``dtype`` array over ``n`` bytes at ``storage + off`` (``ValueError`` once a user
+        array's owner was released, or where ``n`` is not a multiple of the dtype's size)."""
+        a = storage.array[off:off + n]
+        return a if dtype is None else a.view(dtype)
 
 
 # -- element-wise reduction (CpuBackend.reduce) ------------------------------------------------

@@ -174,8 +174,9 @@ def get(comm_handle, ctx_tag, engine) -> EngineCtx:
     return _lookup(comm, tag, engine, api)
 
 
-def _source_bytes(src, size: int, api: str) -> np.ndarray:
-    """``size`` bytes of ``src`` (a host pointer known to pyhcomm, or a bytes-like object)."""
+def _source_bytes(src, size: int, api: str):
+    """Where ``size`` bytes of ``src`` are: ``(storage, offset)`` for a host pointer known to
+    pyhcomm, ``(None, uint8 array)`` for a bytes-like object."""
     if isinstance(src, bool):
         raise TypeError(f"{api}: srcCtx must be a host pointer (int) or bytes-like, not bool")
     if isinstance(src, int):
@@ -188,7 +189,7 @@ def _source_bytes(src, size: int, api: str) -> np.ndarray:
         if src + size > alloc.end:
             raise para(api, f"srcCtx 0x{src:x} + {size} runs past its host buffer ({alloc.size} bytes)")
         off = src - alloc.addr
-        return alloc.storage.array[off:off + size]
+        return alloc.storage, off
     try:
         view = memoryview(src).cast("B")
     except TypeError:
@@ -196,7 +197,7 @@ def _source_bytes(src, size: int, api: str) -> np.ndarray:
                         f"not {type(src).__name__}") from None
     if view.nbytes < size:
         raise para(api, f"srcCtx holds {view.nbytes} bytes, fewer than size {size}")
-    return np.frombuffer(view, dtype=np.uint8, count=size)
+    return None, np.frombuffer(view, dtype=np.uint8, count=size)
 
 
 def copy(comm_handle, engine, ctx_tag, src_ctx, size, dst_ctx_offset) -> None:
@@ -227,8 +228,11 @@ def copy(comm_handle, engine, ctx_tag, src_ctx, size, dst_ctx_offset) -> None:
     if offset + size > ctx.size:
         raise para(api, f"dstCtxOffset {offset} + size {size} runs past the end of engine context {tag!r} "
                         f"({ctx.size} bytes)")
-    data = _source_bytes(src_ctx, size, api)
-    np.copyto(ctx.alloc.storage.array[offset:offset + size], data)  # numpy handles overlap
+    storage, data = _source_bytes(src_ctx, size, api)
+    if storage is not None:
+        _sim().backend.copy(ctx.alloc.storage, offset, storage, data, size)  # memmove: overlap is fine
+    else:
+        _sim().backend.from_host(ctx.alloc.storage, offset, data)
 
 
 def destroy(comm_handle, ctx_tag, engine) -> None:

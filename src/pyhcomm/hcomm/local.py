@@ -54,13 +54,7 @@ class LocalCopyTask(SiteTask):
         if dst is None or src is None:
             which = "dst" if dst is None else "src"
             raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, API, f"{which} memory was freed before the copy ran")
-        n = self.n
-        dm, sm = dst.mv, src.mv
-        if n < SMALL_COPY and dm is not None and sm is not None:  # host-memory storages: no call needed
-            a, b = self.dst_off, self.src_off
-            dm[a:a + n] = sm[b:b + n]
-        else:
-            _sim().backend.copy(dst, self.dst_off, src, self.src_off, n)
+        _sim().backend.copy(dst, self.dst_off, src, self.src_off, self.n)
 
 
 def local_copy(thread: int, dst: int, src: int, n: int) -> None:
