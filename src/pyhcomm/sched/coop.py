@@ -31,7 +31,7 @@ from collections import deque
 
 from greenlet import getcurrent, greenlet
 
-from .base import ABORTED, DONE_OK, STUCK, TIMED_OUT, Scheduler, _monotonic
+from .base import ABORTED, DONE_OK, DRAIN_DEPTH, STUCK, TIMED_OUT, Scheduler, _monotonic
 
 
 class SeededPolicy:
@@ -132,9 +132,22 @@ class CoopScheduler(Scheduler):
 
     # -- enqueue ------------------------------------------------------------------------------
     def submit(self, task) -> None:
-        """Append ``task`` to its stream; never runs it (except past ``DRAIN_DEPTH``)."""
-        if self.enqueue(task):
-            self._drain_deep(task.stream)
+        """Append ``task`` to its stream; never runs it (except past ``DRAIN_DEPTH``).
+        (``Scheduler.enqueue`` inlined: this runs for every task.)"""
+        rec = self._record
+        task.seq = next(rec.counter)
+        if rec.enabled:
+            rec._tasks.append(task)
+        stream = task.stream
+        q = stream.queue
+        q.append(task)
+        if stream not in self.active:
+            self.active[stream] = None
+        if not stream.hinted:
+            stream.hinted = True
+            self.ready.append(stream)
+        if len(q) >= DRAIN_DEPTH:
+            self._drain_deep(stream)
 
     def _drain_deep(self, stream) -> None:
         self._run_streams([stream])

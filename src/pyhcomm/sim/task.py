@@ -7,6 +7,7 @@ model read these records; the scheduler runs them through ``fn(*args)``.
 """
 from __future__ import annotations
 
+import contextvars
 import os
 import sys
 
@@ -100,6 +101,10 @@ class SiteTask(TaskBase):
         on from there while frames are pyhcomm's own. (A caller that skips a level, e.g. calling a
         ``.raising`` implementation directly, is attributed to its own caller.)
         """
+        fixed = _site_var.get()
+        if fixed is not None:
+            self.code, self.lasti = fixed
+            return
         try:
             f = sys._getframe(depth)
         except ValueError:
@@ -125,6 +130,9 @@ def call_site():
     The line number is worked out only when asked for (:func:`site_location`): computing
     ``f_lineno`` costs microseconds in a long function, and this runs on every primitive.
     """
+    fixed = _site_var.get()
+    if fixed is not None:
+        return fixed
     f = sys._getframe(1)
     own = _own_code
     while f is not None:
@@ -137,6 +145,21 @@ def call_site():
     if f is None:
         return None
     return (f.f_code, f.f_lasti)
+
+
+#: The call site every task issued now is attributed to (set around a collective's algorithm: the
+#: user's ``HcclAllGather`` line, found once instead of walking the algorithm's frames per task).
+_site_var: contextvars.ContextVar = contextvars.ContextVar("pyhcomm_site", default=None)
+
+
+def attribute_to(site):
+    """Attribute the tasks issued from now on, in this context, to ``site``; returns a token for
+    :func:`end_attribution`."""
+    return _site_var.set(site)
+
+
+def end_attribution(token) -> None:
+    _site_var.reset(token)
 
 
 #: code object -> whether it is pyhcomm's own (cheaper than comparing file names on every frame)
