@@ -39,7 +39,7 @@ class ThreadedScheduler(Scheduler):
         self.drivers = 0                # host threads in run_until that are not asleep
         self.gen = 0                    # bumped at every wake-up: progress others must look at
         self.sleep_gen: dict = {}       # thread ident -> ``gen`` when it went to sleep
-        self.preds: dict = {}           # thread ident -> the ``done`` predicate it sleeps on
+        self.preds: dict = {}           # thread ident -> the predicate of a sleeper that names no stream
         self.hosts: dict = {}           # thread ident -> threading.Thread using the runtime
         self._kernel_ids = 0
 
@@ -96,9 +96,16 @@ class ThreadedScheduler(Scheduler):
             progressed = self._run_streams(hinted)
         if not progressed:
             progressed = self._run_streams(list(self.active))
-        if progressed and self.sleepers and any(p() for p in list(self.preds.values())):
+        if progressed and self.preds and any(p() for p in list(self.preds.values())):
             self._wake()  # only when a sleeper's wait is over: no thundering herd on every step
         return progressed
+
+    def _stream_settled(self, stream) -> None:
+        """``stream`` went idle or failed: wake the sleepers waiting on it whose wait is over."""
+        for ev, done in list(stream.waiters):
+            if not ev.is_set() and done():
+                self.gen += 1
+                ev.set()
 
     def fail_stream(self, stream, exc) -> None:
         with self.lock:
@@ -141,7 +148,7 @@ class ThreadedScheduler(Scheduler):
             try:
                 self.drivers += 1
                 try:
-                    return self._loop(done, deadline, me, detect_stuck)
+                    return self._loop(done, deadline, me, detect_stuck, streams)
                 finally:
                     self.drivers -= 1  # first: a submitter that still saw this driver is covered below
                     if self.sleepers:
@@ -152,7 +159,8 @@ class ThreadedScheduler(Scheduler):
             if what:
                 self.blocked_calls.pop(me, None)
 
-    def _loop(self, done, deadline, me, detect_stuck) -> str:
+    def _loop(self, done, deadline, me, detect_stuck, streams) -> str:
+        watched = [st for st in streams if not st.destroyed] if streams else None
         while True:
             if done():
                 return DONE_OK
@@ -180,7 +188,14 @@ class ThreadedScheduler(Scheduler):
                 ev = self._events[me] = threading.Event()
             ev.clear()
             self.sleepers[me] = ev        # (a sleeping thread runs nothing else: never nested)
-            self.preds[me] = done
+            entry = (ev, done)
+            if watched:                   # woken by the streams it waits on (see _stream_settled)
+                for st in watched:
+                    if st.waiters is None:
+                        st.waiters = []
+                    st.waiters.append(entry)
+            else:                         # woken when any step makes ``done`` hold
+                self.preds[me] = done
             self.sleep_gen[me] = self.gen
             self.drivers -= 1
             try:
@@ -200,7 +215,11 @@ class ThreadedScheduler(Scheduler):
             finally:
                 self.drivers += 1
                 del self.sleepers[me]
-                del self.preds[me]
+                if watched:
+                    for st in watched:
+                        st.waiters.remove(entry)
+                else:
+                    del self.preds[me]
 
     def _acquire(self, me) -> None:
         self.lock.acquire()
