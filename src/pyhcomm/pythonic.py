@@ -69,9 +69,10 @@ class Buffer(_Closable):
 
     def numpy(self, dtype=np.uint8) -> np.ndarray:
         """A live numpy view of the simulated device memory (no synchronisation implied)."""
-        alloc = _sim().memory.device_map.find(self.addr)
-        if alloc is None:
-            raise para("Buffer.numpy", memory.describe_address(self.addr))
+        try:
+            alloc = memory.resolve(self.addr, self.size, memory.DEVICE)
+        except memory.BadRange as why:
+            raise para("Buffer.numpy", str(why)) from None
         off = self.addr - alloc.addr
         return _sim().backend.view(alloc.storage, off, self.size, dtype)
 

@@ -24,10 +24,10 @@ def bytes_to_ptr(data) -> int:
 
 
 def _host(ptr: int, nbytes: int, fn: str):
-    alloc = _sim().memory.host_map.find(ptr)
-    if alloc is None or ptr + nbytes > alloc.end:
-        raise ValueError(f"{fn}: 0x{ptr:x} + {nbytes} is not host memory known to pyhcomm")
-    return alloc
+    try:
+        return memory.resolve(ptr, nbytes, memory.HOST)
+    except memory.BadRange as why:
+        raise ValueError(f"{fn}: {why}") from None
 
 
 def ptr_to_numpy(ptr: int, shape, npy_type) -> np.ndarray:

@@ -116,9 +116,10 @@ def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
     if args.finalized:
         raise _invalid(api, "arguments are already finalized")
     if isinstance(param, int) and not isinstance(param, bool) and param_size is not None:
-        alloc = _sim().memory.host_map.find(param)
-        if alloc is None or param + param_size > alloc.end:
-            raise _invalid(api, f"param 0x{param:x} + {param_size} is not host memory known to pyhcomm")
+        try:
+            alloc = memory.resolve(param, param_size, memory.HOST)
+        except memory.BadRange as why:
+            raise _invalid(api, f"param {why}") from None
         off = param - alloc.addr
         param = _sim().backend.to_host(alloc.storage, off, param_size)
     args.values.append(param)

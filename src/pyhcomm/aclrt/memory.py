@@ -145,24 +145,11 @@ def aclrtFreeHost(host_ptr: int) -> None:
 
 def _resolve(api, addr, n, side, name):
     """Find the allocation holding ``[addr, addr+n)`` on ``side`` (host, device or any)."""
-    if side in (_D, _ANY):
-        alloc = _sim().memory.device_map.find(addr)
-        if alloc is not None:
-            if addr + n > alloc.end:
-                raise _rt_invalid(api, f"{name} 0x{addr:x} + {n} runs past its allocation ({alloc.size} bytes)")
-            return alloc
-    if side in (_H, _ANY):
-        alloc = _sim().memory.host_map.find(addr)
-        if alloc is not None:
-            if addr + n > alloc.end:
-                raise _rt_invalid(api, f"{name} 0x{addr:x} + {n} runs past its host buffer ({alloc.size} bytes)")
-            return alloc
-    if side == _D:
-        raise _rt_invalid(api, f"{name} {memory.describe_address(addr)}")
-    if _sim().memory.device_map.find(addr) is not None:
-        raise _rt_invalid(api, f"{name} 0x{addr:x} is device memory, but the copy kind needs host memory")
-    raise _rt_invalid(api, f"{name} 0x{addr:x} is not host memory known to pyhcomm (use aclrtMallocHost or "
-                           "acl.util.numpy_to_ptr)")
+    space = memory.DEVICE if side == _D else memory.HOST if side == _H else memory.ANY
+    try:
+        return memory.resolve(addr, n, space)
+    except memory.BadRange as why:
+        raise _rt_invalid(api, f"{name} {why}") from None
 
 
 def _check_copy(api, dst, dest_max, src, count, kind):

@@ -31,10 +31,11 @@ def check_buffer(api: str, addr, nbytes: int, device: int, name: str) -> None:
     """A user buffer of a collective: non-NULL, wholly inside device memory of the rank's device."""
     if not addr:
         raise ptr(api, f"{name} is NULL")
-    a = _sim().memory.device_map.find(addr)
-    if a is None or a.device != device or addr + nbytes > a.end:
-        raise para(api, f"{name} 0x{addr:x} + {nbytes} is not device memory of this rank's device {device}"
-                        + (f" ({memory.describe_address(addr)})" if a is None else ""))
+    try:
+        memory.resolve(addr, nbytes, memory.DEVICE, device)
+    except memory.BadRange as why:
+        raise para(api, f"{name} 0x{addr:x} + {nbytes} is not device memory of this rank's device {device} "
+                        f"({why})") from None
 
 
 def check_common(api: str, comm, count, data_type, stream):

@@ -316,10 +316,11 @@ def mem_reg(comm_handle, tag, mem) -> int:
         raise ptr(api, "mem.addr is NULL")
     if not isinstance(mem.size, int) or mem.size <= 0:
         raise para(api, f"mem.size {mem.size} must be positive")
-    alloc = _sim().memory.device_map.find(mem.addr)
-    if alloc is None or alloc.device != comm.device or mem.addr + mem.size > alloc.end:
+    try:
+        alloc = memory.resolve(mem.addr, mem.size, memory.DEVICE, comm.device)
+    except memory.BadRange as why:
         raise para(api, f"mem 0x{mem.addr:x} + {mem.size} is not device memory of rank {comm.rank} "
-                        f"(device {comm.device})")
+                        f"(device {comm.device}): {why}") from None
     m = MemHandle(comm, tag, alloc, mem.addr, mem.size)
     comm.mems.append(m)
     return m.handle

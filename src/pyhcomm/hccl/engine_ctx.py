@@ -180,14 +180,10 @@ def _source_bytes(src, size: int, api: str):
     if isinstance(src, bool):
         raise TypeError(f"{api}: srcCtx must be a host pointer (int) or bytes-like, not bool")
     if isinstance(src, int):
-        alloc = _sim().memory.host_map.find(src)
-        if alloc is None:
-            if _sim().memory.device_map.find(src) is not None:
-                raise para(api, f"srcCtx 0x{src:x} is device memory; the copy source must be host memory")
-            raise para(api, f"srcCtx 0x{src:x} is not host memory known to pyhcomm (use aclrtMallocHost "
-                            "or acl.util.numpy_to_ptr), or pass a bytes-like object")
-        if src + size > alloc.end:
-            raise para(api, f"srcCtx 0x{src:x} + {size} runs past its host buffer ({alloc.size} bytes)")
+        try:
+            alloc = memory.resolve(src, size, memory.HOST)
+        except memory.BadRange as why:
+            raise para(api, f"srcCtx {why} (or pass a bytes-like object)") from None
         off = src - alloc.addr
         return alloc.storage, off
     try:

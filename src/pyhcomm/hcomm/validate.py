@@ -66,15 +66,10 @@ def device_range(addr: int, n: int, device: int, api: str, name: str):
 
     The range must lie wholly inside one live device allocation of ``device``.
     """
-    alloc = _sim().memory.device_map.find(addr)
-    if alloc is None:
-        raise para(api, f"{name} {memory.describe_address(addr)}")
-    if alloc.device != device:
-        raise para(api, f"{name} 0x{addr:x} is memory of device {alloc.device}; the thread runs on device "
-                        f"{device} and cannot access it")
-    if addr + n > alloc.end:
-        raise para(api, f"{name} 0x{addr:x} + {n} runs past its allocation ({alloc.size} bytes at "
-                        f"0x{alloc.addr:x})")
+    try:
+        alloc = memory.resolve(addr, n, memory.DEVICE, device)
+    except memory.BadRange as why:
+        raise para(api, f"{name} {why}") from None
     return alloc, addr - alloc.addr
 
 

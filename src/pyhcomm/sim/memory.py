@@ -194,6 +194,42 @@ def register_host_array(array, readonly: bool = False, keep=None) -> int:
     return storage.addr
 
 
+ANY = "any"
+
+
+class BadRange(ValueError):
+    """Why a range is not usable memory; the text begins with the address, so a caller prefixes
+    the argument's name and raises its own error code (:func:`resolve`)."""
+
+
+def resolve(addr: int, n: int, space: str = DEVICE, device: int | None = None) -> Allocation:
+    """The live allocation holding all of ``[addr, addr + n)``: the one place that decides it.
+
+    ``space``: ``DEVICE`` (of ``device`` when given), ``HOST`` (``aclrtMallocHost``, registered
+    numpy arrays), or ``ANY`` (device first). Raises :class:`BadRange` saying what is wrong.
+    """
+    mem = _space()
+    if space != HOST:
+        a = mem.device_map.find(addr)
+        if a is not None:
+            if device is not None and a.device != device:
+                raise BadRange(f"0x{addr:x} is memory of device {a.device}; the caller runs on device {device} "
+                               "and cannot access it")
+            if addr + n > a.end:
+                raise BadRange(f"0x{addr:x} + {n} runs past its allocation ({a.size} bytes at 0x{a.addr:x})")
+            return a
+        if space == DEVICE:
+            raise BadRange(describe_address(addr))
+    a = mem.host_map.find(addr)
+    if a is not None:
+        if addr + n > a.end:
+            raise BadRange(f"0x{addr:x} + {n} runs past its host buffer ({a.size} bytes at 0x{a.addr:x})")
+        return a
+    if mem.device_map.find(addr) is not None:
+        raise BadRange(f"0x{addr:x} is device memory; host memory is needed here")
+    raise BadRange(f"0x{addr:x} is not host memory known to pyhcomm (use aclrtMallocHost or acl.util.numpy_to_ptr)")
+
+
 def describe_address(addr: int) -> str:
     """Say what ``addr`` is, for error messages about a pointer that is not usable memory."""
     space = _space()
