@@ -10,9 +10,10 @@ passes, or a task it waits for settles.
 
 An AI CPU kernel runs on an OS thread of its own (``pyhcomm-kernel-*``), registered as a host
 program while it runs, so two kernels of different ranks that wait for each other both progress.
-A kernel holds the execution lock while it runs and lets it go only while it blocks, as if it ran
-on the thread that reached its launch: nothing else runs between two of its blocking calls, so a
-single host program with kernels still gives the same order on every run.
+A kernel holds the execution lock while it runs and lets it go only while it blocks, and the
+thread that reached its launch waits until it first blocks or ends, as if the kernel ran on that
+thread: nothing else runs between two of its blocking calls, so a single host program with
+kernels still gives the same order on every run.
 When every registered host thread is blocked and nothing can run, the blocked streams fail with
 the hang report (see :mod:`pyhcomm.sched.base`).
 """
@@ -34,6 +35,7 @@ class ThreadedScheduler(Scheduler):
         super().__init__(sim)
         self.lock = threading.RLock()   # a kernel thread holds it twice while it drives (see _acquire)
         self._levels: dict = {}         # thread ident -> how many times it holds ``lock``
+        self._parked: dict = {}         # kernel thread ident -> Event set when it first blocks or ends
         self.sleepers: dict = {}        # thread ident -> threading.Event it sleeps on (= blocked)
         self._events: dict = {}         # thread ident -> its reusable Event
         self.drivers = 0                # host threads in run_until that are not asleep
@@ -118,8 +120,11 @@ class ThreadedScheduler(Scheduler):
         stream.busy = True
         self._kernel_ids += 1
 
+        parked = threading.Event()
+
         def run():
             me = threading.get_ident()
+            self._parked[me] = parked
             self._acquire(me)
             try:
                 body()
@@ -127,13 +132,23 @@ class ThreadedScheduler(Scheduler):
                 stream.busy = False
                 self.ready[stream] = None
                 self._release(me)
+                self._parked.pop(me, None)
+                parked.set()
                 self.unregister_host()  # also wakes the sleepers
 
         t = threading.Thread(target=context_for(self.sim).run, args=(run,), daemon=True,
                              name=f"pyhcomm-kernel-{self._kernel_ids}")
+        me = threading.get_ident()
+        levels = self._levels.get(me, 0)
         t.start()
-        if t.is_alive():
-            self.hosts[t.ident] = t
+        self.hosts[t.ident] = t
+        for _ in range(levels):     # hand over until the kernel first blocks or ends
+            self.lock.release()
+        try:
+            parked.wait()
+        finally:
+            for _ in range(levels):
+                self.lock.acquire()
 
     # -- blocking ------------------------------------------------------------------------------
     def run_until(self, done, timeout: float | None = None, what: str = "", streams=None,
@@ -205,6 +220,9 @@ class ThreadedScheduler(Scheduler):
                     continue
                 wait = MAX_SLEEP if wake is None else min(MAX_SLEEP, max(0.0, wake - now))
                 levels = self._levels[me]
+                handover = self._parked.pop(me, None)
+                if handover is not None:  # a kernel's first block: the thread that started it goes on
+                    handover.set()
                 for _ in range(levels):  # every level: a kernel thread also holds it for its body
                     self.lock.release()
                 try:
