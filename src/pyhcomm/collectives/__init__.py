@@ -1,5 +1,5 @@
 """A collective library built only from HCOMM primitives (see :mod:`.context` for how each
-product runs an algorithm)."""
+product runs an algorithm, :mod:`.patterns` for the handshakes the algorithms share)."""
 from .allgather import allgather_mesh  # noqa: F401
 from .context import CollectiveContext, context, run  # noqa: F401
 from .alltoall import alltoall  # noqa: F401,E402

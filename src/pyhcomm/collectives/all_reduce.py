@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ..enums import DATA_TYPE_SIZE
 from .allgather import allgatherv_ring
+from .context import buffer_parts
 from .reduce_scatter import reduce_scatterv_ring
 
 
@@ -33,6 +34,7 @@ def slices(count: int, nranks: int) -> tuple[list[int], list[int]]:
     return counts, displs
 
 
+@buffer_parts(lambda n: n)  # the gather's n slots (the reduce-scatter needs 2)
 def all_reduce_ring(ctx, send: int, recv: int, count: int, data_type: int, op: int) -> None:
     """Issue the ring AllReduce of ``count`` elements (ring ReduceScatter + ring AllGather)."""
     size = DATA_TYPE_SIZE[data_type]

@@ -10,7 +10,9 @@ Per loop, ``S`` bytes (the HCCL buffer cut into ``nranks`` slots)::
                                 record p.DATA, wait own DATA
 
 The ACK handshake guarantees the peer copied the previous loop out of its buffer before it is
-overwritten; DATA guarantees the write landed before the copy-out.
+overwritten; DATA guarantees the write landed before the copy-out. Past 65 ranks (more peers than
+the main thread and its at most 63 slaves) the peers go in groups of 64, ascending, each group
+between its own release and wait (:func:`.patterns.mesh`); the slots and the result are the same.
 
 ``allgather_ring`` (and ``allgatherv_ring``, segments of any size) needs one thread and the
 channels to the two neighbours only: every slice travels round the ring in ``N - 1`` steps (see
@@ -19,38 +21,29 @@ AllReduce and is available to :func:`.context.run` callers.
 """
 from __future__ import annotations
 
-from ..capi.hcomm_primitives import (HcommChannelNotifyRecordOnThread, HcommChannelNotifyWaitOnThread, HcommLocalCopyOnThread,
-                    HcommWriteOnThread)
-from .context import ACK, DATA, WAIT_TIMEOUT, chunk_bytes, fan_in, fan_out, ok
+from ..hcomm.local import local_copy
+from .context import buffer_parts, chunk_bytes
+from .patterns import mesh, mesh_exchange, ring_step
 
 
+@buffer_parts(lambda n: n)
 def allgather_mesh(ctx, send: int, recv: int, nbytes: int) -> None:
-    """Issue the mesh AllGather of ``nbytes`` per rank (``recv`` holds ``nranks * nbytes``)."""
+    """Issue the mesh AllGather of ``nbytes`` per rank (``recv`` holds ``nranks * nbytes``).
+
+    With more peers than threads (over 64 ranks) the exchanges go in groups (:func:`.patterns.mesh`).
+    """
     n, me = ctx.nranks, ctx.rank
     if n == 1:
-        ok(HcommLocalCopyOnThread(ctx.main, recv, send, nbytes), "HcommLocalCopyOnThread")
+        local_copy(ctx.main, recv, send, nbytes)
         return
-    peers = [p for p in range(n) if p != me]
-    threads = [ctx.main] + ctx.slaves
     slot = chunk_bytes(ctx, n)
-    done = 0
-    while done < nbytes:
+    mine = ctx.ccl + slot * me
+    for done in range(0, nbytes, slot):
         cur = min(slot, nbytes - done)
-        mine = ctx.ccl + slot * me
-        ok(HcommLocalCopyOnThread(ctx.main, mine, send + done, cur), "HcommLocalCopyOnThread")
-        fan_out(ctx)
-        for t, p in zip(threads, peers):
-            ch = ctx.channel(p)
-            ok(HcommChannelNotifyRecordOnThread(t, ch, ACK), "HcommChannelNotifyRecordOnThread")
-            ok(HcommChannelNotifyWaitOnThread(t, ch, ACK, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
-            ok(HcommWriteOnThread(t, ch, ctx.peer_ccl(p) + slot * me, mine, cur), "HcommWriteOnThread")
-            ok(HcommChannelNotifyRecordOnThread(t, ch, DATA), "HcommChannelNotifyRecordOnThread")
-            ok(HcommChannelNotifyWaitOnThread(t, ch, DATA, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
-        fan_in(ctx)
+        local_copy(ctx.main, mine, send + done, cur)
+        mesh(ctx, lambda t, p: mesh_exchange(t, ctx.channel(p), ctx.peer_ccl(p) + slot * me, mine, cur))
         for r in range(n):
-            ok(HcommLocalCopyOnThread(ctx.main, recv + r * nbytes + done, ctx.ccl + slot * r, cur),
-               "HcommLocalCopyOnThread")
-        done += cur
+            local_copy(ctx.main, recv + r * nbytes + done, ctx.ccl + slot * r, cur)
 
 
 # -- ring -------------------------------------------------------------------------------------------
@@ -59,6 +52,7 @@ def ring_peers(rank: int, nranks: int) -> list[int]:
     return sorted({(rank - 1) % nranks, (rank + 1) % nranks} - {rank})
 
 
+@buffer_parts(lambda n: n)
 def allgather_ring(ctx, send: int, recv: int, nbytes: int) -> None:
     """Issue the ring AllGather of ``nbytes`` per rank (``recv`` holds ``nranks * nbytes``).
 
@@ -68,6 +62,7 @@ def allgather_ring(ctx, send: int, recv: int, nbytes: int) -> None:
     allgatherv_ring(ctx, send, recv, [nbytes] * n, [r * nbytes for r in range(n)])
 
 
+@buffer_parts(lambda n: n)
 def allgatherv_ring(ctx, send: int, recv: int, sizes, displs) -> None:
     """Issue a ring AllGather of ``sizes[r]`` bytes from every rank ``r`` into ``recv + displs[r]``.
 
@@ -105,7 +100,7 @@ def allgatherv_ring(ctx, send: int, recv: int, sizes, displs) -> None:
     mine = recv + displs[me]
     if n == 1:
         if sizes[0] and mine != send:
-            ok(HcommLocalCopyOnThread(ctx.main, mine, send, sizes[0]), "HcommLocalCopyOnThread")
+            local_copy(ctx.main, mine, send, sizes[0])
         return
     t = ctx.main
     left, right = ctx.channel((me - 1) % n), ctx.channel((me + 1) % n)
@@ -116,18 +111,11 @@ def allgatherv_ring(ctx, send: int, recv: int, sizes, displs) -> None:
             return max(0, min(slot, sizes[k] - done))
 
         if piece(me):
-            ok(HcommLocalCopyOnThread(t, ctx.ccl + slot * me, send + done, piece(me)), "HcommLocalCopyOnThread")
+            local_copy(t, ctx.ccl + slot * me, send + done, piece(me))
         for s in range(n - 1):
             fwd, got = (me - s) % n, (me - s - 1) % n
-            ok(HcommChannelNotifyRecordOnThread(t, left, ACK), "HcommChannelNotifyRecordOnThread")
-            ok(HcommChannelNotifyWaitOnThread(t, right, ACK, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
-            if piece(fwd):
-                ok(HcommWriteOnThread(t, right, right_ccl + slot * fwd, ctx.ccl + slot * fwd, piece(fwd)),
-                   "HcommWriteOnThread")
-            ok(HcommChannelNotifyRecordOnThread(t, right, DATA), "HcommChannelNotifyRecordOnThread")
-            ok(HcommChannelNotifyWaitOnThread(t, left, DATA, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
+            ring_step(t, left, right, (right_ccl + slot * fwd, ctx.ccl + slot * fwd, piece(fwd)))
             if piece(got):
-                ok(HcommLocalCopyOnThread(t, recv + displs[got] + done, ctx.ccl + slot * got, piece(got)),
-                   "HcommLocalCopyOnThread")
+                local_copy(t, recv + displs[got] + done, ctx.ccl + slot * got, piece(got))
         if piece(me) and mine != send:
-            ok(HcommLocalCopyOnThread(t, mine + done, send + done, piece(me)), "HcommLocalCopyOnThread")
+            local_copy(t, mine + done, send + done, piece(me))

@@ -14,11 +14,12 @@ a peer reads straight into its user buffer.
 """
 from __future__ import annotations
 
-from ..capi.hcomm_primitives import (HcommChannelNotifyRecordOnThread, HcommChannelNotifyWaitOnThread,
-                                     HcommLocalCopyOnThread, HcommReadOnThread)
-from .context import ACK, DATA, WAIT_TIMEOUT, chunk_bytes, ok
+from ..hcomm.local import local_copy
+from .context import buffer_parts, chunk_bytes
+from .patterns import ACK, DATA, pull, record, wait
 
 
+@buffer_parts(lambda n: 1)
 def broadcast(ctx, buf: int, nbytes: int, root: int) -> None:
     """Issue the Broadcast of ``nbytes`` at ``buf`` from ``root`` (run with ``peers``: the root
     connects to every rank, the others to the root only)."""
@@ -28,22 +29,16 @@ def broadcast(ctx, buf: int, nbytes: int, root: int) -> None:
     t = ctx.main
     chunk = chunk_bytes(ctx, 1)
     peers = [p for p in range(n) if p != root]
-    done = 0
-    while done < nbytes:
+    for done in range(0, nbytes, chunk):
         cur = min(chunk, nbytes - done)
         if me == root:
-            ok(HcommLocalCopyOnThread(t, ctx.ccl, buf + done, cur), "HcommLocalCopyOnThread")
+            local_copy(t, ctx.ccl, buf + done, cur)
             for p in peers:
-                ok(HcommChannelNotifyRecordOnThread(t, ctx.channel(p), ACK), "HcommChannelNotifyRecordOnThread")
+                record(t, ctx.channel(p), ACK)
             for p in peers:
-                ok(HcommChannelNotifyWaitOnThread(t, ctx.channel(p), DATA, WAIT_TIMEOUT),
-                   "HcommChannelNotifyWaitOnThread")
+                wait(t, ctx.channel(p), DATA)
         else:
-            ch = ctx.channel(root)
-            ok(HcommChannelNotifyWaitOnThread(t, ch, ACK, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
-            ok(HcommReadOnThread(t, ch, buf + done, ctx.peer_ccl(root), cur), "HcommReadOnThread")
-            ok(HcommChannelNotifyRecordOnThread(t, ch, DATA), "HcommChannelNotifyRecordOnThread")
-        done += cur
+            pull(t, ctx.channel(root), buf + done, ctx.peer_ccl(root), cur)
 
 
 def broadcast_peers(nranks: int, rank: int, root: int) -> list[int]:

@@ -2,8 +2,10 @@
 to every peer, the HCCL buffers; and where it runs.
 
 An algorithm is a Python function ``algo(ctx, *args)`` that issues HCOMM primitives on
-``ctx.main`` / ``ctx.slaves`` and ``ctx.channel(peer)`` (flat C tier, exactly as HCCL's templates
-do). :func:`run` executes it the way HCCL does on each product:
+``ctx.main`` / ``ctx.slaves`` and ``ctx.channel(peer)``, exactly as HCCL's templates do, through
+the raising implementations (:mod:`pyhcomm.hcomm`, :mod:`pyhcomm.hccl`): a failure is an
+``HcclError``; the flat C tier (:mod:`pyhcomm.capi`) wraps the collectives, not the other way round.
+:func:`run` executes it the way HCCL does on each product:
 
 * Atlas A2 (host orchestration): the main thread wraps the user's stream (CPU_TS); slave threads
   and channels are CPU_TS; the algorithm runs now, on the calling host thread.
@@ -20,25 +22,33 @@ Timeline of one call in AI CPU mode::
 
 Either way the call returns at once; the user's stream completes when the collective has.
 Notify indices on channels follow HCCL: ``ACK = 0`` (my buffer is free), ``DATA = 1`` (data
-landed), ``FIN = 2``.
+landed), ``FIN = 2`` (:mod:`.patterns`).
+
+Scale: a thread has at most ``HCOMM_NOTIFY_MAX_NUM`` (64) notifies and the main thread needs one
+per slave for the fan-in (the AI CPU main one more, for the host sync), so a call gets at most
+:data:`MAX_SLAVES` (63) slaves whatever it asks for; the mesh algorithms serve their peers in
+groups of that many (:func:`.patterns.mesh`).
 """
 from __future__ import annotations
 
+from .. import topology
 from ..sim import current_sim as _sim
-from ..capi.hccl_channel import (HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit,
-                                 HcclChannelGetHcclBuffer, HcclRankGraphGetLinks)
-from ..capi.hccl_res import (HcclGetHcclBuffer, HcclThreadAcquire, HcclThreadAcquireWithStream,
-                             HcclThreadExportToCommEngine)
-from ..capi.hcomm_primitives import (HcommBatchModeEnd, HcommBatchModeStart, HcommThreadNotifyRecordOnThread,
-                                     HcommThreadNotifyWaitOnThread)
 from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error
+from ..hccl import channel as channel_mod
 from ..hccl import comm as comm_mod
+from ..hccl import thread as thread_mod
+from ..hcomm import launch as launch_mod
+from ..hcomm import notify as notify_mod
 from ..topology import CommProtocol
+from .patterns import ACK, DATA, FIN, WAIT_TIMEOUT  # noqa: F401  (re-exported)
 
-ACK, DATA, FIN = 0, 1, 2
 CHANNEL_NOTIFIES = 3
-WAIT_TIMEOUT = 1836
+#: Slaves per call at most: the main thread's fan-in notifies plus the AI CPU host-sync notify
+#: must fit in one thread's 64.
+MAX_SLAVES = thread_mod.HCOMM_NOTIFY_MAX_NUM - 1
+#: The smallest slot the HCCL buffer is cut into (EX05 aligns slots to 128 bytes).
+MIN_SLOT = 128
 E, P = CommEngine, CommProtocol
 
 #: Channel protocols each product's collectives use, best first.
@@ -47,11 +57,6 @@ PROTOCOL_PREFERENCE = {
     "A3": (P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_ROCE),
     "950": (P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UBOE),
 }
-
-
-def _ok(ret, what: str):
-    if ret != 0:
-        raise hccl_error(HcclResult(ret), what, f"failed with {HcclResult(ret).name}")
 
 
 class CollectiveContext:
@@ -64,8 +69,8 @@ class CollectiveContext:
         self.nranks = comm.nranks
         self.device_mode = device_mode()
         self.engine = E.COMM_ENGINE_AICPU_TS if self.device_mode else E.COMM_ENGINE_CPU_TS
-        ret, self.ccl, self.ccl_size = HcclGetHcclBuffer(self.handle)
-        _ok(ret, "HcclGetHcclBuffer")
+        buf = comm_mod.hccl_buffer(comm, "HcclGetHcclBuffer")
+        self.ccl, self.ccl_size = buf.addr, buf.size
         self._slave_pool: list[int] = []
         self.main = 0                   # the main thread of the running call
         self.slaves: list[int] = []     # the slave threads of the running call
@@ -82,27 +87,21 @@ class CollectiveContext:
         todo = [p for p in peers if p != self.rank and p not in self._channels]
         if not todo:
             return
-        descs = []
-        for p in todo:
-            d = HcclChannelDesc()
-            HcclChannelDescInit(d)
+        descs = [channel_mod.HcclChannelDesc() for _ in todo]
+        channel_mod.desc_init(descs)
+        for p, d in zip(todo, descs):
             d.remoteRank = p
             d.channelProtocol = self._protocol(p)
             d.notifyNum = CHANNEL_NOTIFIES
-            descs.append(d)
-        ret, chans = HcclChannelAcquire(self.handle, self.engine, descs, len(descs))
-        _ok(ret, "HcclChannelAcquire")
-        for p, ch in zip(todo, chans):
-            self._channels[p] = ch
+        ends = channel_mod.acquire(self.handle, self.engine, descs, len(descs))
+        for p, end in zip(todo, ends):
+            self._channels[p] = end.handle
         for p in todo:
-            ret, addr, _size = HcclChannelGetHcclBuffer(self.handle, self._channels[p])
-            _ok(ret, "HcclChannelGetHcclBuffer")
-            self._peer_ccl[p] = addr
+            self._peer_ccl[p], _size = channel_mod.peer_hccl_buffer(self.handle, self._channels[p])
 
     def _protocol(self, peer: int) -> int:
-        ret, links = HcclRankGraphGetLinks(self.handle, 0, self.rank, peer)
-        _ok(ret, "HcclRankGraphGetLinks")
-        have = {link.linkAttr.linkProtocol for link in links}
+        world = self.comm.world
+        have = {link.linkAttr.linkProtocol for link in topology.links(world.place(self.rank), world.place(peer))}
         for p in PROTOCOL_PREFERENCE.get(_sim().runtime.product.family, ()):
             if p in have:
                 return p
@@ -122,9 +121,8 @@ class CollectiveContext:
     # -- threads ----------------------------------------------------------------------------------
     def _slaves_for(self, n: int) -> list[int]:
         if len(self._slave_pool) < n:
-            ret, more = HcclThreadAcquire(self.handle, self.engine, n - len(self._slave_pool), 1)
-            _ok(ret, "HcclThreadAcquire")
-            self._slave_pool += more
+            more = thread_mod.acquire(self.handle, self.engine, n - len(self._slave_pool), 1)
+            self._slave_pool += [t.handle for t in more]
         return self._slave_pool[:n]
 
     def host_threads(self, stream: int, nslaves: int):
@@ -132,8 +130,7 @@ class CollectiveContext:
         key = (stream, max(1, nslaves))
         main = self._stream_threads.get(key)
         if main is None:
-            ret, main = HcclThreadAcquireWithStream(self.handle, self.engine, stream, max(1, nslaves))
-            _ok(ret, "HcclThreadAcquireWithStream")
+            main = thread_mod.acquire_with_stream(self.handle, self.engine, stream, max(1, nslaves)).handle
             self._stream_threads[key] = main
         return main, self._slaves_for(nslaves)
 
@@ -142,21 +139,27 @@ class CollectiveContext:
         host, slaves, sync notify index)."""
         sync = max(1, nslaves)  # the AI CPU main's extra notify for the host->device handshake
         if not self._aicpu_threads or self._aicpu_notifies < sync + 1:
-            ret, t = HcclThreadAcquire(self.handle, self.engine, 1, sync + 1)
-            _ok(ret, "HcclThreadAcquire")
-            self._aicpu_threads, self._aicpu_notifies = t, sync + 1
+            self._aicpu_threads = [t.handle for t in thread_mod.acquire(self.handle, self.engine, 1, sync + 1)]
+            self._aicpu_notifies = sync + 1
         main = self._aicpu_threads[0]
         slaves = self._slaves_for(nslaves)
         cpu = self._stream_threads.get(stream)
         if cpu is None:
-            ret, cpu_t = HcclThreadAcquireWithStream(self.handle, E.COMM_ENGINE_CPU_TS, stream, 1)
-            _ok(ret, "HcclThreadAcquireWithStream")
-            ret, (cpu_on_aicpu,) = HcclThreadExportToCommEngine(self.handle, 1, [cpu_t], E.COMM_ENGINE_AICPU_TS)
-            _ok(ret, "HcclThreadExportToCommEngine")
+            cpu_t = thread_mod.acquire_with_stream(self.handle, E.COMM_ENGINE_CPU_TS, stream, 1).handle
+            cpu_on_aicpu = _export(self.handle, cpu_t, E.COMM_ENGINE_AICPU_TS)
             cpu = self._stream_threads[stream] = (cpu_t, cpu_on_aicpu)
-        ret, (main_on_cpu,) = HcclThreadExportToCommEngine(self.handle, 1, [main], E.COMM_ENGINE_CPU_TS)
-        _ok(ret, "HcclThreadExportToCommEngine")
+        main_on_cpu = _export(self.handle, main, E.COMM_ENGINE_CPU_TS)
         return cpu[0], cpu[1], main, main_on_cpu, slaves, sync
+
+    # -- the HCCL buffer --------------------------------------------------------------------------
+    def check_slots(self, parts: int, api: str = "collective") -> None:
+        """Refuse (``HCCL_E_MEMORY``) when the HCCL buffer cannot hold ``parts`` slots of
+        :data:`MIN_SLOT` bytes (:func:`slot_bytes`)."""
+        slot_bytes(self.ccl_size, parts, self.nranks, api=api)
+
+
+def _export(comm_handle, thread: int, engine) -> int:
+    return thread_mod.export_to_comm_engine(comm_handle, 1, [thread], engine)[0].handle
 
 
 def device_mode() -> bool:
@@ -174,15 +177,30 @@ def context(comm_handle) -> CollectiveContext:
     return ctx
 
 
+def buffer_parts(parts_of_nranks):
+    """Declare how many slots ``algo`` cuts the HCCL buffer into (a function of the rank count):
+    :func:`run` checks they fit before anything is enqueued (:meth:`CollectiveContext.check_slots`)."""
+    def deco(algo):
+        algo.buffer_parts = parts_of_nranks
+        return algo
+    return deco
+
+
 def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm_collective",
         peers=None) -> None:
     """Run ``algo(ctx, *args)`` as HCCL does on this product (see the module docstring).
 
     Connects to ``peers`` first (default: every rank; the peers must call too). ``algo`` finds
-    the main thread in ``ctx.main`` and the slaves in ``ctx.slaves``. Returns at once; the user's
-    ``stream`` completes when the collective has.
+    the main thread in ``ctx.main`` and at most :data:`MAX_SLAVES` of the ``nslaves`` slaves it
+    asked for in ``ctx.slaves``. Returns at once; the user's ``stream`` completes when the
+    collective has. Raises ``HCCL_E_MEMORY`` before anything is enqueued when the HCCL buffer
+    cannot hold the slots ``algo`` declared (:func:`buffer_parts`).
     """
     ctx = context(comm_handle)
+    parts = getattr(algo, "buffer_parts", None)
+    if parts is not None and ctx.nranks > 1:
+        ctx.check_slots(parts(ctx.nranks), tag)
+    nslaves = min(nslaves, MAX_SLAVES)
     ctx.calls += 1
     ctx.connect(range(ctx.nranks) if peers is None else peers)
     if not ctx.device_mode:
@@ -195,39 +213,39 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
     timeout = cfg.exec_timeout
 
     def kernel():
-        _ok(HcommBatchModeStart(tag), "HcommBatchModeStart")
-        _ok(HcommThreadNotifyWaitOnThread(main, sync, timeout), "HcommThreadNotifyWaitOnThread")
+        launch_mod.batch_start(tag)
+        notify_mod.wait(main, sync, timeout)
         ctx.main, ctx.slaves = main, slaves
         algo(ctx, *args)
-        _ok(HcommThreadNotifyRecordOnThread(main, cpu_on_aicpu, 0), "HcommThreadNotifyRecordOnThread")
-        _ok(HcommBatchModeEnd(tag), "HcommBatchModeEnd")
+        notify_mod.record(main, cpu_on_aicpu, 0)
+        launch_mod.batch_end(tag)
 
     from ..aclrt.kernel import launch_function
     from ..aclrt.stream import get_stream
-    _ok(HcommThreadNotifyRecordOnThread(cpu, main_on_cpu, sync), "HcommThreadNotifyRecordOnThread")
+    notify_mod.record(cpu, main_on_cpu, sync)
     launch_function(kernel, get_stream(stream, "collective"), (), 1, timeout + 30, tag)
-    _ok(HcommThreadNotifyWaitOnThread(cpu, 0, timeout + 50), "HcommThreadNotifyWaitOnThread")
+    notify_mod.wait(cpu, 0, timeout + 50)
 
 
-def fan_out(ctx) -> None:
-    """The main thread releases every slave (slave ``i`` waits for its notify 0)."""
-    for s in ctx.slaves:
-        _ok(HcommThreadNotifyRecordOnThread(ctx.main, s, 0), "HcommThreadNotifyRecordOnThread")
-        _ok(HcommThreadNotifyWaitOnThread(s, 0, WAIT_TIMEOUT), "HcommThreadNotifyWaitOnThread")
+def slot_bytes(ccl_size: int, parts: int, nranks: int, cap: int = 256 << 20, api: str = "collective") -> int:
+    """Bytes per slot when an HCCL buffer of ``ccl_size`` bytes is cut into ``parts`` slots: a
+    multiple of :data:`MIN_SLOT` (EX05), at most ``cap``.
 
-
-def fan_in(ctx) -> None:
-    """Every slave ``i`` records the main thread's notify ``i``; the main thread waits for all."""
-    for i, s in enumerate(ctx.slaves):
-        _ok(HcommThreadNotifyRecordOnThread(s, ctx.main, i), "HcommThreadNotifyRecordOnThread")
-        _ok(HcommThreadNotifyWaitOnThread(ctx.main, i, WAIT_TIMEOUT), "HcommThreadNotifyWaitOnThread")
-
-
-def ok(ret, what: str) -> None:
-    """Raise the HCCL error of a nonzero return code (algorithms call the flat C tier)."""
-    _ok(ret, what)
+    Raises ``HCCL_E_MEMORY`` (naming HCCL_BUFFSIZE and the rank count) when not even
+    :data:`MIN_SLOT` bytes fit: cutting the buffer anyway would write past its end. With
+    HCCL_BUFFSIZE >= 1 MB (a 2 MB buffer) that happens only past 8192 ranks for ``2 * nranks``
+    slots.
+    """
+    slot = ccl_size // parts // MIN_SLOT * MIN_SLOT
+    if slot < MIN_SLOT:
+        need_mb = -(-parts * MIN_SLOT // (2 << 20))  # the buffer is 2 x HCCL_BUFFSIZE MB
+        raise hccl_error(HcclResult.HCCL_E_MEMORY, api,
+                         f"the HCCL buffer of {ccl_size} bytes (2 x HCCL_BUFFSIZE MB; HCCL_BUFFSIZE={_sim().config.buffsize_mb} now) "
+                         f"cannot hold the {parts} slots of at least {MIN_SLOT} bytes this algorithm needs "
+                         f"with {nranks} ranks; set HCCL_BUFFSIZE to at least {need_mb}")
+    return min(cap, slot)
 
 
 def chunk_bytes(ctx, parts: int, cap: int = 256 << 20) -> int:
-    """Bytes per loop when the HCCL buffer is cut into ``parts`` slots (128-byte multiple, EX05)."""
-    return max(128, min(cap, ctx.ccl_size // parts // 128 * 128))
+    """Bytes per loop when ``ctx``'s HCCL buffer is cut into ``parts`` slots (:func:`slot_bytes`)."""
+    return slot_bytes(ctx.ccl_size, parts, ctx.nranks, cap)

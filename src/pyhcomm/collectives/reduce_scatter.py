@@ -16,16 +16,20 @@ Both algorithms use only Write, LocalCopy, LocalReduce and notifies (no WriteRed
 """
 from __future__ import annotations
 
-from ..capi.hcomm_primitives import (HcommChannelNotifyRecordOnThread, HcommChannelNotifyWaitOnThread,
-                                     HcommLocalCopyOnThread, HcommLocalReduceOnThread, HcommWriteOnThread)
 from ..enums import DATA_TYPE_SIZE
-from .context import ACK, DATA, WAIT_TIMEOUT, chunk_bytes, fan_in, fan_out, ok
+from ..hcomm.local import local_copy
+from ..hcomm.reduce import local_reduce
+from .context import buffer_parts, chunk_bytes
+from .patterns import mesh, mesh_exchange, ring_step
 
 
+@buffer_parts(lambda n: 2 * n)
 def reduce_scatter_mesh(ctx, send: int, recv: int, count: int, data_type: int, op: int) -> None:
     """Issue the mesh ReduceScatter: ``recv = op over ranks of their send[rank*count : (rank+1)*count]``.
 
-    Needs ``nranks - 1`` slaves (``ctx.slaves[k-1]`` serves peer ``(rank + k) % N``). Per loop the
+    Asks for ``nranks - 1`` slaves (``ctx.slaves[k-1]`` serves peer ``(rank + k) % N``); past 64
+    ranks it gets 63 and serves the peers in groups of 63, ascending, each group in that rotated
+    order (:func:`.patterns.mesh`; cutting the rotated order itself could deadlock). Per loop the
     HCCL buffer is cut into ``2N`` slots of ``S`` bytes: the first ``N`` (``in[p]``) stage what
     this rank sends to peer ``p``, the last ``N`` (``out[t]``) receive what rank ``t`` sends here::
 
@@ -46,7 +50,7 @@ def reduce_scatter_mesh(ctx, send: int, recv: int, count: int, data_type: int, o
     own = send + me * nbytes
     if n == 1:
         if nbytes and recv != own:
-            ok(HcommLocalCopyOnThread(ctx.main, recv, own, nbytes), "HcommLocalCopyOnThread")
+            local_copy(ctx.main, recv, own, nbytes)
         return
     slot = chunk_bytes(ctx, 2 * n) // size * size
     staged = [ctx.ccl + slot * p for p in range(n)]           # in[p]
@@ -54,30 +58,26 @@ def reduce_scatter_mesh(ctx, send: int, recv: int, count: int, data_type: int, o
     for done in range(0, nbytes, slot):
         cur = min(slot, nbytes - done)
         if recv != own:
-            ok(HcommLocalCopyOnThread(ctx.main, recv + done, own + done, cur), "HcommLocalCopyOnThread")
-        fan_out(ctx)
-        for k, t in enumerate(ctx.slaves, start=1):
-            p = (me + k) % n
-            ch = ctx.channel(p)
-            ok(HcommLocalCopyOnThread(t, staged[p], send + p * nbytes + done, cur), "HcommLocalCopyOnThread")
-            ok(HcommChannelNotifyRecordOnThread(t, ch, ACK), "HcommChannelNotifyRecordOnThread")
-            ok(HcommChannelNotifyWaitOnThread(t, ch, ACK, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
-            ok(HcommWriteOnThread(t, ch, ctx.peer_ccl(p) + slot * (n + me), staged[p], cur), "HcommWriteOnThread")
-            ok(HcommChannelNotifyRecordOnThread(t, ch, DATA), "HcommChannelNotifyRecordOnThread")
-            ok(HcommChannelNotifyWaitOnThread(t, ch, DATA, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
-        fan_in(ctx)
+            local_copy(ctx.main, recv + done, own + done, cur)
+
+        def send_to(t, p):
+            local_copy(t, staged[p], send + p * nbytes + done, cur)
+            mesh_exchange(t, ctx.channel(p), ctx.peer_ccl(p) + slot * (n + me), staged[p], cur)
+
+        mesh(ctx, send_to, main_too=False, order=lambda p: (p - me) % n)
         for t in range(n):
             if t != me:
-                ok(HcommLocalReduceOnThread(ctx.main, recv + done, landed[t], cur // size, data_type, op),
-                   "HcommLocalReduceOnThread")
+                local_reduce(ctx.main, recv + done, landed[t], cur // size, data_type, op)
 
 
+@buffer_parts(lambda n: 2)
 def reduce_scatter_ring(ctx, send: int, recv: int, count: int, data_type: int, op: int) -> None:
     """Issue the ring ReduceScatter of equal slices (same result as :func:`reduce_scatter_mesh`)."""
     n = ctx.nranks
     reduce_scatterv_ring(ctx, send, recv, [count] * n, [r * count for r in range(n)], data_type, op)
 
 
+@buffer_parts(lambda n: 2)
 def reduce_scatterv_ring(ctx, send: int, recv: int, counts, displs, data_type: int, op: int) -> None:
     """Issue a ring ReduceScatter: ``recv = op over ranks of send[displs[me] : displs[me] + counts[me]]``.
 
@@ -111,7 +111,7 @@ def reduce_scatterv_ring(ctx, send: int, recv: int, counts, displs, data_type: i
     if n == 1:
         src = send + displs[0] * size
         if counts[0] and recv != src:
-            ok(HcommLocalCopyOnThread(ctx.main, recv, src, counts[0] * size), "HcommLocalCopyOnThread")
+            local_copy(ctx.main, recv, src, counts[0] * size)
         return
     t = ctx.main
     left, right = ctx.channel((me - 1) % n), ctx.channel((me + 1) % n)
@@ -127,20 +127,12 @@ def reduce_scatterv_ring(ctx, send: int, recv: int, counts, displs, data_type: i
 
         first = (me - 1) % n
         if piece(first):
-            ok(HcommLocalCopyOnThread(t, buf[1], source(first), piece(first) * size), "HcommLocalCopyOnThread")
+            local_copy(t, buf[1], source(first), piece(first) * size)
         for s in range(n - 1):
             fwd, got = (me - s - 1) % n, (me - s - 2) % n
             tx, rx = (s + 1) % 2, s % 2
-            ok(HcommChannelNotifyRecordOnThread(t, left, ACK), "HcommChannelNotifyRecordOnThread")
-            ok(HcommChannelNotifyWaitOnThread(t, right, ACK, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
-            if piece(fwd):
-                ok(HcommWriteOnThread(t, right, right_ccl + rx * elems * size, buf[tx], piece(fwd) * size),
-                   "HcommWriteOnThread")
-            ok(HcommChannelNotifyRecordOnThread(t, right, DATA), "HcommChannelNotifyRecordOnThread")
-            ok(HcommChannelNotifyWaitOnThread(t, left, DATA, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
+            ring_step(t, left, right, (right_ccl + rx * elems * size, buf[tx], piece(fwd) * size))
             if piece(got):
-                ok(HcommLocalReduceOnThread(t, buf[rx], source(got), piece(got), data_type, op),
-                   "HcommLocalReduceOnThread")
+                local_reduce(t, buf[rx], source(got), piece(got), data_type, op)
         if piece(me):  # the last step received this rank's own slice
-            ok(HcommLocalCopyOnThread(t, recv + done * size, buf[(n - 2) % 2], piece(me) * size),
-               "HcommLocalCopyOnThread")
+            local_copy(t, recv + done * size, buf[(n - 2) % 2], piece(me) * size)

@@ -26,35 +26,33 @@ reading from it, so the next loop (or the next collective) may overwrite the HCC
 """
 from __future__ import annotations
 
-from ..capi.hcomm_primitives import (HcommChannelNotifyRecordOnThread, HcommChannelNotifyWaitOnThread,
-                                     HcommLocalCopyOnThread, HcommReadOnThread, HcommWriteOnThread)
+from ..hcomm.local import local_copy
 from ..topology import CommProtocol
-from .context import ACK, DATA, WAIT_TIMEOUT, chunk_bytes, ok
+from .context import buffer_parts, chunk_bytes
+from .patterns import grant, land, push, ring_step
 
 ROCE = CommProtocol.COMM_PROTOCOL_ROCE
 
 
+@buffer_parts(lambda n: 2 * n)
 def scatter_ring(ctx, send: int, recv: int, nbytes: int, root: int) -> None:
     """Issue the ring Scatter: ``nbytes`` per rank; the root's ``send`` holds ``nranks * nbytes``
     (``send`` is ignored on the other ranks)."""
     n, me = ctx.nranks, ctx.rank
     t = ctx.main
     if n == 1:
-        ok(HcommLocalCopyOnThread(t, recv, send, nbytes), "HcommLocalCopyOnThread")
+        local_copy(t, recv, send, nbytes)
         return
     half = chunk_bytes(ctx, 2 * n) * n
     size = min(half // n, nbytes)  # slice stride per loop: small scatters stay packed
     ring = _Ring(ctx, root, ctx.ccl, ctx.ccl + half, half)
-    done = 0
-    while done < nbytes:
+    for done in range(0, nbytes, size):
         cur = min(size, nbytes - done)
         if me == root:  # stage this loop's piece of every slice in the input half
             for k in range(n):
-                ok(HcommLocalCopyOnThread(t, ring.input + k * size, send + k * nbytes + done, cur),
-                   "HcommLocalCopyOnThread")
+                local_copy(t, ring.input + k * size, send + k * nbytes + done, cur)
         ring.run(size, cur)
-        ok(HcommLocalCopyOnThread(t, recv + done, ring.output + me * size, cur), "HcommLocalCopyOnThread")
-        done += cur
+        local_copy(t, recv + done, ring.output + me * size, cur)
 
 
 class _Ring:
@@ -74,50 +72,35 @@ class _Ring:
 
     def run(self, size: int, cur: int) -> None:
         """Scatter ``n`` slices of ``cur`` bytes, slice ``k`` at ``k * size``; then the barrier."""
-        n, r, root = self.n, self.r, self.root
+        n, r, root, t = self.n, self.r, self.root, self.t
         off = lambda k: k * size  # noqa: E731
         if r == root:
             whole = (n - 1) * size + cur  # up to the end of the last slice
-            ok(HcommLocalCopyOnThread(self.t, self.output, self.input, whole), "HcommLocalCopyOnThread")
+            local_copy(t, self.output, self.input, whole)
             for i in range(1, n):
                 pre = (root - i + n) % n
-                self._wait(self.right, ACK)
-                if self.right_roce:
-                    self._write(self.right_output + off(pre), self.input + off(pre), cur)
-                self._record(self.right, DATA)
+                push(t, self.right, self._write(self.input + off(pre), off(pre), cur))
         elif (r + 1) % n == root:  # the end rank
-            self._record(self.left, ACK)
-            self._wait(self.left, DATA)
-            if not self.left_roce:
-                self._read(self.output + off(r), self.left_output + off(r), cur)
+            grant(t, self.left)
+            land(t, self.left, self._read(self.left_output, off(r), cur))
         else:  # a middle rank: receive `rounds` slices, forward all but the last (its own)
             rounds = (root + n - r) % n
             src = self.left_input if r == (root + 1) % n else self.left_output
             for i in range(1, rounds + 1):
                 d = (r + rounds - i) % n
                 fwd = (d + 1) % n
-                self._record(self.left, ACK)
+                grant(t, self.left)
                 if i != 1:
-                    self._wait(self.right, ACK)
-                    if self.right_roce:
-                        self._write(self.right_output + off(fwd), self.output + off(fwd), cur)
-                    self._record(self.right, DATA)
-                self._wait(self.left, DATA)
-                if not self.left_roce:
-                    self._read(self.output + off(d), src + off(d), cur)
-        self._record(self.left, ACK)   # barrier
-        self._wait(self.right, ACK)
-        self._record(self.right, DATA)
-        self._wait(self.left, DATA)
+                    push(t, self.right, self._write(self.output + off(fwd), off(fwd), cur))
+                land(t, self.left, self._read(src, off(d), cur))
+        ring_step(t, self.left, self.right)   # barrier
 
-    def _record(self, ch, idx):
-        ok(HcommChannelNotifyRecordOnThread(self.t, ch, idx), "HcommChannelNotifyRecordOnThread")
+    def _write(self, src: int, offset: int, nbytes: int):
+        """The push to the right neighbour's output at ``offset``: a Write over RoCE, else none
+        (the neighbour reads)."""
+        return (self.right_output + offset, src, nbytes) if self.right_roce else None
 
-    def _wait(self, ch, idx):
-        ok(HcommChannelNotifyWaitOnThread(self.t, ch, idx, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
-
-    def _write(self, dst, src, n):
-        ok(HcommWriteOnThread(self.t, self.right, dst, src, n), "HcommWriteOnThread")
-
-    def _read(self, dst, src, n):
-        ok(HcommReadOnThread(self.t, self.left, dst, src, n), "HcommReadOnThread")
+    def _read(self, base: int, offset: int, nbytes: int):
+        """The pull from the left neighbour's ``base + offset`` into this output: a Read unless
+        the link is RoCE (the neighbour wrote)."""
+        return None if self.left_roce else (self.output + offset, base + offset, nbytes)

@@ -17,32 +17,26 @@ DATA the other way round), so they never confuse each other's handshakes.
 """
 from __future__ import annotations
 
-from ..capi.hcomm_primitives import (HcommChannelNotifyRecordOnThread, HcommChannelNotifyWaitOnThread,
-                                     HcommLocalCopyOnThread, HcommReadOnThread)
-from .context import ACK, DATA, WAIT_TIMEOUT, chunk_bytes, ok
+from ..hcomm.local import local_copy
+from .context import buffer_parts, chunk_bytes
+from .patterns import ACK, DATA, pull, record, wait
 
 
+@buffer_parts(lambda n: 1)
 def send(ctx, buf: int, nbytes: int, peer: int) -> None:
     """Issue the sender's side: ``nbytes`` at ``buf`` to ``peer``."""
     t, ch = ctx.main, ctx.channel(peer)
     chunk = chunk_bytes(ctx, 1)
-    done = 0
-    while done < nbytes:
-        cur = min(chunk, nbytes - done)
-        ok(HcommLocalCopyOnThread(t, ctx.ccl, buf + done, cur), "HcommLocalCopyOnThread")
-        ok(HcommChannelNotifyRecordOnThread(t, ch, ACK), "HcommChannelNotifyRecordOnThread")
-        ok(HcommChannelNotifyWaitOnThread(t, ch, DATA, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
-        done += cur
+    for done in range(0, nbytes, chunk):
+        local_copy(t, ctx.ccl, buf + done, min(chunk, nbytes - done))
+        record(t, ch, ACK)
+        wait(t, ch, DATA)
 
 
+@buffer_parts(lambda n: 1)
 def recv(ctx, buf: int, nbytes: int, peer: int) -> None:
     """Issue the receiver's side: ``nbytes`` from ``peer`` into ``buf``."""
     t, ch = ctx.main, ctx.channel(peer)
     chunk = chunk_bytes(ctx, 1)
-    done = 0
-    while done < nbytes:
-        cur = min(chunk, nbytes - done)
-        ok(HcommChannelNotifyWaitOnThread(t, ch, ACK, WAIT_TIMEOUT), "HcommChannelNotifyWaitOnThread")
-        ok(HcommReadOnThread(t, ch, buf + done, ctx.peer_ccl(peer), cur), "HcommReadOnThread")
-        ok(HcommChannelNotifyRecordOnThread(t, ch, DATA), "HcommChannelNotifyRecordOnThread")
-        done += cur
+    for done in range(0, nbytes, chunk):
+        pull(t, ch, buf + done, ctx.peer_ccl(peer), min(chunk, nbytes - done))

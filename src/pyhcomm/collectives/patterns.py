@@ -1,0 +1,140 @@
+"""The handshakes the collectives share, written once.
+
+Everything here enqueues tasks through the raising implementations of :mod:`pyhcomm.hcomm` (an
+``HcclError`` propagates; nothing returns codes). Notify indices on channels follow HCCL:
+``ACK = 0`` ("my buffer is free" / "staged"), ``DATA = 1`` ("it landed" / "I have read it").
+
+Ring step on thread ``t`` (``left``/``right``: the channels to the two neighbours)::
+
+    grant(left)        record left.ACK       my receive slot is free: you may write it
+    push(right, w)     wait own ACK (right)  right's slot is free
+                       [Write w to right]
+                       record right.DATA     it landed
+    land(left, r)      wait own DATA (left)  left's write into my slot landed
+                       [Read r from left]
+
+A mesh exchange is the same step with ``left`` and ``right`` the one channel to the peer: record
+peer ACK, wait own ACK, write, record peer DATA, wait own DATA (hcomm-api S3/S5).
+
+:func:`mesh` runs one exchange per peer on the main thread and its slaves, in groups when there
+are more peers than threads (see there).
+"""
+from __future__ import annotations
+
+from ..errors import para
+from ..hcomm import channel_ops as _ch
+from ..hcomm import notify as _notify
+
+ACK, DATA, FIN = 0, 1, 2
+WAIT_TIMEOUT = 1836
+
+
+# -- channel notifies -----------------------------------------------------------------------------
+def record(t: int, ch: int, idx: int) -> None:
+    """Record the peer's channel notify ``idx`` on thread ``t``."""
+    _ch.notify_record(t, ch, idx)
+
+
+def wait(t: int, ch: int, idx: int) -> None:
+    """Wait on thread ``t`` for this end's channel notify ``idx``."""
+    _ch.notify_wait(t, ch, idx, WAIT_TIMEOUT)
+
+
+def grant(t: int, ch: int) -> None:
+    """Tell the peer on ``ch`` that this rank's slot for it is free (record its ACK)."""
+    record(t, ch, ACK)
+
+
+def push(t: int, ch: int, write=None) -> None:
+    """Wait until the peer's slot is free, ``write = (dst, src, nbytes)`` into it (nothing when
+    None or empty), tell the peer it landed (record its DATA)."""
+    wait(t, ch, ACK)
+    if write is not None and write[2]:
+        _ch.write(t, ch, *write)
+    record(t, ch, DATA)
+
+
+def land(t: int, ch: int, read=None) -> None:
+    """Wait until the peer's data for this rank landed (own DATA); then ``read = (dst, src,
+    nbytes)`` from the peer (nothing when None or empty)."""
+    wait(t, ch, DATA)
+    if read is not None and read[2]:
+        _ch.read(t, ch, *read)
+
+
+def ring_step(t: int, left: int, right: int, write=None, read=None) -> None:
+    """One ring step (see the module docstring): grant left, push ``write`` right, land left."""
+    grant(t, left)
+    push(t, right, write)
+    land(t, left, read)
+
+
+def mesh_exchange(t: int, ch: int, dst: int, src: int, nbytes: int) -> None:
+    """One mesh exchange on ``ch``: record peer ACK, wait own ACK, ``Write(dst <- src, nbytes)``,
+    record peer DATA, wait own DATA."""
+    ring_step(t, ch, ch, (dst, src, nbytes))
+
+
+def pull(t: int, ch: int, dst: int, src: int, nbytes: int) -> None:
+    """The receiving side of S2: wait until the peer staged (own ACK), ``Read(dst <- src)``, tell
+    the peer it was read (record its DATA)."""
+    wait(t, ch, ACK)
+    _ch.read(t, ch, dst, src, nbytes)
+    record(t, ch, DATA)
+
+
+# -- main thread and slaves -------------------------------------------------------------------------
+def fan_out(main: int, slaves) -> None:
+    """``main`` releases each of ``slaves`` (a slave waits for its notify 0)."""
+    for s in slaves:
+        _notify.record(main, s, 0)
+        _notify.wait(s, 0, WAIT_TIMEOUT)
+
+
+def fan_in(main: int, slaves) -> None:
+    """Slave ``i`` of ``slaves`` records ``main``'s notify ``i``; ``main`` waits for all of them."""
+    for i, s in enumerate(slaves):
+        _notify.record(s, main, i)
+        _notify.wait(main, i, WAIT_TIMEOUT)
+
+
+def mesh_groups(peers, width: int, order=None) -> list[list[int]]:
+    """Cut ``peers`` (ascending) into consecutive groups of at most ``width``; within a group the
+    peers are sorted by ``order`` (default: ascending).
+
+    Why consecutive groups of the *ascending* list: an exchange completes once both ranks have
+    started it, and a rank starts group ``g + 1`` only when group ``g`` completed. With ascending
+    groups on every rank the world cannot deadlock (the lowest stuck rank ``a`` would wait for a
+    peer ``b`` still busy with a group before ``a``'s, i.e. with ranks below ``a``, one of them
+    stuck). Other cuts can deadlock: with groups of the rotated order ``me+1, me+2, ...`` three
+    ranks in groups of one wait for each other in a cycle. The order inside a group is free.
+    """
+    groups = [list(peers[i:i + width]) for i in range(0, len(peers), width)]
+    if order is not None:
+        for g in groups:
+            g.sort(key=order)
+    return groups
+
+
+def mesh(ctx, exchange, main_too: bool = True, order=None) -> None:
+    """Run ``exchange(thread, peer)`` once for every peer of this rank.
+
+    ``main_too``: the main thread serves the first peer of each group (S3: threads ``T0..``),
+    else slaves only (S5: the main thread reduces afterwards). With ``k`` threads the peers go in
+    groups of ``k`` (:func:`mesh_groups`); around each group the main thread releases the slaves
+    the group uses and waits for them (fan-out, fan-in), so one pool of at most 63 slaves serves
+    any number of ranks, and the main thread never needs more than 63 notifies (64 with the AI
+    CPU's host-sync notify). With ``nranks - 1`` peers and enough slaves that is one group: the
+    original one-thread-per-peer algorithm.
+    """
+    n, me = ctx.nranks, ctx.rank
+    peers = [p for p in range(n) if p != me]
+    threads = ([ctx.main] if main_too else []) + list(ctx.slaves)
+    if not threads:
+        raise para("collective", "this mesh algorithm runs on slave threads: run it with nslaves >= 1")
+    for group in mesh_groups(peers, len(threads), order):
+        used = ctx.slaves[:len(group) - (1 if main_too else 0)]
+        fan_out(ctx.main, used)
+        for t, p in zip(threads, group):
+            exchange(t, p)
+        fan_in(ctx.main, used)
