@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from .. import topology
 from ..sim import current_sim as _sim
+from ..sim.task import attribute_to, call_site, end_attribution
 from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error
 from ..hccl import channel as channel_mod
@@ -196,6 +197,15 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
     collective has. Raises ``HCCL_E_MEMORY`` before anything is enqueued when the HCCL buffer
     cannot hold the slots ``algo`` declared (:func:`buffer_parts`).
     """
+    site = call_site()  # the user's call: every task of the collective is attributed to it
+    token = attribute_to(site)
+    try:
+        _run(comm_handle, stream, nslaves, algo, args, tag, peers, site)
+    finally:
+        end_attribution(token)
+
+
+def _run(comm_handle, stream, nslaves, algo, args, tag, peers, site) -> None:
     ctx = context(comm_handle)
     parts = getattr(algo, "buffer_parts", None)
     if parts is not None and ctx.nranks > 1:
@@ -213,12 +223,16 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
     timeout = cfg.exec_timeout
 
     def kernel():
-        launch_mod.batch_start(tag)
-        notify_mod.wait(main, sync, timeout)
-        ctx.main, ctx.slaves = main, slaves
-        algo(ctx, *args)
-        notify_mod.record(main, cpu_on_aicpu, 0)
-        launch_mod.batch_end(tag)
+        token = attribute_to(site)
+        try:
+            launch_mod.batch_start(tag)
+            notify_mod.wait(main, sync, timeout)
+            ctx.main, ctx.slaves = main, slaves
+            algo(ctx, *args)
+            notify_mod.record(main, cpu_on_aicpu, 0)
+            launch_mod.batch_end(tag)
+        finally:
+            end_attribution(token)
 
     from ..aclrt.kernel import launch_function
     from ..aclrt.stream import get_stream
