@@ -20,6 +20,7 @@ import math
 
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
+from ..sched.base import hang_report
 from ..sim.task import PENDING, SiteTask
 from ..errors import para, ptr
 from ..hccl.thread import get_thread
@@ -73,8 +74,7 @@ class NotifyWaitTask(NotifyRecordTask):
         return self.notify.value > 0
 
     def blocker(self) -> str:
-        from ..verify.hang import explain_wait
-        return explain_wait(self)
+        return hang_report.wait(self)
 
     def run(self) -> None:
         self.notify.consume()
@@ -178,13 +178,12 @@ def thread_res_acquire_timeout(value) -> None:
 
 
 def _runtime_notify(notify_id, t, api: str):
-    from ..aclrt.notify import by_id
     from ..errors import not_support
     if _sim().runtime.product.is_950:
         raise not_support(api, f"runtime notifies are not supported on {_sim().runtime.product.name}")
     if isinstance(notify_id, bool) or not isinstance(notify_id, int):
         raise TypeError(f"{api}: notify id must be an int, not {type(notify_id).__name__}")
-    n = by_id(notify_id)
+    n = _sim().runtime_notifies.get(notify_id)
     if n is None:
         raise para(api, f"no runtime notify has id {notify_id} (aclrtCreateNotify + aclrtGetNotifyId)")
     if n.device != t.device:

@@ -23,13 +23,32 @@ from __future__ import annotations
 import time
 
 from ..errors import HcclDeadlockError, HcclError, HcclResult, HcclRuntimeError, HcclTimeoutError
-from ..sim.task import DONE, FAILED, RUNNING, SKIPPED
+
+#: The states of a task: queued, running, ran, failed (its stream failed with it), skipped (it
+#: sat behind a failure, or in a stream that was dropped).
+PENDING, RUNNING, DONE, FAILED, SKIPPED = "pending", "running", "done", "failed", "skipped"
 
 DRAIN_DEPTH = 1 << 16
 
 DONE_OK, TIMED_OUT, STUCK, ABORTED = "done", "timeout", "stuck", "aborted"
 
 _monotonic = time.monotonic
+
+
+class HangReport:
+    """Where the scheduler gets its hang explanations: the verifier installs them (tools are
+    registered with the core, never imported by it). Without one, reports are short."""
+
+    def __init__(self):
+        self.deadlock = lambda heads, sched: "deadlock: every host thread is blocked and no queued task can run"
+        self.wait = lambda task: "it can never become ready"
+
+    def install(self, deadlock, wait) -> None:
+        """``deadlock(heads, scheduler) -> str``, ``wait(task) -> str``."""
+        self.deadlock, self.wait = deadlock, wait
+
+
+hang_report = HangReport()
 
 
 class Scheduler:
@@ -192,8 +211,7 @@ class Scheduler:
         heads = self.blocked_heads()
         if not heads:
             return False
-        from ..verify.hang import explain_deadlock  # the hang report lives with the verifier
-        report = explain_deadlock(heads, self)
+        report = hang_report.deadlock(heads, self)
         self.last_deadlock = report
         for stream, task in heads:
             self._fail(stream, task, HcclDeadlockError(HcclResult.HCCL_E_TIMEOUT, "", report))

@@ -116,7 +116,6 @@ class ThreadedScheduler(Scheduler):
 
     def spawn_kernel(self, stream, body) -> None:
         """Start ``body`` on a new OS thread (called by the driver, under the lock)."""
-        from ..sim import context_for
         stream.busy = True
         self._kernel_ids += 1
 
@@ -136,7 +135,7 @@ class ThreadedScheduler(Scheduler):
                 parked.set()
                 self.unregister_host()  # also wakes the sleepers
 
-        t = threading.Thread(target=context_for(self.sim).run, args=(run,), daemon=True,
+        t = threading.Thread(target=self.sim.context().run, args=(run,), daemon=True,
                              name=f"pyhcomm-kernel-{self._kernel_ids}")
         me = threading.get_ident()
         levels = self._levels.get(me, 0)

@@ -94,6 +94,10 @@ class Sim:
         self.comm_holders: dict = {}            # Communicator -> KernelContext (HcommAcquireComm)
         self.module_ids = itertools.count()
 
+    def context(self) -> contextvars.Context:
+        """A fresh context in which this Sim is current (for a host program or a kernel actor)."""
+        return context_for(self)
+
     def reload_config(self, env=None) -> None:
         """Parse the environment again (``aclInit`` does; tests that change it do), keeping the
         data and seed options given to the constructor."""

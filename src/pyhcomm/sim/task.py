@@ -11,9 +11,10 @@ import contextvars
 import os
 import sys
 
+from ..sched.base import DONE, FAILED, PENDING, RUNNING, SKIPPED  # noqa: F401  (the task states)
+
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-PENDING, RUNNING, DONE, FAILED, SKIPPED = "pending", "running", "done", "failed", "skipped"
 
 
 class TaskBase:

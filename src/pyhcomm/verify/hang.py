@@ -7,6 +7,7 @@ edges to print a wait-for cycle when there is one.
 """
 from __future__ import annotations
 
+from ..sched.base import hang_report
 from ..sim import current_sim as _sim
 
 
@@ -96,3 +97,6 @@ def explain_deadlock(heads, scheduler) -> str:
     if hosts:
         lines.append("  host threads blocked in: " + "; ".join(hosts))
     return "\n".join(lines)
+
+
+hang_report.install(explain_deadlock, explain_wait)
