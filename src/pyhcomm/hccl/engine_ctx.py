@@ -229,6 +229,11 @@ def copy(comm_handle, engine, ctx_tag, src_ctx, size, dst_ctx_offset) -> None:
                         f"({ctx.size} bytes)")
     data = _source_bytes(src_ctx, size, api)
     np.copyto(ctx.alloc.storage.array[offset:offset + size], data)  # numpy handles overlap
+    pointer = isinstance(src_ctx, int)
+    _sim().record.host_effect("EngineCtxCopy", api, rank=comm.rank, device=comm.device, engine=engine.name,
+                              reads=((src_ctx, size, _sim().memory.host_map.find(src_ctx)),) if pointer else (),
+                              writes=((ctx.addr + offset, size, ctx.alloc),), nbytes=size, tag=tag,
+                              source="pointer" if pointer else "object")
 
 
 def destroy(comm_handle, ctx_tag, engine) -> None:

@@ -51,7 +51,9 @@ class HcommThread:
         self.exports = {}
         self.local_side = local_op_side(self.engine)
         self.last_dst = self.last_src = None   # allocations last resolved for this thread (fast path)
-        self.handle = _sim().handles.threads.add(self)
+        sim = _sim()
+        self.handle = sim.handles.threads.add(self)
+        sim.record.note_thread(self)           # the record names the engine of the handle's tasks
 
     @property
     def host_side(self) -> bool:

@@ -21,12 +21,13 @@ from ..errors import not_support, para
 class Batch:
     """Tasks kept between ``HcommBatchModeStart`` and ``HcommBatchModeEnd``."""
 
-    __slots__ = ("tag", "tasks", "site", "__weakref__")
+    __slots__ = ("tag", "tasks", "site", "id", "__weakref__")
 
     def __init__(self, tag: str, site):
         self.tag = tag
         self.tasks: list = []
         self.site = site
+        self.id = next(_sim().record.batch_ids)   # the record's batch id of its tasks
 
     def abandon(self) -> None:
         for t in self.tasks:
@@ -43,9 +44,13 @@ def require_eager_ok(api: str) -> None:
 
 def enqueue(task, api: str | None = None) -> None:
     """Launch ``task`` now, or keep it in the open batch."""
-    batch = host_ctx().batch
+    ctx = host_ctx()
+    batch = ctx.batch
+    kernels = ctx.kernels
+    if kernels:
+        task.kernel = kernels[-1].seq   # the record's kernel id: the launch that issued it
     if batch is None:
-        if host_ctx().kernels:
+        if kernels:
             require_eager_ok(api or task.kind)
         _sim().scheduler.submit(task)
     else:
@@ -85,7 +90,9 @@ def batch_end(tag) -> None:
         raise para(api, f"batchTag {tag!r} does not match the open batch {batch.tag!r}")
     host_ctx().batch = None
     _sim().open_batches.discard(batch)
+    bid = batch.id
     for task in batch.tasks:
+        task.batch = bid
         _sim().scheduler.submit(task)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 
 from ..errors import HcclDeadlockError, HcclError, HcclResult, HcclRuntimeError, HcclTimeoutError
+from ..sim.record import SKIP_FLAG
 from ..sim.task import DONE, FAILED, RUNNING, SKIPPED
 
 DRAIN_DEPTH = 1 << 16
@@ -105,6 +106,8 @@ class Scheduler:
         """Run the runnable prefix of each of ``streams``; return whether any task ran or was dropped."""
         progressed = False
         active = self.active
+        rec = self._record
+        log = rec.xlog.append if rec.enabled else None   # the execution log (pyhcomm.sim.record)
         for stream in streams:
             q = stream.queue
             while q and not stream.busy:
@@ -112,6 +115,8 @@ class Scheduler:
                 if stream.error is not None:
                     q.popleft()
                     task.state = SKIPPED
+                    if log is not None:
+                        log(-(task.seq | SKIP_FLAG))
                     progressed = True
                     continue
                 ready = task.ready
@@ -125,6 +130,8 @@ class Scheduler:
                 q.popleft()
                 progressed = True
                 task.state = RUNNING
+                if log is not None:
+                    log(task.seq)
                 try:
                     task.run()
                 except HcclError as exc:
@@ -140,6 +147,8 @@ class Scheduler:
                     active[stream] = None
                 if stream.waiters:
                     self._stream_settled(stream)
+        if log is not None and rec.capacity and len(rec.xlog) > 2 * rec.capacity:
+            rec.trim()
         return progressed
 
     def _stream_settled(self, stream) -> None:
@@ -148,13 +157,17 @@ class Scheduler:
     def _fail(self, stream, task, exc) -> None:
         """Fail ``task`` (running, or blocked at the head) and drop what its stream still queues."""
         task.state = FAILED
+        rec = self._record
+        rec.failed(task)
         if stream.error is None:
             stream.error = exc
         q = stream.queue
         if q and q[0] is task:
             q.popleft()
         while q:
-            q.popleft().state = SKIPPED
+            t = q.popleft()
+            t.state = SKIPPED
+            rec.skipped(t)
         if stream.waiters:
             self._stream_settled(stream)
 
@@ -200,8 +213,10 @@ class Scheduler:
         return True
 
     def _drop(self, stream) -> None:
+        rec = self._record
         for task in stream.queue:
             task.state = SKIPPED
+            rec.skipped(task)
         stream.queue.clear()
         self.active.pop(stream, None)
         if stream.waiters:
