@@ -389,3 +389,91 @@ def test_recent_error_message_is_cleared_when_read():
     assert first and "aclrtFree" in first
     second = acl.get_recent_err_msg()
     assert not second, f"the message was not cleared: {second!r}"
+
+
+# -- recorders that are transfers: WriteWithNotify sets the peer's notify ------------------------------
+def _ub_pair():
+    """Atlas 350: two ranks on devices 0 and 1 with an AICPU_TS UBC_CTP channel, one AICPU_TS
+    thread each; the current device is left at 0."""
+    pyhcomm.set_product("Atlas 350")
+    assert acl.init() == 0
+    _, comms = pyhcomm.HcclCommInitAll(2, [0, 1])
+    chans = []
+    for r in (0, 1):
+        d = pyhcomm.HcclChannelDesc()
+        assert pyhcomm.HcclChannelDescInit(d) == 0
+        d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, pyhcomm.COMM_PROTOCOL_UBC_CTP, 2
+        ret, (ch,) = pyhcomm.HcclChannelAcquire(comms[r], AICPU_TS, [d], 1)
+        assert ret == 0
+        chans.append(ch)
+    threads = []
+    for r in (0, 1):
+        ret, (t,) = pyhcomm.HcclThreadAcquire(comms[r], AICPU_TS, 1, 1)
+        assert ret == 0
+        threads.append(t)
+    assert acl.rt.set_device(0) == 0
+    ret, remote, _ = pyhcomm.HcclChannelGetHcclBuffer(comms[0], chans[0])
+    assert ret == 0
+    return comms, chans, threads, remote
+
+
+def _in_kernel(device, fn):
+    assert acl.rt.set_device(device) == 0
+    stream, ret = acl.rt.create_stream()
+    assert ret == 0
+    pyhcomm.Stream(stream, owned=False).launch(fn)
+    assert acl.rt.set_device(0) == 0
+
+
+def test_a_queued_write_with_notify_is_named_as_the_record_of_its_notify():
+    """Rank 1 waits for its DATA notify, which rank 0's WriteWithNotify sets; that write sits behind
+    a wait of rank 0 that nobody records. The report names the write as the record, stuck behind
+    rank 0's wait; only rank 0's wait is one that nobody ever records."""
+    _comms, (ch0, ch1), (t0, t1), remote = _ub_pair()
+    src = malloc(64)
+    sites = {}
+
+    def rank0():
+        sites["wait0"] = next_line()
+        assert pyhcomm.HcommChannelNotifyWaitOnThread(t0, ch0, 0, FOREVER) == 0
+        sites["write"] = next_line()
+        assert pyhcomm.HcommWriteWithNotifyOnThread(t0, ch0, remote, src, 64, 1) == 0
+
+    def rank1():
+        sites["wait1"] = next_line()
+        assert pyhcomm.HcommChannelNotifyWaitOnThread(t1, ch1, 1, FOREVER) == 0
+
+    _in_kernel(1, rank1)
+    _in_kernel(0, rank0)
+    assert acl.rt.synchronize_device() == E.ACL_ERROR_RT_TASK_TIMEOUT
+    report = pyhcomm.current_sim().scheduler.last_deadlock
+    line1 = next(line for line in report.splitlines() if f"waits at {sites['wait1']}" in line)
+    line0 = next(line for line in report.splitlines() if f"waits at {sites['wait0']}" in line)
+    assert f"thread 0x{t1:x}" in line1 and "(ChannelNotifyWait)" in line1
+    assert "nobody ever records it" not in line1
+    assert (f"the record at {sites['write']} is queued on rank 0 thread 0x{t0:x} behind ChannelNotifyWait "
+            f"enqueued at {sites['wait0']} (waiting for notify 0 of rank 0 channel 0x{ch0:x}") in line1
+    assert "nobody ever records it" in line0
+    assert "wait-for cycle" not in report
+    (w,) = pyhcomm.record.tasks(kind="WriteWithNotify")
+    assert w.notify is not None and w.waits is False and w.state == "skipped"
+
+
+def test_the_report_is_the_same_from_the_record_and_from_the_stream_queues(a2):
+    """Facts come from the record; with recording disabled the scheduler's queues give the same text."""
+    from pyhcomm.verify.hang import Facts, explain_wait
+    a, b, _ = a2["threads"]
+    assert HcommThreadNotifyWaitOnThread(a, 0, FOREVER) == 0
+    assert HcommThreadNotifyRecordOnThread(a, b, 0) == 0
+    assert HcommThreadNotifyWaitOnThread(b, 0, FOREVER) == 0
+    wait_a, _rec, wait_b = pyhcomm.record.tasks()
+    assert Facts().from_record
+    texts = [explain_wait(wait_a), explain_wait(wait_b)]
+    assert "nobody ever records it" in texts[0] and "is queued on" in texts[1]
+    pyhcomm.record.enabled = False
+    try:
+        assert not Facts().from_record
+        assert [explain_wait(wait_a), explain_wait(wait_b)] == texts
+    finally:
+        pyhcomm.record.enabled = True
+    assert acl.rt.synchronize_device() == E.ACL_ERROR_RT_TASK_TIMEOUT

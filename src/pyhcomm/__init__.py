@@ -73,6 +73,9 @@ class _CurrentRecord:
     def __getattr__(self, name):
         return getattr(current_sim().record, name)
 
+    def __setattr__(self, name, value):  # ``pyhcomm.record.enabled = False`` sets the Sim's record
+        setattr(current_sim().record, name, value)
+
     def __len__(self):
         return len(current_sim().record)
 

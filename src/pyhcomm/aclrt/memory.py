@@ -179,7 +179,11 @@ def _check_copy(api, dst, dest_max, src, count, kind):
 def aclrtMemcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
     """Copy ``count`` bytes now (synchronous; not ordered with any stream)."""
     d, s = _check_copy("aclrtMemcpy", dst, dest_max, src, count, kind)
-    _sim().backend.copy(d.storage, dst - d.addr, s.storage, src - s.addr, count)
+    sim = _sim()
+    sim.backend.copy(d.storage, dst - d.addr, s.storage, src - s.addr, count)
+    sim.record.host_effect("Memcpy", "aclrtMemcpy", device=d.device if d.device is not None else s.device,
+                           reads=((src, count, s),), writes=((dst, count, d),), nbytes=count,
+                           direction=_K(kind).name)
 
 
 def _run_async_copy(d, d_off, s, s_off, n, _keep):
@@ -195,7 +199,7 @@ def aclrtMemcpyAsync(dst: int, dest_max: int, src: int, count: int, kind: int, s
     d, s = _check_copy(api, dst, dest_max, src, count, kind)
     keep = (d.storage.anchor(), s.storage.anchor())  # user arrays stay alive until the copy ran
     _sim().scheduler.submit(Task("MemcpyAsync", st, _run_async_copy, (d, dst - d.addr, s, src - s.addr, count, keep),
-                          reads=((src, count),), writes=((dst, count),), site=call_site()))
+                          reads=((src, count),), writes=((dst, count),), site=call_site(), detail=kind))
 
 
 def _check_set(api, dev_ptr, max_count, value, count):
@@ -214,7 +218,10 @@ def _check_set(api, dev_ptr, max_count, value, count):
 def aclrtMemset(dev_ptr: int, max_count: int, value: int, count: int) -> None:
     """Fill ``count`` bytes with the low byte of ``value`` now (synchronous)."""
     a = _check_set("aclrtMemset", dev_ptr, max_count, value, count)
-    _sim().backend.memset(a.storage, dev_ptr - a.addr, value & 0xFF, count)
+    sim = _sim()
+    sim.backend.memset(a.storage, dev_ptr - a.addr, value & 0xFF, count)
+    sim.record.host_effect("Memset", "aclrtMemset", device=a.device, writes=((dev_ptr, count, a),), nbytes=count,
+                           value=value & 0xFF)
 
 
 def _run_memset(a, off, value, n):

@@ -7,6 +7,7 @@ Synchronize calls block the host thread and run the device's queued tasks (see
 from __future__ import annotations
 
 from ..sim import current_sim as _sim
+from ..sim.record import outcome
 from ..sim.runtime import host_ctx
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..errors import AclError, acl_code_of, acl_error
@@ -72,6 +73,11 @@ def sync_streams(streams, api: str, timeout_s=None):
         return all(st.idle or st.error is not None for st in streams)
 
     status = _sim().scheduler.run_until(done, timeout_s, api, streams)
+    first = next((st.error for st in streams if st.error is not None), None)
+    _sim().record.host_effect("Synchronize", api, ok=status == DONE_OK and first is None,
+                              device=streams[0].device if streams else None,
+                              streams=tuple(st.handle for st in streams), timeout=timeout_s,
+                              result=outcome(status, first))
     err = take_error(streams, api)
     if err is not None:
         raise err

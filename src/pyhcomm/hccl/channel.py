@@ -134,6 +134,7 @@ class ChannelEnd:
         self.key = None
         self.closed = False
         self.handle = _sim().handles.channels.add(self)
+        _sim().record.note_channel(self)       # the record names the protocol and peer of its tasks
         self.notifies = [Notify(f"rank {comm.rank} channel 0x{self.handle:x} (to rank {peer_rank})", i,
                                 _sim().runtime.notify_counting) for i in range(notify_num)]
 

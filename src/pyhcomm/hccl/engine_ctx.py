@@ -229,6 +229,11 @@ def copy(comm_handle, engine, ctx_tag, src_ctx, size, dst_ctx_offset) -> None:
         _sim().backend.copy(ctx.alloc.storage, offset, storage, data, size)  # memmove: overlap is fine
     else:
         _sim().backend.from_host(ctx.alloc.storage, offset, data)
+    pointer = isinstance(src_ctx, int)
+    _sim().record.host_effect("EngineCtxCopy", api, rank=comm.rank, device=comm.device, engine=engine.name,
+                              reads=((src_ctx, size, _sim().memory.host_map.find(src_ctx)),) if pointer else (),
+                              writes=((ctx.addr + offset, size, ctx.alloc),), nbytes=size, tag=tag,
+                              source="pointer" if pointer else "object")
 
 
 def destroy(comm_handle, ctx_tag, engine) -> None:

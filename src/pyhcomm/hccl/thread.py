@@ -52,7 +52,9 @@ class HcommThread:
         self.local_side = local_op_side(self.engine)
         self.host_side = self.engine in HOST_ENGINES   # used from the host (else inside a kernel)
         self.last_dst = self.last_src = None   # allocations last resolved for this thread (fast path)
-        self.handle = _sim().handles.threads.add(self)
+        sim = _sim()
+        self.handle = sim.handles.threads.add(self)
+        sim.record.note_thread(self)           # the record names the engine of the handle's tasks
 
     def __repr__(self):
         return (f"<HcommThread 0x{self.handle:x} {self.engine.name} rank {self.rank} "

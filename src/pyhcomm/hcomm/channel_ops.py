@@ -23,7 +23,8 @@ from enum import IntEnum
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
-from ..sim.task import Task, call_site
+from ..sim.record import outcome
+from ..sim.task import NotifyingTask, Task, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine, HcommReduceOp
 from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para, ptr
 from ..hccl.channel import connected_peer, get_channel
@@ -182,10 +183,19 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         fn, args = _run_reduce, (api, d_alloc, d_off, s_alloc, s_off, count, NUMPY_DTYPE[dt], int(op), notify)
     if now:  # NBI: the host CPU posts the request and it completes at once here
         fn(*args)
+        _sim().record.host_effect(("WriteWithNotifyNbi" if notify is not None else "WriteNbi") if write else "ReadNbi",
+                                  api, rank=ch.comm.rank, device=device, engine=ch.engine.name,
+                                  reads=((src, nbytes),), writes=((dst, nbytes),), channel=ch.handle,
+                                  peer=peer.comm.rank, nbytes=nbytes, notify=notify,
+                                  gen=notify.gen if notify is not None else None)
         return
     reads = ((src, nbytes),) if reduce is None else ((src, nbytes), (dst, nbytes))
-    task = Task(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(),
-                detail=(ch.handle, peer.comm.rank), side=_side())
+    if notify is None:
+        task = Task(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(),
+                    detail=(ch.handle, peer.comm.rank), side=_side())
+    else:  # the notify it sets is a field: hang reports see the task as a recorder
+        task = NotifyingTask(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(),
+                             detail=(ch.handle, peer.comm.rank), side=_side(), notify=notify)
     if defer:
         return task
     enqueue(task, api)
@@ -280,7 +290,11 @@ def notify_record_now(channel, remote_notify_idx):
     """``HcommChannelNotifyRecord`` (no thread; Atlas 350 host CPU RoCE): set the peer's notify now."""
     api = "HcommChannelNotifyRecord"
     ch = _nbi_check(channel, api)
-    _peer_notify(connected_peer(ch, api), remote_notify_idx, api).record()
+    peer = connected_peer(ch, api)
+    n = _peer_notify(peer, remote_notify_idx, api)
+    n.record()
+    _sim().record.host_effect("ChannelNotifyRecordNow", api, rank=ch.comm.rank, device=ch.comm.device,
+                              engine=ch.engine.name, channel=ch.handle, peer=peer.comm.rank, notify=n, gen=n.gen)
 
 
 def notify_wait_now(channel, local_notify_idx, timeout):
@@ -294,6 +308,9 @@ def notify_wait_now(channel, local_notify_idx, timeout):
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     n = ch.notifies[local_notify_idx]
     status = _sim().scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{channel:x})")
+    _sim().record.host_effect("ChannelNotifyWaitNow", api, ok=status == DONE_OK, rank=ch.comm.rank,
+                              device=ch.comm.device, engine=ch.engine.name, channel=ch.handle, notify=n,
+                              gen=n.gen if status == DONE_OK else None, timeout=float(timeout), waits=True)
     if status == TIMED_OUT:
         raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"notify {local_notify_idx} was not recorded in {timeout} s")
     if status == ABORTED:
@@ -330,8 +347,11 @@ def channel_drain(thread, channel):
     st = t.stream
     if st is host_ctx().kernels[-1].stream:
         raise para(api, "the thread runs on the stream of the calling kernel: it can never drain")
-    _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None, f"{api}(thread 0x{thread:x})",
-                               (st,))
+    status = _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None,
+                                        f"{api}(thread 0x{thread:x})", (st,))
+    _sim().record.host_effect("ChannelDrain", api, ok=status == DONE_OK and st.error is None, rank=t.rank,
+                              device=t.device, engine=t.engine.name, thread=t.handle, stream=st.handle,
+                              streams=(st.handle,), result=outcome(status, st.error), channel=ch.handle)
 
 
 # -- batch transfer -----------------------------------------------------------------------------------

@@ -21,12 +21,13 @@ from ..errors import not_support, para
 class Batch:
     """Tasks kept between ``HcommBatchModeStart`` and ``HcommBatchModeEnd``."""
 
-    __slots__ = ("tag", "tasks", "site", "__weakref__")
+    __slots__ = ("tag", "tasks", "site", "id", "__weakref__")
 
     def __init__(self, tag: str, site):
         self.tag = tag
         self.tasks: list = []
         self.site = site
+        self.id = next(_sim().record.batch_ids)   # the record's batch id of its tasks
 
     def abandon(self) -> None:
         for t in self.tasks:
@@ -46,8 +47,11 @@ def enqueue(task, api: str | None = None, ctx=None) -> None:
     if ctx is None:
         ctx = host_ctx()
     batch = ctx.batch
+    kernels = ctx.kernels
+    if kernels:
+        task.kernel = kernels[-1].seq   # the record's kernel id: the launch that issued it
     if batch is None:
-        if ctx.kernels:
+        if kernels:
             require_eager_ok(api or task.kind)
         ctx.sim.scheduler.submit(task)
     else:
@@ -87,7 +91,9 @@ def batch_end(tag) -> None:
         raise para(api, f"batchTag {tag!r} does not match the open batch {batch.tag!r}")
     host_ctx().batch = None
     _sim().open_batches.discard(batch)
+    bid = batch.id
     for task in batch.tasks:
+        task.batch = bid
         _sim().scheduler.submit(task)
 
 

@@ -36,7 +36,7 @@ ENV_EXEC_TIMEOUT = "HCCL_EXEC_TIMEOUT"
 class NotifyRecordTask(SiteTask):
     """Set ``notify`` (a record of a thread notify, a runtime notify or a channel notify)."""
 
-    __slots__ = ("kind", "notify", "target")
+    __slots__ = ("kind", "notify", "target", "gen")   # gen: the generation set (or consumed), once run
     waits = False
 
     def __init__(self, kind, stream, thread, rank, side, notify, target, depth=3):
@@ -57,7 +57,9 @@ class NotifyRecordTask(SiteTask):
         return self.target
 
     def run(self) -> None:
-        self.notify.record()
+        n = self.notify
+        n.record()
+        self.gen = n.gen
 
 
 class NotifyWaitTask(NotifyRecordTask):
@@ -77,7 +79,9 @@ class NotifyWaitTask(NotifyRecordTask):
         return hang_report.wait(self)
 
     def run(self) -> None:
-        self.notify.consume()
+        n = self.notify
+        self.gen = n.gen
+        n.consume()
 
 
 def _check_timeout(value, api: str, name: str = "timeOut") -> int:

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from ..sim import current_sim as _sim
+from ..sim.record import outcome
 from ..sim.runtime import host_ctx
-from ..sched import TIMED_OUT
+from ..sched import DONE_OK, TIMED_OUT
 from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error, not_support, para
 from ..hccl.thread import get_thread
@@ -32,6 +33,10 @@ def thread_join(thread, timeout) -> None:
     status = _sim().scheduler.run_until(lambda: st.idle or st.error is not None, timeout or None,
                                         f"{api}(thread 0x{thread:x}) in kernel {host_ctx().kernels[-1].name}",
                                         (st,))
+    _sim().record.host_effect("ThreadJoin", api, ok=status == DONE_OK and st.error is None, rank=t.rank,
+                              device=t.device, engine=t.engine.name, thread=t.handle, stream=st.handle,
+                              streams=(st.handle,), timeout=float(timeout) if timeout else None,
+                              result=outcome(status, st.error))
     if status == TIMED_OUT:
         raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
                          f"thread 0x{thread:x} still had {len(st.queue)} task(s) after {timeout} s")

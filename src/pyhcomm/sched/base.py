@@ -28,6 +28,10 @@ from ..errors import HcclDeadlockError, HcclError, HcclResult, HcclRuntimeError,
 #: sat behind a failure, or in a stream that was dropped).
 PENDING, RUNNING, DONE, FAILED, SKIPPED = "pending", "running", "done", "failed", "skipped"
 
+#: Execution-log entries (``Record.xlog``): ``seq`` (it ran), ``-seq`` (it failed),
+#: ``-(seq | SKIP_FLAG)`` (it was skipped).
+SKIP_FLAG = 1 << 48
+
 DRAIN_DEPTH = 1 << 16
 
 DONE_OK, TIMED_OUT, STUCK, ABORTED = "done", "timeout", "stuck", "aborted"
@@ -124,6 +128,8 @@ class Scheduler:
         """Run the runnable prefix of each of ``streams``; return whether any task ran or was dropped."""
         progressed = False
         active = self.active
+        rec = self._record
+        log = rec.xlog.append if rec.enabled else None   # the execution log (pyhcomm.sim.record)
         for stream in streams:
             q = stream.queue
             while q and not stream.busy:
@@ -131,6 +137,8 @@ class Scheduler:
                 if stream.error is not None:
                     q.popleft()
                     task.state = SKIPPED
+                    if log is not None:
+                        log(-(task.seq | SKIP_FLAG))
                     progressed = True
                     continue
                 ready = task.ready
@@ -144,6 +152,8 @@ class Scheduler:
                 q.popleft()
                 progressed = True
                 task.state = RUNNING
+                if log is not None:
+                    log(task.seq)
                 try:
                     task.run()
                 except HcclError as exc:
@@ -159,6 +169,8 @@ class Scheduler:
                     active[stream] = None
                 if stream.waiters:
                     self._stream_settled(stream)
+        if log is not None and rec.capacity and len(rec.xlog) > 2 * rec.capacity:
+            rec.trim()
         return progressed
 
     def _stream_settled(self, stream) -> None:
@@ -167,13 +179,17 @@ class Scheduler:
     def _fail(self, stream, task, exc) -> None:
         """Fail ``task`` (running, or blocked at the head) and drop what its stream still queues."""
         task.state = FAILED
+        rec = self._record
+        rec.failed(task)
         if stream.error is None:
             stream.error = exc
         q = stream.queue
         if q and q[0] is task:
             q.popleft()
         while q:
-            q.popleft().state = SKIPPED
+            t = q.popleft()
+            t.state = SKIPPED
+            rec.skipped(t)
         if stream.waiters:
             self._stream_settled(stream)
 
@@ -218,8 +234,10 @@ class Scheduler:
         return True
 
     def _drop(self, stream) -> None:
+        rec = self._record
         for task in stream.queue:
             task.state = SKIPPED
+            rec.skipped(task)
         stream.queue.clear()
         self.active.pop(stream, None)
         if stream.waiters:

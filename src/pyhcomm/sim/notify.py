@@ -8,7 +8,11 @@ from __future__ import annotations
 
 
 class Notify:
-    """One notify register. ``owner`` describes who waits on it (for hang reports)."""
+    """One notify register. ``owner`` describes who waits on it (for hang reports).
+
+    ``gen`` counts the records so far: a record task stores the generation it set, a wait the
+    generation it consumed (the current one when it ran), so the record pairs them.
+    """
 
     __slots__ = ("value", "counting", "owner", "index", "waiter", "sched", "gen")
 

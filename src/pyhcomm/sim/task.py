@@ -20,7 +20,11 @@ _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 class TaskBase:
     """What every task has; kind-specific fields live in subclasses (class attributes give defaults)."""
 
-    __slots__ = ("seq", "stream", "thread", "rank", "device", "t_head", "state", "side")
+    # ``kernel`` (the seq of the KernelLaunch whose kernel issued the task) and ``batch`` (the id
+    # of the HCOMM batch it was launched from) are set only when they apply: read them with
+    # ``getattr(task, "kernel", None)``.
+    __slots__ = ("seq", "stream", "thread", "rank", "device", "t_head", "state", "side", "kernel", "batch")
+    entry = "task"      # an entry of the record's issue log that runs on a stream (see HostEffect)
     kind = "Task"
     reads = ()
     writes = ()
@@ -80,6 +84,23 @@ class Task(TaskBase):
     def run(self) -> None:
         """Execute the task's effect (called by the scheduler when the stream reaches it)."""
         self.fn(*self.args)
+
+
+class NotifyingTask(Task):
+    """A :class:`Task` whose effect ends by recording ``notify`` (``WriteWithNotify``,
+    ``WriteReduceWithNotify``): a recorder of that notify, like a notify record task. ``gen`` is
+    the generation it set (stored when it ran)."""
+
+    __slots__ = ("notify", "gen")
+    waits = False
+
+    def __init__(self, *args, notify, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.notify = notify
+
+    def run(self) -> None:
+        self.fn(*self.args)
+        self.gen = self.notify.gen
 
 
 class SiteTask(TaskBase):
