@@ -130,13 +130,19 @@ class ChannelEnd:
         self.mems = mems               # MemHandle list exposed to the peer
         self.host_side = self.engine in HOST_ENGINES   # used from the host (else inside a kernel)
         self._exposed = None
-        self.peer: ChannelEnd | None = None   # set by the transport when both ends exist
+        self.peer_ref = None    # transport.PeerRef, set by the transport when both ends exist
         self.key = None
+        self._transport = _sim().transport
         self.closed = False
         self.handle = _sim().handles.channels.add(self)
         _sim().record.note_channel(self)       # the record names the protocol and peer of its tasks
         self.notifies = [Notify(f"rank {comm.rank} channel 0x{self.handle:x} (to rank {peer_rank})", i,
                                 _sim().runtime.notify_counting) for i in range(notify_num)]
+
+    @property
+    def peer(self):
+        """The peer's end as the transport sees it (None until connected)."""
+        return self._transport.peer_of(self) if self.peer_ref is not None else None
 
     def exposed(self):
         """``(addr, size, allocation, label)`` of every range this end exposes to its peer (fixed
@@ -261,8 +267,11 @@ def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> ChannelEnd:
 
     status = sim.scheduler.run_until(settled, timeout, f"{api}(channel 0x{ch.handle:x} to rank {ch.peer_rank})",
                                      detect_stuck=False)
-    if ch.peer is not None:
-        return ch.peer
+    peer = ch.peer
+    if peer is not None:
+        if peer.closed:
+            raise para(api, f"channel 0x{ch.handle:x}: rank {ch.peer_rank} destroyed its end")
+        return peer
     if status == ABORTED:
         raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {sim.scheduler.abort_reason}")
     if settled():

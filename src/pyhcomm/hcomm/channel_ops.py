@@ -121,20 +121,23 @@ def remote_range(peer, addr, n, api, name):
                     f"({shown})")
 
 
-def _run_copy(api, d_alloc, d_off, s_alloc, s_off, n, notify=None):
+def _run_copy(api, d_alloc, d_off, s_alloc, s_off, n, notify=None, write=True):
+    """Task body of a write (local -> peer) or read (peer -> local): through the transport."""
     if d_alloc.storage is None or s_alloc.storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
-    _sim().backend.copy(d_alloc.storage, d_off, s_alloc.storage, s_off, n)
+    transport = _sim().transport
+    (transport.put if write else transport.get)(d_alloc, d_off, s_alloc, s_off, n)
     if notify is not None:
-        notify.record()
+        transport.remote_notify(notify)
 
 
 def _run_reduce(api, d_alloc, d_off, s_alloc, s_off, count, np_dtype, op, notify=None):
     if d_alloc.storage is None or s_alloc.storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
-    _sim().backend.reduce(d_alloc.storage, d_off, s_alloc.storage, s_off, count, np_dtype, op)
+    transport = _sim().transport
+    transport.accumulate(d_alloc, d_off, s_alloc, s_off, count, np_dtype, op)
     if notify is not None:
-        notify.record()
+        transport.remote_notify(notify)
 
 
 def _peer_notify(peer, idx, api, name="remoteNotifyIdx"):
@@ -178,7 +181,7 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         s_alloc, s_off = remote_range(peer, src, nbytes, api, "src")
     notify = _peer_notify(peer, notify_idx, api) if notify_idx is not None else None
     if reduce is None:
-        fn, args = _run_copy, (api, d_alloc, d_off, s_alloc, s_off, nbytes, notify)
+        fn, args = _run_copy, (api, d_alloc, d_off, s_alloc, s_off, nbytes, notify, write)
     else:
         fn, args = _run_reduce, (api, d_alloc, d_off, s_alloc, s_off, count, NUMPY_DTYPE[dt], int(op), notify)
     if now:  # NBI: the host CPU posts the request and it completes at once here

@@ -7,6 +7,18 @@ with messages between processes, driven by ``progress``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PeerRef:
+    """Who is at the other end of a channel: a value (the peer's world, rank and the channel's key),
+    never a pointer to the peer's objects; the transport resolves it (:meth:`Transport.peer_of`)."""
+
+    world: int
+    rank: int
+    key: tuple
+
 
 class Transport:
     """Base class; every hook raises ``NotImplementedError`` naming the transport and the hook."""
@@ -26,7 +38,8 @@ class Transport:
         raise self._missing("publish")
 
     def peer_of(self, end):
-        """The peer's end of ``end`` once connected, else None."""
+        """What this side knows of the peer's end of ``end`` (its notifies, the memory it exposed,
+        whether it closed) once connected, else None."""
         raise self._missing("peer_of")
 
     def withdraw(self, end) -> None:

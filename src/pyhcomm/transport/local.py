@@ -5,7 +5,7 @@ a remote notify is recorded directly.
 """
 from __future__ import annotations
 
-from .base import Transport
+from .base import PeerRef, Transport
 
 
 class LocalTransport(Transport):
@@ -23,19 +23,18 @@ class LocalTransport(Transport):
         end.key = key
         other = ends.get(end.peer_rank)
         if other is not None and not other.closed:
-            end.peer, other.peer = other, end
+            end.peer_ref = PeerRef(other.comm.world.id, other.comm.rank, key)
+            other.peer_ref = PeerRef(end.comm.world.id, end.comm.rank, key)
             self.sim.scheduler.poke()
 
     def peer_of(self, end):
-        return end.peer
+        ref = end.peer_ref
+        if ref is None:
+            return None
+        return self.pairs[ref.key].get(ref.rank)  # a closed end stays until its rank acquires anew
 
     def withdraw(self, end) -> None:
         end.closed = True
-        ends = self.pairs.get(end.key)
-        if ends is not None and ends.get(end.comm.rank) is end:
-            del ends[end.comm.rank]
-            if not ends:
-                del self.pairs[end.key]
         self.sim.scheduler.poke()
 
     def put(self, dst_alloc, dst_off, src_alloc, src_off, n) -> None:
