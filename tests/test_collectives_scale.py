@@ -5,9 +5,9 @@ A thread has at most 64 notifies, so a call gets at most 63 slaves and the mesh 
 the ring ones (AllReduce, Scatter) and Broadcast need no slaves. Each 128-rank test is one
 pyhcomm.launch with tiny sizes (4..64 bytes per rank, FP32) checked byte for byte against numpy.
 
-Cost (measured on 2 cores, Atlas 800T A2 host path): a 128-rank mesh call is ~160-180k tasks,
-~5 s each (AllGather, AlltoAll, ReduceScatter: the slowest tests of this module); AllReduce
-(ring, ~130k tasks) ~2 s; Broadcast and Scatter under 1 s.
+Cost (measured on 2 cores): a 128-rank mesh call is ~160-180k tasks, 3.5-5 s (AllGather on A3,
+AlltoAll on A2, ReduceScatter on Atlas 350); the ring AllReduce ~3 s, the two Scatters ~2 s, the
+two Broadcasts under 0.5 s, the 1024-rank deadlock model ~1 s: ~25 s for the module.
 
 HCCL_BUFFSIZE=1 (a 2 MB HCCL buffer per rank) in the 128-rank runs keeps the slots small; the
 default buffer's slot math is checked at 1024 ranks without a launch.
@@ -26,6 +26,7 @@ from test_collectives_reduce import (all_reduce, assert_same, make_input, mesh_r
                                      reduce_scatter, ring_all_reduce_oracle)
 from hcomm_testutil import read
 
+# SLOW: the three 128-rank mesh tests (AllGather, AlltoAll, ReduceScatter), 3.5-5 s each.
 pytestmark = pytest.mark.timeout(300)
 
 A2, A3, A350 = "Atlas 800T A2", "Atlas A3", "Atlas 350"
