@@ -103,7 +103,7 @@ def allreduce_vs_numpy(nranks=16, nbytes=1 << 20) -> tuple[float, float]:
         send, _ = acl.rt.malloc(nbytes, 0)
         recv, _ = acl.rt.malloc(nbytes, 0)
         stream, _ = acl.rt.create_stream()
-        for i in range(2):  # the first call connects and first-touches the buffers
+        for i in range(6):  # the first call connects and first-touches the buffers
             t0 = time.perf_counter()
             assert ops.HcclAllReduce(send, recv, count, int(HcclDataType.HCCL_DATA_TYPE_FP32),
                                      int(HcclReduceOp.HCCL_REDUCE_SUM), comm.handle, stream) == 0
@@ -113,20 +113,22 @@ def allreduce_vs_numpy(nranks=16, nbytes=1 << 20) -> tuple[float, float]:
 
     pyhcomm.launch(body, nranks)
     inputs = [np.random.default_rng(r).random(count, dtype=np.float32) for r in range(nranks)]
-    t0 = time.perf_counter()
-    acc = inputs[0].copy()
-    for x in inputs[1:]:
-        acc += x
-    outs = [acc.copy() for _ in range(nranks)]
-    numpy_s = time.perf_counter() - t0
-    del outs
-    return times[0], numpy_s
+    numpy_times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        acc = inputs[0].copy()
+        for x in inputs[1:]:
+            acc += x
+        outs = [acc.copy() for _ in range(nranks)]
+        numpy_times.append(time.perf_counter() - t0)
+        del outs
+    return min(times), min(numpy_times)  # the best of five each: this machine is shared
 
 
 def small_allgather_vs_copy(nranks=16, nbytes=1024) -> tuple[float, int, float]:
     """(seconds of one 16 x 1 KiB mesh AllGather, its tasks, seconds of one local copy
-    enqueue + execute). The AllGather's cost is the difference between a launch making two calls
-    and one making one (the same init, connect and teardown)."""
+    enqueue + execute). The AllGather's cost is the difference between a launch making eleven calls
+    and one making one (the same init, connect and teardown), divided by ten."""
     import pyhcomm
     from pyhcomm import acl
     from pyhcomm.capi import hccl_ops as ops
@@ -151,8 +153,8 @@ def small_allgather_vs_copy(nranks=16, nbytes=1024) -> tuple[float, int, float]:
             best = t if best is None else min(best, t)
         return best, next(sim.record.counter) - 1
 
-    (t1, n1), (t2, n2) = measure(1), measure(2)
-    return t2 - t1, n2 - n1, local_copy_cost()
+    (t1, n1), (t2, n2) = measure(1), measure(11)
+    return (t2 - t1) / 10, (n2 - n1) // 10, local_copy_cost()
 
 
 def local_copy_cost(n=20000) -> float:
