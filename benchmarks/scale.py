@@ -28,6 +28,7 @@ import time
 from collections import deque
 
 COLLECTIVES = ("ring_allgather", "ring_allreduce", "mesh_allgather", "alltoall")
+MORE = ("reduce_scatter", "broadcast", "scatter")   # --collectives all: these too
 
 
 # -- one case, in a subprocess ---------------------------------------------------------------------
@@ -60,6 +61,15 @@ def run_case(name: str, nranks: int, size: int, data: bool, scheduler: str) -> d
             assert ret == 0, ret
         elif name == "alltoall":
             ret = ops.HcclAlltoAll(send, size // 4, fp32, recv, size // 4, fp32, h, stream)
+            assert ret == 0, ret
+        elif name == "reduce_scatter":
+            ret = ops.HcclReduceScatter(recv, send, size // 4, fp32, total, h, stream)
+            assert ret == 0, ret
+        elif name == "broadcast":
+            ret = ops.HcclBroadcast(send, size // 4, fp32, 0, h, stream)
+            assert ret == 0, ret
+        elif name == "scatter":
+            ret = ops.HcclScatter(recv, send, size // 4, fp32, 0, h, stream)
             assert ret == 0, ret
         assert acl.rt.synchronize_stream(stream) == 0
         acl.rt.destroy_stream(stream)
@@ -183,10 +193,11 @@ def local_copy_cost(n=20000) -> float:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ranks", default="8,64,256,1024")
-    ap.add_argument("--collectives", default=",".join(COLLECTIVES))
+    ap.add_argument("--collectives", default=",".join(COLLECTIVES), help="comma-separated, or all")
     ap.add_argument("--size", type=int, default=4096, help="bytes per rank (per rank pair for AlltoAll)")
     ap.add_argument("--data", type=int, default=0, help="1: move bytes (default: data-less)")
     ap.add_argument("--scheduler", default="coop")
+    ap.add_argument("--goals", type=int, default=1, help="0: skip the AllReduce and small AllGather goals")
     ap.add_argument("--case", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.case:
@@ -198,7 +209,8 @@ def main(argv=None) -> None:
           f"{args.scheduler} scheduler, {os.cpu_count()} cores")
     print(f"{'collective':>15} {'ranks':>6} {'tasks':>10} {'wall s':>9} {'us/task':>8} {'loop us':>8} "
           f"{'x loop':>7} {'vs 8':>6} {'peak RSS':>9}")
-    for name in args.collectives.split(","):
+    names = COLLECTIVES + MORE if args.collectives == "all" else args.collectives.split(",")
+    for name in names:
         first = None
         for n in [int(x) for x in args.ranks.split(",")]:
             cmd = [sys.executable, __file__, "--case", f"{name}:{n}", "--size", str(args.size),
@@ -214,6 +226,8 @@ def main(argv=None) -> None:
             first = first or us
             print(f"{name:>15} {n:>6} {r['tasks']:>10,} {r['wall']:>9.2f} {us:>8.2f} {loop_us:>8.2f} "
                   f"{us / loop_us:>6.1f}x {us / first:>5.2f}x {r['rss'] / 2**20:>7.0f} MB", flush=True)
+    if not args.goals:
+        return
     ours, base = allreduce_vs_numpy()
     print(f"\n16 ranks x 1 MiB AllReduce, data on: pyhcomm {ours * 1e3:.1f} ms, numpy {base * 1e3:.1f} ms, "
           f"ratio {ours / base:.2f}x (goal <= 2x)")
