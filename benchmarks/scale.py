@@ -33,8 +33,6 @@ MORE = ("reduce_scatter", "broadcast", "scatter")   # --collectives all: these t
 
 # -- one case, in a subprocess ---------------------------------------------------------------------
 def run_case(name: str, nranks: int, size: int, data: bool, scheduler: str) -> dict:
-    import resource
-
     import pyhcomm
     from pyhcomm import acl
     from pyhcomm.capi import hccl_ops as ops
@@ -79,8 +77,21 @@ def run_case(name: str, nranks: int, size: int, data: bool, scheduler: str) -> d
     pyhcomm.launch(body, nranks, sim=sim)
     wall = time.perf_counter() - t0
     tasks = next(sim.record.counter) - 1
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"name": name, "ranks": nranks, "wall": wall, "tasks": tasks, "rss": rss}
+    return {"name": name, "ranks": nranks, "wall": wall, "tasks": tasks, "rss": peak_rss()}
+
+
+def peak_rss() -> int:
+    """This process's peak RSS in bytes: ``VmHWM`` (of this program alone; ``ru_maxrss`` on Linux
+    also counts the parent's memory before ``exec``), else ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def loop_baseline(ntasks: int, streams: int = 1024) -> float:

@@ -77,17 +77,8 @@ def _side() -> str:
 def _thread_and_channel(thread, channel, api):
     """Check a thread and a channel of one rank, used from their side; return
     ``(thread, channel end, peer end, the caller's host context)``."""
-    ctx = host_ctx()
-    handles = ctx.sim.handles
-    t = handles.threads._objs.get(thread) if thread else None
-    if t is None or t.stream.destroyed:
-        t = get_thread(thread, api)
-    if not ctx.sim.runtime.product.hcomm:
-        v.product_supports_hcomm(api)
-    device_side = bool(ctx.kernels)
-    if t.host_side == device_side:
-        v.engine_side(t, api)
-    ch = handles.channels._objs.get(channel) if channel else None
+    t, ctx, device_side = v.issuing_thread(thread, api)
+    ch = ctx.sim.handles.channels._objs.get(channel) if channel else None
     if ch is None:
         ch = get_channel(channel, api)
     if ch.comm is not t.comm:

@@ -103,15 +103,7 @@ def _notify_index(thread, idx, api: str, name: str):
 
 def _issuer(thread_handle, api: str):
     """The issuing thread, checked; returns ``(thread, side, the caller's host context)``."""
-    ctx = host_ctx()
-    t = ctx.sim.handles.threads._objs.get(thread_handle) if thread_handle else None
-    if t is None or t.stream.destroyed:
-        t = get_thread(thread_handle, api)
-    if not ctx.sim.runtime.product.hcomm:
-        v.product_supports_hcomm(api)
-    device_side = bool(ctx.kernels)
-    if t.host_side == device_side:
-        v.engine_side(t, api)
+    t, ctx, device_side = v.issuing_thread(thread_handle, api)
     return t, "device" if device_side else "host", ctx
 
 

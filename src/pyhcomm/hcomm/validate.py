@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from ..sim import current_sim as _sim
 from ..sim import memory
-from ..sim.runtime import on_device_side
+from ..sim.runtime import host_ctx, on_device_side
 from ..enums import CommEngine
 from ..errors import not_support, para, ptr
+from ..hccl.thread import get_thread
 
 UINT64_MAX = (1 << 64) - 1
 
@@ -47,6 +48,21 @@ def thread_side(thread, api: str) -> None:
             raise not_support(api, f"on {product.name} this call needs a COMM_ENGINE_AICPU_TS thread; "
                                    f"thread 0x{thread.handle:x} is {thread.engine.name}")
     engine_side(thread, api)
+
+
+def issuing_thread(handle, api: str):
+    """The thread a primitive is issued on, checked (handle, product, side); returns
+    ``(thread, the caller's host context, whether the caller is on the device side)``."""
+    ctx = host_ctx()
+    t = ctx.sim.handles.threads._objs.get(handle) if handle else None
+    if t is None or t.stream.destroyed:
+        t = get_thread(handle, api)
+    if not ctx.sim.runtime.product.hcomm:
+        product_supports_hcomm(api)
+    device_side = bool(ctx.kernels)
+    if t.host_side == device_side:
+        engine_side(t, api)
+    return t, ctx, device_side
 
 
 def engine_side(thread, api: str) -> None:

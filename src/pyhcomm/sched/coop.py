@@ -53,6 +53,17 @@ class SeededPolicy:
         return self._rng.randrange(n)
 
 
+def _take(queue: deque, pick):
+    """Remove and return the entry of ``queue`` the policy picks (the oldest for index 0)."""
+    i = pick(len(queue))
+    if not i:
+        return queue.popleft()
+    queue.rotate(-i)
+    item = queue.popleft()
+    queue.rotate(i)
+    return item
+
+
 class Actor:
     """A host program or kernel: its greenlet and what it waits for."""
 
@@ -245,13 +256,7 @@ class CoopScheduler(Scheduler):
                 return TIMED_OUT
             # 1. tasks
             if ready:
-                i = pick(len(ready))
-                if i:
-                    ready.rotate(-i)
-                    stream = ready.popleft()
-                    ready.rotate(i)
-                else:
-                    stream = ready.popleft()
+                stream = _take(ready, pick)
                 stream.hinted = False
                 if not stream.busy:
                     if stream.queue:
@@ -261,13 +266,7 @@ class CoopScheduler(Scheduler):
                 continue
             # 2. actors
             if runnable:
-                i = pick(len(runnable))
-                if i:
-                    runnable.rotate(-i)
-                    actor = runnable.popleft()
-                    runnable.rotate(i)
-                else:
-                    actor = runnable.popleft()
+                actor = _take(runnable, pick)
                 actor.queued = False
                 self._resume(actor, DONE_OK)
                 continue

@@ -128,17 +128,9 @@ class SiteTask(TaskBase):
             self.code, self.lasti = fixed
             return
         try:
-            f = sys._getframe(depth)
+            f = _user_frame(sys._getframe(depth))
         except ValueError:
-            f = sys._getframe(1)
-        own = _own_code
-        while f is not None:
-            mine = own.get(f.f_code)
-            if mine is None:
-                mine = _is_own(f.f_code)
-            if not mine:
-                break
-            f = f.f_back
+            f = _user_frame(sys._getframe(1))
         if f is None:
             self.code = None
         else:
@@ -155,18 +147,23 @@ def call_site():
     fixed = _site_var.get()
     if fixed is not None:
         return fixed
-    f = sys._getframe(1)
+    f = _user_frame(sys._getframe(1))
+    if f is None:
+        return None
+    return (f.f_code, f.f_lasti)
+
+
+def _user_frame(f):
+    """The first frame from ``f`` outwards that is not pyhcomm's own (None: there is none)."""
     own = _own_code
     while f is not None:
         mine = own.get(f.f_code)
         if mine is None:
             mine = _is_own(f.f_code)
         if not mine:
-            break
+            return f
         f = f.f_back
-    if f is None:
-        return None
-    return (f.f_code, f.f_lasti)
+    return None
 
 
 #: The call site every task issued now is attributed to (set around a collective's algorithm: the
