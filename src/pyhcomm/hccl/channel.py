@@ -131,6 +131,7 @@ class ChannelEnd:
         self.host_side = self.engine in HOST_ENGINES   # used from the host (else inside a kernel)
         self._exposed = None
         self.peer_ref = None    # transport.PeerRef, set by the transport when both ends exist
+        self.waiters = None     # the scheduler's: who waits for this end to connect
         self.key = None
         self._transport = _sim().transport
         self.closed = False
@@ -266,7 +267,7 @@ def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> ChannelEnd:
         return ch.peer is not None or (ch.peer_rank in world.joined and ch.peer_rank not in world.comms)
 
     status = sim.scheduler.run_until(settled, timeout, f"{api}(channel 0x{ch.handle:x} to rank {ch.peer_rank})",
-                                     detect_stuck=False)
+                                     (ch,), detect_stuck=False)
     peer = ch.peer
     if peer is not None:
         if peer.closed:

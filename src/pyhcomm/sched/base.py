@@ -77,8 +77,9 @@ class Scheduler:
                   detect_stuck: bool = True) -> str:
         """Block the calling host program until ``done()`` holds, running tasks meanwhile.
 
-        ``streams``: the streams whose progress can make ``done()`` hold (a hint: their waiters
-        are re-checked when they go idle or fail). ``detect_stuck`` False: never return ``STUCK``
+        ``streams``: the streams whose progress can make ``done()`` hold, or other objects with a
+        ``waiters`` list that are :meth:`settle`-d when they change (a channel end when it pairs);
+        a hint: their waiters are re-checked then. ``detect_stuck`` False: never return ``STUCK``
         (a rendezvous, where a rank that has not started yet may still come).
 
         Returns ``DONE_OK``, ``TIMED_OUT`` (``timeout`` seconds passed first), ``STUCK`` (nothing
@@ -90,6 +91,11 @@ class Scheduler:
         """State that a host program may wait for changed outside any task (a rank joined, a
         channel paired, a kernel ended): blocked callers re-check."""
         raise NotImplementedError(f"{self.name}: needs poke")
+
+    def settle(self, obj) -> None:
+        """``obj`` (an object with a ``waiters`` list, e.g. a channel end) changed: re-check who
+        waits on it. By default everyone is re-checked (:meth:`poke`)."""
+        self.poke()
 
     def spawn_kernel(self, stream, body) -> None:
         """Run ``body()`` (an AI CPU kernel) as an actor of its own; ``stream`` stays busy until it ends."""

@@ -138,6 +138,10 @@ class CoopScheduler(Scheduler):
             if actor.done is not None and not actor.queued and actor.done():
                 self._make_runnable(actor)
 
+    def settle(self, obj) -> None:
+        if obj.waiters:
+            self._stream_settled(obj)
+
     def poke(self) -> None:
         waiting = self.waiting
         if waiting:
@@ -197,7 +201,7 @@ class CoopScheduler(Scheduler):
                 self.blocked_calls.pop(me, None)
         if what:
             self.blocked_calls[actor] = what
-        watched = [st for st in streams if not st.destroyed] if streams else None
+        watched = [st for st in streams if not getattr(st, "destroyed", False)] if streams else None
         try:
             while True:
                 status = self._block(actor, done, deadline, watched)

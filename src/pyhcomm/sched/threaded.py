@@ -174,7 +174,7 @@ class ThreadedScheduler(Scheduler):
                 self.blocked_calls.pop(me, None)
 
     def _loop(self, done, deadline, me, detect_stuck, streams) -> str:
-        watched = [st for st in streams if not st.destroyed] if streams else None
+        watched = [st for st in streams if not getattr(st, "destroyed", False)] if streams else None
         while True:
             if done():
                 return DONE_OK

@@ -25,7 +25,7 @@ class LocalTransport(Transport):
         if other is not None and not other.closed:
             end.peer_ref = PeerRef(other.comm.world.id, other.comm.rank, key)
             other.peer_ref = PeerRef(end.comm.world.id, end.comm.rank, key)
-            self.sim.scheduler.poke()
+            self.sim.scheduler.settle(other)   # who waits for ``other`` to connect goes on
 
     def peer_of(self, end):
         ref = end.peer_ref
