@@ -12,7 +12,6 @@ output built from every rank's input); ``ratio = pyhcomm time / numpy time``.
 from __future__ import annotations
 
 import argparse
-import threading
 import time
 
 import numpy as np
@@ -104,7 +103,7 @@ def collectives(n):
     }
 
 
-def bench_rank(comm, name, sizes, iters, times, barrier):
+def bench_rank(comm, name, sizes, iters, times):
     n = comm.size
     send_of, recv_of, call, _f, _np, _op = collectives(n)[name]
     stream, _ = acl.rt.create_stream()
@@ -115,12 +114,12 @@ def bench_rank(comm, name, sizes, iters, times, barrier):
         acl.rt.memset(send, sb, comm.rank + 1, sb)
         assert call(comm.handle, send, recv, size, stream) == 0          # warm-up (connects)
         assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
-        barrier.wait()
+        comm.barrier()
         t0 = time.perf_counter()
         for _ in range(iters):
             assert call(comm.handle, send, recv, size, stream) == 0
             assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
-        barrier.wait()
+        comm.barrier()
         if comm.rank == 0:
             times[size] = (time.perf_counter() - t0) / iters
         acl.rt.free(send)
@@ -158,8 +157,7 @@ def main() -> None:
     print(f"# pyhcomm {pyhcomm.__version__}: {n} ranks, {args.product}, fp32, {args.iters} iters per size")
     for name in args.only or collectives(n):
         times: dict = {}
-        barrier = threading.Barrier(n)
-        pyhcomm.launch(bench_rank, n, name, sizes, args.iters, times, barrier, product=args.product)
+        pyhcomm.launch(bench_rank, n, name, sizes, args.iters, times, product=args.product)
         factor, op = collectives(n)[name][3], collectives(n)[name][5]
         print(f"\n# {name}")
         print(f"{'size':>10} {'count':>10} {'type':>6} {'redop':>6} {'time(us)':>10} {'algbw':>7} {'busbw':>7}"

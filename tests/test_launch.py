@@ -335,3 +335,21 @@ def test_no_rank_thread_outlives_a_launch_on_the_device_side():
 
     assert pyhcomm.launch(body, 2, product="Atlas 350", timeout=60) == [[0, 0], [0, 0]]
     assert _rank_threads() == []
+
+
+@pytest.mark.parametrize("scheduler", ["coop", "threaded"])
+def test_comm_barrier_waits_for_every_rank(scheduler):
+    """Comm.barrier is a host rendezvous that works on both schedulers (threading.Barrier would
+    block the one OS thread the cooperative ranks share)."""
+    order = []
+
+    def body(comm):
+        order.append(("before", comm.rank))
+        comm.barrier()
+        order.append(("after", comm.rank))
+        comm.barrier()
+        return comm.rank
+
+    assert pyhcomm.launch(body, 4, timeout=60, scheduler=scheduler) == [0, 1, 2, 3]
+    assert sorted(order[:4]) == [("before", r) for r in range(4)]
+    assert sorted(order[4:]) == [("after", r) for r in range(4)]

@@ -303,6 +303,12 @@ class Comm(_Closable):
     def device(self) -> int:
         return self._c.device
 
+    def barrier(self) -> None:
+        """Wait until every rank called ``barrier`` (a host-side rendezvous, not a collective:
+        nothing is enqueued). Use it, not ``threading.Barrier``, inside ``pyhcomm.launch``: on
+        the cooperative scheduler the ranks share one OS thread."""
+        _comm.host_barrier(_comm.get_comm(self.handle, "Comm.barrier"))
+
     def hccl_buffer(self) -> Buffer:
         """The rank's HCCL buffer (library-owned: closing the Buffer does nothing)."""
         a = _comm.hccl_buffer(_comm.get_comm(self.handle, "HcclGetHcclBuffer"), "HcclGetHcclBuffer")

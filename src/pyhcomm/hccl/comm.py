@@ -38,6 +38,8 @@ class World:
         self.comms: dict[int, "Communicator"] = {}
         self.joined: set[int] = set()   # ranks that completed their join (kept after destroy)
         self.rank_table = None          # topology.RankTable from HcclCommInitClusterInfo, else None
+        self.barrier_arrived = 0        # host_barrier: ranks arrived in this round, and the round
+        self.barrier_gen = 0
         self.devices: dict[int, int] = {}  # rank -> simulated device (kept after destroy)
 
     def place(self, rank: int):
@@ -184,6 +186,31 @@ def _join(world: World, nranks: int, rank: int, api: str) -> Communicator:
     why = (f"within {timeout:g} s ({ENV_CONNECT_TIMEOUT})" if status == TIMED_OUT
            else "and no other rank can run any more")
     raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"ranks {missing} of {world.name} did not join {why}")
+
+
+def host_barrier(comm: Communicator, api: str = "Comm.barrier") -> None:
+    """Block the calling host program until every rank of ``comm``'s communicator called this
+    (a host-side rendezvous through the scheduler, not an HCCL collective: nothing is enqueued).
+    Works on both schedulers; ``HCCL_CONNECT_TIMEOUT`` bounds the wait."""
+    sim = _sim()
+    world = comm.world
+    with sim.lock:
+        gen = world.barrier_gen
+        world.barrier_arrived += 1
+        if world.barrier_arrived == world.nranks:
+            world.barrier_arrived = 0
+            world.barrier_gen += 1
+    sched = sim.scheduler
+    if world.barrier_gen != gen:
+        sched.poke()
+        return
+    status = sched.run_until(lambda: world.barrier_gen != gen, sim.config.connect_timeout,
+                             f"{api}(rank {comm.rank} of {world.name})", detect_stuck=False)
+    if status == DONE_OK:
+        return
+    if status == ABORTED:
+        raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {sched.abort_reason}")
+    raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"not every rank of {world.name} reached the barrier")
 
 
 def init_all(devices) -> list[Communicator]:
