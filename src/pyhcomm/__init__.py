@@ -15,6 +15,7 @@ from __future__ import annotations
 from . import enums as _enums
 from .capi import *  # noqa: F401,F403
 from .capi import __all__ as _capi_all
+from . import errors as _errors
 from . import sim as _sim_mod
 from .sim import Sim, current_sim
 from .enums import *  # noqa: F401,F403
@@ -26,6 +27,7 @@ __version__ = "0.1.0"
 
 
 _sim_mod.set_default_sim(Sim())
+_errors.configure_logging(current_sim().config.log_level)
 
 
 def set_product(name, device_count: int | None = None) -> Product:

@@ -11,11 +11,10 @@ from enum import IntEnum
 log = logging.getLogger("pyhcomm")
 
 
-def _default_handler() -> None:
-    """Print pyhcomm's log on stderr (as CANN's logs do); ``PYHCOMM_LOG_LEVEL`` sets the level."""
-    import os
-
-    level = os.environ.get("PYHCOMM_LOG_LEVEL", "WARNING").upper()
+def configure_logging(level: str = "WARNING") -> None:
+    """Print pyhcomm's log on stderr (as CANN's logs do) at ``level`` (``PYHCOMM_LOG_LEVEL``,
+    parsed by :mod:`pyhcomm.config`; done once, at import)."""
+    level = level.upper()
     if level == "OFF":
         log.addHandler(logging.NullHandler())
         log.propagate = False
@@ -25,8 +24,6 @@ def _default_handler() -> None:
     log.addHandler(handler)
     log.setLevel(getattr(logging, level, logging.WARNING))
 
-
-_default_handler()
 
 
 class HcclResult(IntEnum):

@@ -6,7 +6,6 @@ case-insensitively and ignore spaces, hyphens and underscores.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from .enums import HcclDevType
@@ -93,11 +92,6 @@ def find_product(name: str) -> Product:
         valid = ", ".join(repr(p.name) for p in PRODUCTS)
         raise ValueError(f"unknown product {name!r}; valid products: {valid}")
     return product
-
-
-def product_from_env() -> Product:
-    """The product named by ``PYHCOMM_PRODUCT``, or the default."""
-    return find_product(os.environ.get(ENV_PRODUCT) or DEFAULT_PRODUCT)
 
 
 def catalogue_text() -> str:
