@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
-from ..sim.task import SKIPPED, call_site
+from ..sim.task import SKIPPED, call_site, site_text
 from ..enums import HCCL_RES_TAG_MAX_LEN
 from ..errors import not_support, para
 
@@ -74,7 +74,7 @@ def batch_start(tag) -> None:
     tag = _check_tag(tag, api)
     if host_ctx().batch is not None:
         raise para(api, f"batch {host_ctx().batch.tag!r} is already open on this thread (started at "
-                        f"{_where(host_ctx().batch.site)}); call HcommBatchModeEnd first")
+                        f"{site_text(host_ctx().batch.site)}); call HcommBatchModeEnd first")
     batch = Batch(tag, call_site())
     host_ctx().batch = batch
     _sim().open_batches.add(batch)  # hang reports look inside the batches not yet ended
@@ -96,10 +96,3 @@ def batch_end(tag) -> None:
         task.batch = bid
         _sim().scheduler.submit(task)
 
-
-def _where(site) -> str:
-    from ..sim.task import site_location
-    if not site:
-        return "<unknown>"
-    f, line = site_location(site)
-    return f"{f}:{line}"

@@ -24,7 +24,7 @@ from itertools import count
 from typing import NamedTuple
 
 from ..sched.base import SKIP_FLAG
-from .task import DONE, FAILED, PENDING, site_location
+from .task import DONE, FAILED, PENDING, site_text
 
 #: Execution-log entries: ``seq`` (it ran), ``-seq`` (it failed), ``-(seq | SKIP_FLAG)`` (it was
 #: skipped). The common entry is the plain seq, so the scheduler appends ``task.seq`` as it is.
@@ -77,13 +77,21 @@ class HostEffect:
 
     @property
     def where(self) -> str:
-        if not self.site:
-            return "<unknown>"
-        filename, line = site_location(self.site)
-        return f"{filename}:{line}"
+        return site_text(self.site)
 
     def __repr__(self):
         return f"<HostEffect #{self.seq} {self.kind} {self.state}>"
+
+
+def _filtered(items, rank, device, kind) -> list:
+    """``items`` (tasks or events) of ``rank``, ``device`` and ``kind`` where those are given."""
+    if rank is not None:
+        items = [x for x in items if x.rank == rank]
+    if device is not None:
+        items = [x for x in items if x.device == device]
+    if kind is not None:
+        items = [x for x in items if x.kind == kind]
+    return items
 
 
 def _peek(counter) -> int:
@@ -173,14 +181,7 @@ class Record:
     # -- reading -----------------------------------------------------------------------------------
     def tasks(self, *, rank=None, device=None, kind=None):
         """Return the recorded tasks in enqueue order, optionally filtered."""
-        out = list(self._tasks)
-        if rank is not None:
-            out = [t for t in out if t.rank == rank]
-        if device is not None:
-            out = [t for t in out if t.device == device]
-        if kind is not None:
-            out = [t for t in out if t.kind == kind]
-        return out
+        return _filtered(list(self._tasks), rank, device, kind)
 
     def host_effects(self, *, kind=None):
         """Return the recorded host effects in issue order."""
@@ -207,7 +208,7 @@ class Record:
         out = {}
         base = self._exec_dropped + 1
         for i, v in enumerate(self.xlog):
-            seq = v if v > 0 else (-v) & ~SKIP_FLAG
+            seq = decode(v)[0]
             if seq not in out:
                 out[seq] = base + i
         return out
@@ -222,14 +223,8 @@ class Record:
             if k:
                 issued.setdefault(k, []).append(e.seq)
         b = Builder(self, self.steps(), issued)
-        out = [b.build(e) for e in entries]  # all of them: host regions are numbered in issue order
-        if rank is not None:
-            out = [ev for ev in out if ev.rank == rank]
-        if device is not None:
-            out = [ev for ev in out if ev.device == device]
-        if kind is not None:
-            out = [ev for ev in out if ev.kind == kind]
-        return out
+        # all of them: host regions are numbered in issue order
+        return _filtered([b.build(e) for e in entries], rank, device, kind)
 
     def export_jsonl(self, dest) -> int:
         """Write every event as one JSON object per line (docs/record.md); returns the count.

@@ -40,10 +40,7 @@ class TaskBase:
     @property
     def where(self) -> str:
         """``file:line`` of the user call that enqueued the task."""
-        if not self.site:
-            return "<unknown>"
-        filename, line = site_location(self.site)
-        return f"{filename}:{line}"
+        return site_text(self.site)
 
     def describe(self) -> str:
         who = f"rank {self.rank} " if self.rank is not None else ""
@@ -188,6 +185,14 @@ _own_code: dict = {}
 def _is_own(code) -> bool:
     mine = _own_code[code] = code.co_filename.startswith(_PKG_DIR)
     return mine
+
+
+def site_text(site) -> str:
+    """``file:line`` of a site from :func:`call_site` (``<unknown>`` for None)."""
+    if not site:
+        return "<unknown>"
+    filename, line = site_location(site)
+    return f"{filename}:{line}"
 
 
 _lines: dict = {}
