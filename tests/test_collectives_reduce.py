@@ -25,7 +25,7 @@ import pytest
 
 import pyhcomm
 from pyhcomm import acl
-from pyhcomm.collectives import allgather_ring, ring_peers, run
+from pyhcomm.collectives import allgather_ring, ring_peers, run, support
 
 H2D = pyhcomm.ACL_MEMCPY_HOST_TO_DEVICE
 D2H = pyhcomm.ACL_MEMCPY_DEVICE_TO_HOST
@@ -42,14 +42,16 @@ NP = {D.HCCL_DATA_TYPE_INT8: np.int8, D.HCCL_DATA_TYPE_INT16: np.int16, D.HCCL_D
       D.HCCL_DATA_TYPE_UINT16: np.uint16, D.HCCL_DATA_TYPE_UINT32: np.uint32,
       D.HCCL_DATA_TYPE_INT64: np.int64, D.HCCL_DATA_TYPE_UINT64: np.uint64, D.HCCL_DATA_TYPE_FP64: np.float64}
 
-#: Host path (A2) and A2/A3 device path.
-BASE_DTYPES = [D.HCCL_DATA_TYPE_INT8, D.HCCL_DATA_TYPE_INT16, D.HCCL_DATA_TYPE_INT32, D.HCCL_DATA_TYPE_FP16,
-               D.HCCL_DATA_TYPE_FP32, D.HCCL_DATA_TYPE_BFP16]
-BASE_OPS = [SUM, MAX, MIN]
-#: Atlas 350 device path.
-DTYPES_350 = BASE_DTYPES + [D.HCCL_DATA_TYPE_UINT8, D.HCCL_DATA_TYPE_UINT16, D.HCCL_DATA_TYPE_UINT32,
-                            D.HCCL_DATA_TYPE_INT64, D.HCCL_DATA_TYPE_UINT64, D.HCCL_DATA_TYPE_FP64]
-OPS_350 = [SUM, PROD, MAX, MIN]
+#: HCCL's (dataType, op) pairs per product family (pyhcomm.collectives.support).
+PAIRS = support.REDUCE_PAIRS
+
+
+def dtypes_of(family: str) -> list:
+    return sorted({d for d, _ in PAIRS[family]})
+
+
+def ops_of(family: str, dt) -> list:
+    return sorted(o for d, o in PAIRS[family] if d == dt)
 
 
 def _name(dt) -> str:
@@ -241,28 +243,30 @@ def ar_counts(n):
 
 
 # -- HcclAllReduce ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("dt", BASE_DTYPES, ids=_name)
+@pytest.mark.parametrize("dt", dtypes_of("A2"), ids=_name)
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_all_reduce_a2_every_dtype_and_op(n, dt):
-    check_all_reduce(A2, n, [(c, dt, op) for op in BASE_OPS for c in ar_counts(n)])
+    """Every pair HCCL lists for Atlas A2: the SDMA ones through HcommLocalReduceOnThread, INT64
+    and PROD through HCCL's own reduce (hcomm.reduce.hccl_reduce)."""
+    check_all_reduce(A2, n, [(c, dt, op) for op in ops_of("A2", dt) for c in ar_counts(n)])
 
 
 @pytest.mark.parametrize("n, cases", [
     (8, [(19, D.HCCL_DATA_TYPE_FP16, SUM), (5, D.HCCL_DATA_TYPE_INT8, SUM), (8, D.HCCL_DATA_TYPE_BFP16, MAX)]),
-    (16, [(35, D.HCCL_DATA_TYPE_FP16, SUM), (7, D.HCCL_DATA_TYPE_INT32, MIN)]),
+    (16, [(35, D.HCCL_DATA_TYPE_FP16, SUM), (7, D.HCCL_DATA_TYPE_INT32, MIN), (5, D.HCCL_DATA_TYPE_INT64, PROD)]),
 ])
 def test_all_reduce_a2_many_ranks(n, cases):
     check_all_reduce(A2, n, cases)
 
 
-@pytest.mark.parametrize("dt", BASE_DTYPES, ids=_name)
+@pytest.mark.parametrize("dt", dtypes_of("A3"), ids=_name)
 def test_all_reduce_a3(dt):
-    check_all_reduce(A3, 3, [(c, dt, op) for op in BASE_OPS for c in (2, 10)])
+    check_all_reduce(A3, 3, [(c, dt, op) for op in ops_of("A3", dt) for c in (2, 10)])
 
 
-@pytest.mark.parametrize("dt", DTYPES_350, ids=_name)
+@pytest.mark.parametrize("dt", dtypes_of("950"), ids=_name)
 def test_all_reduce_350_every_dtype_and_op(dt):
-    check_all_reduce(A350, 3, [(c, dt, op) for op in OPS_350 for c in (2, 10)])
+    check_all_reduce(A350, 3, [(c, dt, op) for op in ops_of("950", dt) for c in (2, 10)])
 
 
 @pytest.mark.parametrize("product, n", [(A3, 8), (A350, 8), (A350, 16)])
@@ -277,32 +281,32 @@ def test_all_reduce_in_place(product, n):
 
 
 # -- HcclReduceScatter -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("dt", BASE_DTYPES, ids=_name)
+@pytest.mark.parametrize("dt", dtypes_of("A2"), ids=_name)
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_reduce_scatter_a2_every_dtype_and_op(n, dt):
-    check_reduce_scatter(A2, n, [(c, dt, op) for op in BASE_OPS for c in (0, 1, 5)])
+    check_reduce_scatter(A2, n, [(c, dt, op) for op in ops_of("A2", dt) for c in (0, 1, 5)])
 
 
 @pytest.mark.parametrize("n, cases", [
     (8, [(3, D.HCCL_DATA_TYPE_FP16, SUM), (2, D.HCCL_DATA_TYPE_INT8, MIN), (5, D.HCCL_DATA_TYPE_FP32, SUM)]),
-    (16, [(3, D.HCCL_DATA_TYPE_BFP16, SUM), (1, D.HCCL_DATA_TYPE_INT16, MAX)]),
+    (16, [(3, D.HCCL_DATA_TYPE_BFP16, SUM), (1, D.HCCL_DATA_TYPE_INT16, MAX), (2, D.HCCL_DATA_TYPE_FP32, PROD)]),
 ])
 def test_reduce_scatter_a2_many_ranks(n, cases):
     check_reduce_scatter(A2, n, cases)
 
 
-@pytest.mark.parametrize("dt", BASE_DTYPES, ids=_name)
+@pytest.mark.parametrize("dt", dtypes_of("A3"), ids=_name)
 def test_reduce_scatter_a3(dt):
-    check_reduce_scatter(A3, 3, [(c, dt, op) for op in BASE_OPS for c in (1, 4)])
+    check_reduce_scatter(A3, 3, [(c, dt, op) for op in ops_of("A3", dt) for c in (1, 4)])
 
 
-@pytest.mark.parametrize("dt", DTYPES_350, ids=_name)
+@pytest.mark.parametrize("dt", dtypes_of("950"), ids=_name)
 def test_reduce_scatter_350_every_dtype_and_op(dt):
-    check_reduce_scatter(A350, 3, [(c, dt, op) for op in OPS_350 for c in (1, 4)])
+    check_reduce_scatter(A350, 3, [(c, dt, op) for op in ops_of("950", dt) for c in (1, 4)])
 
 
-@pytest.mark.parametrize("product, n, small", [(A3, 8, D.HCCL_DATA_TYPE_INT8), (A350, 8, D.HCCL_DATA_TYPE_UINT8),
-                                               (A350, 16, D.HCCL_DATA_TYPE_UINT8)])
+@pytest.mark.parametrize("product, n, small", [(A3, 8, D.HCCL_DATA_TYPE_INT8), (A350, 8, D.HCCL_DATA_TYPE_INT8),
+                                               (A350, 16, D.HCCL_DATA_TYPE_INT64)])
 def test_reduce_scatter_device_many_ranks(product, n, small):
     check_reduce_scatter(product, n, [(3, D.HCCL_DATA_TYPE_FP16, SUM), (2, small, MAX)])
 
@@ -410,15 +414,13 @@ def test_all_gather_ring_larger_than_hccl_buffer(monkeypatch, env):
 
 
 # -- argument checks: nothing is enqueued ------------------------------------------------------------------------
-UNSUPPORTED = {
-    A2: [(D.HCCL_DATA_TYPE_FP64, SUM, "HCCL_E_PARA"), (D.HCCL_DATA_TYPE_INT32, PROD, "HCCL_E_PARA"),
-         (D.HCCL_DATA_TYPE_UINT8, SUM, "HCCL_E_PARA"), (D.HCCL_DATA_TYPE_INT64, MAX, "HCCL_E_PARA"),
-         (D.HCCL_DATA_TYPE_FP32, 255, "HCCL_E_PARA"), (13, SUM, "HCCL_E_PARA")],
-    A3: [(D.HCCL_DATA_TYPE_FP64, SUM, "HCCL_E_PARA"), (D.HCCL_DATA_TYPE_FP16, PROD, "HCCL_E_PARA"),
-         (D.HCCL_DATA_TYPE_UINT32, MIN, "HCCL_E_PARA")],
-    A350: [(D.HCCL_DATA_TYPE_FP8E4M3, SUM, "HCCL_E_NOT_SUPPORT"), (D.HCCL_DATA_TYPE_HIF8, MAX, "HCCL_E_NOT_SUPPORT"),
-           (D.HCCL_DATA_TYPE_INT128, SUM, "HCCL_E_NOT_SUPPORT"), (D.HCCL_DATA_TYPE_FP32, 4, "HCCL_E_PARA"),
-           (13, SUM, "HCCL_E_PARA")],
+NS = "HCCL_E_NOT_SUPPORT"
+UNSUPPORTED = {   # HCCL's CheckDataType / CheckReduceOp answer HCCL_E_NOT_SUPPORT
+    A2: [(D.HCCL_DATA_TYPE_FP64, SUM, NS), (D.HCCL_DATA_TYPE_INT16, PROD, NS), (D.HCCL_DATA_TYPE_UINT8, SUM, NS),
+         (D.HCCL_DATA_TYPE_BFP16, PROD, NS), (D.HCCL_DATA_TYPE_FP32, 255, NS), (13, SUM, NS)],
+    A3: [(D.HCCL_DATA_TYPE_FP64, SUM, NS), (D.HCCL_DATA_TYPE_BFP16, PROD, NS), (D.HCCL_DATA_TYPE_UINT32, MIN, NS)],
+    A350: [(D.HCCL_DATA_TYPE_FP8E4M3, SUM, NS), (D.HCCL_DATA_TYPE_HIF8, MAX, NS), (D.HCCL_DATA_TYPE_INT128, SUM, NS),
+           (D.HCCL_DATA_TYPE_UINT8, SUM, NS), (D.HCCL_DATA_TYPE_FP32, 4, NS), (13, SUM, NS)],
 }
 
 
