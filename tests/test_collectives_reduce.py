@@ -40,7 +40,9 @@ NP = {D.HCCL_DATA_TYPE_INT8: np.int8, D.HCCL_DATA_TYPE_INT16: np.int16, D.HCCL_D
       D.HCCL_DATA_TYPE_FP16: np.float16, D.HCCL_DATA_TYPE_FP32: np.float32,
       D.HCCL_DATA_TYPE_BFP16: ml_dtypes.bfloat16, D.HCCL_DATA_TYPE_UINT8: np.uint8,
       D.HCCL_DATA_TYPE_UINT16: np.uint16, D.HCCL_DATA_TYPE_UINT32: np.uint32,
-      D.HCCL_DATA_TYPE_INT64: np.int64, D.HCCL_DATA_TYPE_UINT64: np.uint64, D.HCCL_DATA_TYPE_FP64: np.float64}
+      D.HCCL_DATA_TYPE_INT64: np.int64, D.HCCL_DATA_TYPE_UINT64: np.uint64, D.HCCL_DATA_TYPE_FP64: np.float64,
+      D.HCCL_DATA_TYPE_FP8E4M3: ml_dtypes.float8_e4m3fn, D.HCCL_DATA_TYPE_FP8E5M2: ml_dtypes.float8_e5m2,
+      D.HCCL_DATA_TYPE_FP8E8M0: ml_dtypes.float8_e8m0fnu, D.HCCL_DATA_TYPE_HIF8: np.uint8}
 
 #: HCCL's (dataType, op) pairs per product family (pyhcomm.collectives.support).
 PAIRS = support.REDUCE_PAIRS
@@ -468,3 +470,60 @@ def test_pointer_and_size_checks():
             R.HCCL_SUCCESS, R.HCCL_SUCCESS]
     assert launch(body, 2, A2) == [want, want]
     assert pyhcomm.record.tasks() == []
+
+
+# -- HcclReduce ----------------------------------------------------------------------------------------------
+def root_reduce_oracle(xs, root: int, op) -> np.ndarray:
+    """The root's input, then ``op`` with every other rank's, ascending (reduce.reduce_to_root)."""
+    acc = xs[root].copy()
+    for p in range(len(xs)):
+        if p != root:
+            acc = step(acc, xs[p], op)
+    return acc
+
+
+def check_reduce(product, n, cases, in_place=False):
+    """``cases``: (count, dt, op, root); the non-root ranks pass recvBuf NULL on odd cases."""
+    def body(comm, stream):
+        out = []
+        for i, (count, dt, op, root) in enumerate(cases):
+            x = make_input((product, n, "reduce", i), comm.rank, count, dt, op)
+            send = to_device(x)
+            mine = comm.rank == root
+            recv = send if in_place and mine else 0 if (i % 2 and not mine) else to_device(sentinel(count, NP[dt]))
+            assert pyhcomm.HcclReduce(send, recv, count, dt, op, root, comm.handle, stream) == 0
+            assert acl.rt.synchronize_stream(stream) == 0
+            out.append((from_device(recv, count, NP[dt]) if recv else None, from_device(send, count, NP[dt])))
+        return out
+    res = launch(body, n, product)
+    for i, (count, dt, op, root) in enumerate(cases):
+        xs = [make_input((product, n, "reduce", i), r, count, dt, op) for r in range(n)]
+        for r in range(n):
+            got, send = res[r][i]
+            if r == root:
+                assert_same(got, root_reduce_oracle(xs, root, op), f"Reduce {product} n={n} root {root} case {i}")
+            else:
+                assert got is None or (got.view(np.uint8) == 0xEE).all(), f"rank {r} recvBuf was written"
+                assert_same(send, xs[r], f"rank {r} sendBuf changed")
+
+
+@pytest.mark.parametrize("dt", dtypes_of("A2"), ids=_name)
+def test_reduce_a2_every_dtype_and_op_every_root(dt):
+    n = 3
+    check_reduce(A2, n, [(c, dt, op, (k + c) % n) for k, op in enumerate(ops_of("A2", dt)) for c in (1, 6)])
+
+
+@pytest.mark.parametrize("product, family, n", [(A3, "A3", 3), (A350, "950", 2)])
+def test_reduce_device_every_dtype_and_op(product, family, n):
+    check_reduce(product, n, [(5, dt, op, k % n) for k, (dt, op) in enumerate(sorted(PAIRS[family]))])
+
+
+@pytest.mark.parametrize("product, n", [(A2, 1), (A2, 8), (A2, 16), (A350, 16)])
+def test_reduce_many_ranks_and_one(product, n):
+    check_reduce(product, n, [(7, D.HCCL_DATA_TYPE_FP16, SUM, n - 1), (3, D.HCCL_DATA_TYPE_INT32, MAX, 0)])
+
+
+def test_reduce_in_place_on_the_root_and_larger_than_the_hccl_buffer(env):
+    env("HCCL_BUFFSIZE", "1")   # 2 MB in 3 slots: 680 KB per loop
+    check_reduce(A2, 3, [(300_001, D.HCCL_DATA_TYPE_FP32, SUM, 1), (5, D.HCCL_DATA_TYPE_INT8, MIN, 2)], in_place=True)
+    assert len(pyhcomm.record.tasks(rank=0, kind="Write")) >= 2

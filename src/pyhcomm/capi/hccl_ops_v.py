@@ -132,7 +132,7 @@ def HcclReduceScatterV(sendBuf, sendCounts, sendDispls, recvBuf, recvCount, data
                 peers=_ring_peers(c.rank, c.nranks))
 
 
-def _alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd, recvType, size) -> None:
+def _checked_alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd, recvType, size) -> None:
     if sendType != recvType:
         raise para(api, f"sendType {sendType!r} and recvType {recvType!r} must be the same")
     if sc[c.rank] != rc[c.rank]:
@@ -157,7 +157,7 @@ def HcclAlltoAllV(sendBuf, sendCounts, sdispls, sendType, recvBuf, recvCounts, r
     sd = counts(api, sdispls, c.nranks, "sdispls")
     rc = counts(api, recvCounts, c.nranks, "recvCounts")
     rd = counts(api, rdispls, c.nranks, "rdispls")
-    _alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd, recvType, size)
+    _checked_alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd, recvType, size)
 
 
 @c_api()
@@ -174,7 +174,7 @@ def HcclAlltoAllVC(sendBuf, sendCountMatrix, sendType, recvBuf, recvType, comm, 
     rc = [m[q * n + me] for q in range(n)]
     sd = [sum(sc[:p]) for p in range(n)]
     rd = [sum(rc[:q]) for q in range(n)]
-    _alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd, recvType, size)
+    _checked_alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd, recvType, size)
 
 
 @c_api()
