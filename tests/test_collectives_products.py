@@ -135,7 +135,7 @@ def test_collectives_hccl_does_not_run_on_a_product_are_not_supported(product, r
 def test_atlas_200i_500_a2_runs_no_collective():
     pyhcomm.set_product(A200I)
     assert acl.rt.set_device(0) == 0
-    ret, comms = pyhcomm.HcclCommInitAll(1, [0])
+    ret, comms = pyhcomm.HcclCommInitAll([0])
     assert ret == 0
     s, _ = acl.rt.create_stream()
     a = to_device(np.zeros(4, np.float32))
