@@ -1,6 +1,7 @@
 """``hccl_comm.h``: communicator lifecycle, in the flat C tier."""
 from __future__ import annotations
 
+from ..collectives import group as _group
 from ..enums import COMM_NAME_MAX_LENGTH
 from ..defs.hccl_types import HcclRootInfo
 from ..errors import HcclGetErrorString  # noqa: F401  (re-exported: it lives in hccl.h)
@@ -21,15 +22,24 @@ def HcclGetRootInfo():
 @c_api(0)
 def HcclCommInitRootInfo(nRanks, rootInfo, rank):
     """``ret, comm = HcclCommInitRootInfo(nRanks, root_info, rank)``. Collective: blocks until all
-    ranks joined (``HCCL_CONNECT_TIMEOUT``)."""
-    return _comm.init_root_info(nRanks, rootInfo, rank).handle
+    ranks joined (``HCCL_CONNECT_TIMEOUT``); inside a group, until ``HcclGroupEnd``."""
+    comm = _comm.init_root_info(nRanks, rootInfo, rank, wait=not _group.active())
+    return _joined(comm, "HcclCommInitRootInfo")
 
 
 @c_api(0)
 def HcclCommInitClusterInfo(clusterInfo, rank):  # noqa: N803
     """``ret, comm = HcclCommInitClusterInfo(rank_table_path, rank)``. Collective: blocks until all
-    ranks of the rank table joined."""
-    return _comm.init_cluster_info(clusterInfo, rank).handle
+    ranks of the rank table joined; inside a group, until ``HcclGroupEnd``."""
+    comm = _comm.init_cluster_info(clusterInfo, rank, wait=not _group.active())
+    return _joined(comm, "HcclCommInitClusterInfo")
+
+
+def _joined(comm, api: str) -> int:
+    """The handle of a joined communicator; inside a group the wait for the others is kept."""
+    if _group.active():
+        _group.keep_management(api, lambda: _comm.wait_joined(comm, "HcclGroupEnd"))
+    return comm.handle
 
 
 @c_api([])
@@ -41,8 +51,13 @@ def HcclCommInitAll(devices):
 
 @c_api()
 def HcclCommDestroy(comm):
-    """Destroy a communicator with its threads, engine contexts and HCCL buffer."""
-    _comm.destroy(_comm.get_comm(comm, "HcclCommDestroy"))
+    """Destroy a communicator with its threads, engine contexts and HCCL buffer (inside a group:
+    at ``HcclGroupEnd``)."""
+    c = _comm.get_comm(comm, "HcclCommDestroy")
+    if _group.active():
+        _group.keep_management("HcclCommDestroy", lambda: _comm.destroy(c))
+    else:
+        _comm.destroy(c)
 
 
 @c_api(0)
