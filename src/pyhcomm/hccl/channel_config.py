@@ -20,6 +20,7 @@ from ..errors import not_support, para, ptr
 from ..sim import current_sim as _sim
 from . import channel as ch_mod
 from . import comm as comm_mod
+from .args import live_object
 from .thread import check_engine
 
 TAG_MAX = 128
@@ -41,11 +42,10 @@ def create(kind: str) -> int:
 
 
 def get_config(handle, kind: str, api: str) -> ChannelConfig:
-    if not handle:
-        raise ptr(api, "config is NULL")
-    cfg = _sim().handles.misc.get(handle)
-    if not isinstance(cfg, ChannelConfig) or cfg.kind != kind:
-        raise para(api, f"config {handle!r} was not made by {'Hccl' if kind == 'hccl' else 'Hcomm'}ChannelConfigCreate")
+    maker = f"{'Hccl' if kind == 'hccl' else 'Hcomm'}ChannelConfigCreate"
+    cfg = live_object(handle, ChannelConfig, api, "config", f"a config of {maker}", para)
+    if cfg.kind != kind:
+        raise para(api, f"config {handle!r} was made by another call than {maker}")
     return cfg
 
 

@@ -31,6 +31,7 @@ from ..enums import HCCL_RES_TAG_MAX_LEN
 from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
 from ..sim import current_sim as _sim
 from ..sim import memory
+from .args import live_object
 from .rank_graph import LAYERS, layer_protocols
 
 LISTEN_PORT_BASE = 60000
@@ -143,12 +144,7 @@ def create(desc) -> Endpoint:
 
 
 def get_endpoint(handle, api: str) -> Endpoint:
-    if not handle:
-        raise ptr(api, "endpointHandle is NULL")
-    ep = _sim().handles.misc.get(handle)
-    if not isinstance(ep, Endpoint) or not ep.live:
-        raise not_found(api, f"endpointHandle {handle!r} is not a live endpoint")
-    return ep
+    return live_object(handle, Endpoint, api, "endpointHandle", "a live endpoint")
 
 
 def destroy(handle) -> None:

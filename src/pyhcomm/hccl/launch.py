@@ -29,6 +29,7 @@ from ..errors import not_support, para, ptr
 from ..sim import current_sim as _sim
 from . import comm as comm_mod
 from . import engine_ctx
+from .args import live_object
 
 ALG_CONFIG_SIZE = 128
 OP_RES_CTX_SIZE = 4096
@@ -56,12 +57,7 @@ def alloc_op_args() -> int:
 
 
 def op_args(handle, api: str) -> OpArgs:
-    if not handle:
-        raise ptr(api, "opArgs is NULL")
-    args = _sim().handles.misc.get(handle)
-    if not isinstance(args, OpArgs):
-        raise para(api, f"opArgs {handle!r} was not made by HcclKfcAllocOpArgs")
-    return args
+    return live_object(handle, OpArgs, api, "opArgs", "an argument block of HcclKfcAllocOpArgs", para)
 
 
 def free_op_args(handle) -> None:

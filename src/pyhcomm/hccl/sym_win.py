@@ -19,6 +19,7 @@ from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
 from ..sim import current_sim as _sim
 from ..sim import memory
 from . import comm as comm_mod
+from .args import live_object
 
 GB = 1 << 30
 SUPPORTED = ("A3", "950")
@@ -68,12 +69,7 @@ def register(comm_handle, addr, size, flag) -> int:
 
 
 def get_window(handle, api: str) -> Window:
-    if not handle:
-        raise ptr(api, "winHandle is NULL")
-    win = _sim().handles.misc.get(handle)
-    if not isinstance(win, Window) or not win.live:
-        raise not_found(api, f"winHandle {handle!r} is not a registered symmetric window")
-    return win
+    return live_object(handle, Window, api, "winHandle", "a registered symmetric window")
 
 
 def deregister(handle) -> None:

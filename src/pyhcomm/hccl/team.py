@@ -11,10 +11,10 @@ communicator rank. Member / rank conversions of a rank outside the team are ``HC
 from __future__ import annotations
 
 from ..defs.team import HCCL_TEAM_CREATE_DESC_MAGIC_WORD, HcclTeamCreateDesc
-from ..errors import not_found, para, ptr
+from ..errors import para, ptr
 from ..sim import current_sim as _sim
 from . import comm as comm_mod
-from .args import int_array
+from .args import int_array, live_object
 from .rank_graph import LAYERS, instances
 
 NOTIFY_MAX = 64
@@ -54,12 +54,7 @@ def create(comm_handle, desc) -> Team:
 
 
 def get_team(handle, api: str) -> Team:
-    if not handle:
-        raise ptr(api, "team is NULL")
-    team = _sim().handles.misc.get(handle)
-    if not isinstance(team, Team):
-        raise not_found(api, f"team {handle!r} is not a live team")
-    return team
+    return live_object(handle, Team, api, "team", "a live team")
 
 
 def destroy(handle) -> None:
