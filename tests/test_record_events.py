@@ -334,7 +334,7 @@ def test_export_jsonl_writes_one_object_per_event_with_symbolic_host_addresses(t
     objs = [json.loads(line) for line in lines]
     assert [o["kind"] for o in objs] == ["Memcpy", "LocalCopy", "Synchronize", "Memcpy"]
     common = ["seq", "kind", "entry", "api", "state", "step", "rank", "device", "side", "engine", "thread",
-              "stream", "kernel", "batch", "site", "reads", "writes"]
+              "stream", "kernel", "batch", "program", "site", "reads", "writes"]
     assert all(list(o)[:len(common)] == common for o in objs)
     assert list(objs[1])[len(common):] == ["nbytes"]
     assert objs[0]["reads"] == [["host#0+0", 64]] and objs[0]["writes"] == [[f"0x{a:x}", 64]]

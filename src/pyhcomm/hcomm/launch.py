@@ -48,6 +48,7 @@ def enqueue(task, api: str | None = None, ctx=None) -> None:
         ctx = host_ctx()
     batch = ctx.batch
     kernels = ctx.kernels
+    task.program = ctx.program
     if kernels:
         task.kernel = kernels[-1].seq   # the record's kernel id: the launch that issued it
     if batch is None:

@@ -63,7 +63,7 @@ class HostEffect:
     logs. ``extra`` holds the kind-specific fields of its event (see :mod:`.events`)."""
 
     __slots__ = ("seq", "kind", "api", "state", "rank", "device", "side", "engine", "thread", "stream",
-                 "kernel", "site", "reads", "writes", "extra")
+                 "kernel", "site", "reads", "writes", "extra", "program")
     entry = "host"
     batch = None
 
@@ -74,6 +74,7 @@ class HostEffect:
         self.rank, self.device, self.side, self.engine = rank, device, side, engine
         self.thread, self.stream, self.kernel, self.site = thread, stream, kernel, site
         self.reads, self.writes, self.extra = reads, writes, extra
+        self.program = None
 
     @property
     def where(self) -> str:
@@ -172,6 +173,7 @@ class Record:
                        thread, stream, kernels[-1].seq if kernels else None, call_site(), tuple(reads),
                        tuple(writes), extra)
         e.seq = seq
+        e.program = ctx.program
         self._host.append(e)
         self.xlog.append(seq if ok else -seq)
         if self.capacity and len(self.xlog) > 2 * self.capacity:
@@ -211,6 +213,24 @@ class Record:
             seq = decode(v)[0]
             if seq not in out:
                 out[seq] = base + i
+        return out
+
+    def step_table(self) -> dict:
+        """seq -> the step of its first execution-log entry, positive when that entry says it
+        ran, negative when it failed or was skipped (cheaper than :meth:`exec_log` for analyses)."""
+        out = {}
+        step = self._exec_dropped
+        for v in self.xlog:
+            step += 1
+            if v > 0:
+                if v not in out:
+                    out[v] = step
+            else:
+                seq = -v
+                if seq & SKIP_FLAG:
+                    seq ^= SKIP_FLAG
+                if seq not in out:
+                    out[seq] = -step
         return out
 
     def events(self, *, rank=None, device=None, kind=None) -> list:

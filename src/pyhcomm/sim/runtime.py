@@ -39,12 +39,14 @@ class Device:
 class HostContext:
     """What one host program (an OS thread, a rank's greenlet) or one AI CPU kernel has of its own:
     its current device, the kernel it runs in (device side when set), its open HCOMM batch, its
-    ``HcommSetNotifyWaitTimeOut`` and its most recent acl error message."""
+    ``HcommSetNotifyWaitTimeOut`` and its most recent acl error message. ``program`` numbers it
+    (1, 2, ... per Sim, in order of creation): the record's ``program`` of what it issues."""
 
-    __slots__ = ("sim", "device", "kernels", "batch", "wait_timeout", "recent_error")
+    __slots__ = ("sim", "device", "kernels", "batch", "wait_timeout", "recent_error", "program")
 
     def __init__(self, sim):
         self.sim = sim
+        self.program = next(sim.program_ids)
         self.device: int | None = None
         self.kernels: list = []      # the running kernel launch (device side when non-empty)
         self.batch = None            # the open HCOMM batch

@@ -14,16 +14,18 @@ import sys
 from ..sched.base import DONE, FAILED, PENDING, RUNNING, SKIPPED  # noqa: F401  (the task states)
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OPTIONAL = frozenset(("kernel", "batch", "program", "gen"))
 
 
 
 class TaskBase:
     """What every task has; kind-specific fields live in subclasses (class attributes give defaults)."""
 
-    # ``kernel`` (the seq of the KernelLaunch whose kernel issued the task) and ``batch`` (the id
-    # of the HCOMM batch it was launched from) are set only when they apply: read them with
-    # ``getattr(task, "kernel", None)``.
-    __slots__ = ("seq", "stream", "thread", "rank", "device", "t_head", "state", "side", "kernel", "batch")
+    # ``kernel`` (the seq of the KernelLaunch whose kernel issued the task), ``batch`` (the id of
+    # the HCOMM batch it was launched from) and ``program`` (the issuing host program or kernel,
+    # ``HostContext.program``) are None until set where the task is issued.
+    __slots__ = ("seq", "stream", "thread", "rank", "device", "t_head", "state", "side", "kernel", "batch",
+                 "program")
     entry = "task"      # an entry of the record's issue log that runs on a stream (see HostEffect)
     kind = "Task"
     reads = ()
@@ -36,6 +38,13 @@ class TaskBase:
 
     def run(self) -> None:  # pragma: no cover - every kind implements it
         raise NotImplementedError
+
+    def __getattr__(self, name):
+        """The optional fields (``kernel``, ``batch``, ``program``, ``gen``) read None while unset
+        (the hot-path kinds set them in ``__init__``; this is the net for any other kind)."""
+        if name in _OPTIONAL:
+            return None
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def where(self) -> str:
@@ -77,6 +86,7 @@ class Task(TaskBase):
         self.state = PENDING
         self.detail = detail
         self.side = side
+        self.kernel = self.batch = self.program = None
 
     def run(self) -> None:
         """Execute the task's effect (called by the scheduler when the stream reaches it)."""
@@ -94,6 +104,7 @@ class NotifyingTask(Task):
     def __init__(self, *args, notify, **kwargs):
         super().__init__(*args, **kwargs)
         self.notify = notify
+        self.gen = None
 
     def run(self) -> None:
         self.fn(*self.args)
