@@ -152,7 +152,7 @@ def _pair(comm, protocol=P.COMM_PROTOCOL_HCCS, engine=E.COMM_ENGINE_CPU_TS, noti
     d = HcclChannelDesc()
     HcclChannelDescInit(d)
     d.remoteRank, d.channelProtocol, d.notifyNum = 1 - comm.rank, protocol, notifies
-    _, (ch,) = HcclChannelAcquire(comm.handle, engine, [d], 1)
+    _, (ch,) = HcclChannelAcquire(comm.handle, engine, [d])
     _, remote, _ = HcclChannelGetHcclBuffer(comm.handle, ch)
     return ch, remote
 
@@ -221,7 +221,7 @@ def test_a_host_barrier_orders_what_came_before_it_on_every_rank():
 def test_nbi_transfers_complete_at_the_fence(product):
     product("Atlas 350")
     assert acl.init() == 0
-    _, comms = pyhcomm.HcclCommInitAll(2, [0, 1])
+    _, comms = pyhcomm.HcclCommInitAll([0, 1])
     from pyhcomm import HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit, HcclChannelGetHcclBuffer
     from pyhcomm import HcommChannelFence, HcommWriteNbi
     chans = []
@@ -229,7 +229,7 @@ def test_nbi_transfers_complete_at_the_fence(product):
         d = HcclChannelDesc()
         HcclChannelDescInit(d)
         d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, P.COMM_PROTOCOL_ROCE, 1
-        _, (ch,) = HcclChannelAcquire(comms[r], E.COMM_ENGINE_CPU, [d], 1)
+        _, (ch,) = HcclChannelAcquire(comms[r], E.COMM_ENGINE_CPU, [d])
         chans.append(ch)
     assert acl.rt.set_device(0) == 0
     _, remote, _ = HcclChannelGetHcclBuffer(comms[0], chans[0])
