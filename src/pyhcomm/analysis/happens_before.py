@@ -291,17 +291,28 @@ def _build(source) -> Graph:
     waits: list = []                # (id(notify), gen, index)
     behind_kernel: list = []        # (index, KernelLaunch seq): tasks queued behind a kernel
 
-    host_kind = "host"
+    host_kind, device_side = "host", "device"
+    batches = sorted((lo, hi, p) for _bid, p, lo, hi in record.batches)
+    next_batch, open_batches = 0, []
     for i, e in enumerate(entries):
         program = e.program
-        kernel = e.kernel
         if e.entry != host_kind:
+            seq = e.seq
+            kernel = e.kernel if e.side == device_side else None
+            # batched: its program ended a batch whose seqs hold it
+            while next_batch < len(batches) and batches[next_batch][0] <= seq:
+                open_batches.append(batches[next_batch])
+                next_batch += 1
+            batched = False
+            if open_batches:
+                open_batches = [b for b in open_batches if b[1] >= seq]
+                batched = any(b[2] == program for b in open_batches)
             # program order: the issuing program's last host effect before the task
             src = last_he.get(program)
             if src is not None:
-                mine = [src << sh | (c_batch if e.batch else c_prog)]
+                mine = [src << sh | (c_batch if batched else c_prog)]
             elif kernel:
-                mine = [kernel_at[kernel] << sh | (c_batch if e.batch else c_launch)]
+                mine = [kernel_at[kernel] << sh | (c_batch if batched else c_launch)]
             else:
                 mine = None
             h = e.stream.handle
@@ -320,18 +331,19 @@ def _build(source) -> Graph:
             last_on_stream[h] = i
             kind = e.kind
             if kind in _NOTIFY_TASKS:
-                gen = e.gen
+                gen = e.gen if steps.get(seq, 0) > 0 else None
                 if gen is not None:
                     if e.waits:
                         waits.append((id(e.notify), gen, i))
                     else:
                         records.setdefault(id(e.notify), {})[gen] = i
             elif kind == "KernelLaunch":
-                kernel_at[e.seq] = i
+                kernel_at[seq] = i
             if mine is not None:
                 preds[i] = mine
             continue
         # a host effect
+        kernel = e.kernel
         mine = []
         src = last_he.get(program)
         if src is not None:

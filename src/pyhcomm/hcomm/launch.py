@@ -93,7 +93,10 @@ def batch_end(tag) -> None:
     host_ctx().batch = None
     _sim().open_batches.discard(batch)
     bid = batch.id
+    submit = _sim().scheduler.submit
     for task in batch.tasks:
         task.batch = bid
-        _sim().scheduler.submit(task)
+        submit(task)
+    if batch.tasks:
+        _sim().record.note_batch(bid, host_ctx().program, batch.tasks[0].seq, batch.tasks[-1].seq)
 

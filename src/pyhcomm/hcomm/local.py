@@ -39,7 +39,6 @@ class LocalCopyTask(SiteTask):
         self.state = PENDING
         self.side = side
         self.dst_alloc, self.dst_off, self.src_alloc, self.src_off, self.n = d, d_off, s, s_off, n
-        self.kernel = self.batch = None
         self.set_site(4)  # set_site <- __init__ <- local_copy <- C tier / Pythonic method <- user
 
     @property

@@ -50,7 +50,6 @@ class NotifyRecordTask(SiteTask):
         self.side = side
         self.notify = notify
         self.target = target
-        self.kernel = self.batch = self.program = self.gen = None
         self.set_site(depth)
 
     @property

@@ -123,6 +123,9 @@ class Record:
         #: registries for reading the record after the objects are gone (handles are never reused)
         self.thread_engines: dict = {}  # thread handle -> CommEngine name
         self.channel_info: dict = {}    # channel handle -> (CommProtocol name, peer rank)
+        #: HCOMM batches that ended: (batch id, program, first seq, last seq); a task is in the
+        #: batch when its program is that one and its seq is in that range
+        self.batches: list = []
 
     # -- recording ---------------------------------------------------------------------------------
     def append(self, task) -> None:
@@ -133,6 +136,11 @@ class Record:
 
     def note_channel(self, end) -> None:
         self.channel_info[end.handle] = (end.protocol.name, end.peer_rank)
+
+    def note_batch(self, batch_id: int, program, first: int, last: int) -> None:
+        """A batch ended: its tasks, issued by ``program``, got the seqs ``first .. last``."""
+        if self.enabled:
+            self.batches.append((batch_id, program, first, last))
 
     def ran(self, task) -> None:
         """Log that ``task`` starts running (the scheduler inlines this on its hot path)."""
@@ -285,6 +293,7 @@ class Record:
             self._partial = True
         self._tasks.clear()
         self._host.clear()
+        self.batches.clear()
         self._exec_dropped += len(self.xlog)
         del self.xlog[:]
         self._base = _peek(self.counter) - 1

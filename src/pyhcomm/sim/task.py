@@ -21,9 +21,10 @@ _OPTIONAL = frozenset(("kernel", "batch", "program", "gen"))
 class TaskBase:
     """What every task has; kind-specific fields live in subclasses (class attributes give defaults)."""
 
-    # ``kernel`` (the seq of the KernelLaunch whose kernel issued the task), ``batch`` (the id of
-    # the HCOMM batch it was launched from) and ``program`` (the issuing host program or kernel,
-    # ``HostContext.program``) are None until set where the task is issued.
+    # ``kernel`` (the seq of the KernelLaunch whose kernel issued the task: set on device-side
+    # tasks), ``batch`` (the id of the HCOMM batch it was launched from) and ``program`` (the
+    # issuing host program or kernel, ``HostContext.program``) are set where the task is issued;
+    # an unset one reads None (``__getattr__``; reading a set slot costs nothing more).
     __slots__ = ("seq", "stream", "thread", "rank", "device", "t_head", "state", "side", "kernel", "batch",
                  "program")
     entry = "task"      # an entry of the record's issue log that runs on a stream (see HostEffect)
@@ -86,7 +87,6 @@ class Task(TaskBase):
         self.state = PENDING
         self.detail = detail
         self.side = side
-        self.kernel = self.batch = self.program = None
 
     def run(self) -> None:
         """Execute the task's effect (called by the scheduler when the stream reaches it)."""
@@ -104,7 +104,6 @@ class NotifyingTask(Task):
     def __init__(self, *args, notify, **kwargs):
         super().__init__(*args, **kwargs)
         self.notify = notify
-        self.gen = None
 
     def run(self) -> None:
         self.fn(*self.args)
