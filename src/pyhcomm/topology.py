@@ -180,3 +180,27 @@ class RankTable:
             pods.setdefault(pod, []).append({"server_id": f"192.168.{server}.0", "device": devs})
         return {"version": "1.2", "status": "completed",
                 "super_pod_list": [{"super_pod_id": str(k), "server_list": v} for k, v in sorted(pods.items())]}
+
+
+#: How each protocol's bandwidth is shared, per product family: ``"pair"``, a dedicated link per
+#: ordered pair of devices (A2's HCCS full mesh inside a server, A3's SIO between the two dies of
+#: a package); ``"port"``, one port per device and direction, shared by all its peers (a NIC for
+#: RoCE, the port into the UB switches for A3's HCCS and Atlas 350's UB protocols, PCIe).
+LINK_SHARING = {
+    ("A2", P.COMM_PROTOCOL_HCCS): "pair",
+    ("A2", P.COMM_PROTOCOL_HCCS_ONLY): "pair",
+    ("A3", P.COMM_PROTOCOL_SIO): "pair",
+}
+
+
+def link_resources(family: str, protocol, src_device: int, dst_device: int) -> tuple:
+    """The bandwidth resources a transfer from ``src_device`` to ``dst_device`` over ``protocol``
+    occupies (for contention: transfers that share a resource share its bandwidth): the directed
+    pair link, or the source's egress port and the destination's ingress port (see
+    :data:`LINK_SHARING`). ``protocol`` is a :class:`CommProtocol` or its name."""
+    if isinstance(protocol, str):
+        protocol = P[protocol]
+    protocol = P(protocol)
+    if LINK_SHARING.get((family, protocol), "port") == "pair":
+        return (("link", protocol.name, src_device, dst_device),)
+    return (("out", protocol.name, src_device), ("in", protocol.name, dst_device))

@@ -230,6 +230,16 @@ def resolve(addr: int, n: int, space: str = DEVICE, device: int | None = None) -
     raise BadRange(f"0x{addr:x} is not host memory known to pyhcomm (use aclrtMallocHost or acl.util.numpy_to_ptr)")
 
 
+def device_of_address(addr: int) -> int | None:
+    """The device whose address range holds the device address ``addr`` (None below the device
+    range). Device ``d`` owns ``[DEVICE_VA_BASE + d * DEVICE_VA_STRIDE, ... + DEVICE_VA_STRIDE)``;
+    host addresses are real process addresses and may fall anywhere: ask only about device ones
+    (a record :class:`~pyhcomm.sim.events.Range` whose ``host`` is None)."""
+    if addr < DEVICE_VA_BASE:
+        return None
+    return (addr - DEVICE_VA_BASE) // DEVICE_VA_STRIDE
+
+
 def describe_address(addr: int) -> str:
     """Say what ``addr`` is, for error messages about a pointer that is not usable memory."""
     space = _space()
