@@ -198,8 +198,8 @@ def _arrive(world: World, rank: int, last: bool, api: str) -> None:
     world.programs[rank] = host_ctx().program
     if last:
         ranks = tuple(sorted(world.programs))
-        _sim().record.host_effect("Rendezvous", api, rank=rank, device=world.devices.get(rank), group=world.name,
-                                  ranks=ranks, programs=tuple(world.programs[r] for r in ranks))
+        _sim().record.host_effect("Rendezvous", api, group=world.name, ranks=ranks,   # of no one rank
+                                  programs=tuple(world.programs[r] for r in ranks))
         world.programs = {}
 
 
