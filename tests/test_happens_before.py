@@ -8,7 +8,7 @@ from pyhcomm import (HcommBatchModeEnd, HcommBatchModeStart, HcommLocalCopyOnThr
                      HcommThreadNotifyRecordOnThread, HcommThreadNotifyWaitOnThread, acl)
 from pyhcomm.analysis import happens_before as hb
 from pyhcomm.analysis.happens_before import Edge
-from hcomm_testutil import D2D, host_setup, malloc, pattern, read, write
+from hcomm_testutil import D2D, host_setup, malloc, pattern, read, two_rank_channels, write
 
 E = pyhcomm.CommEngine
 P = pyhcomm.CommProtocol
@@ -220,19 +220,8 @@ def test_a_host_barrier_orders_what_came_before_it_on_every_rank():
 
 def test_nbi_transfers_complete_at_the_fence(product):
     product("Atlas 350")
-    assert acl.init() == 0
-    _, comms = pyhcomm.HcclCommInitAll([0, 1])
-    from pyhcomm import HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit, HcclChannelGetHcclBuffer
     from pyhcomm import HcommChannelFence, HcommWriteNbi
-    chans = []
-    for r in (0, 1):
-        d = HcclChannelDesc()
-        HcclChannelDescInit(d)
-        d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, P.COMM_PROTOCOL_ROCE, 1
-        _, (ch,) = HcclChannelAcquire(comms[r], E.COMM_ENGINE_CPU, [d])
-        chans.append(ch)
-    assert acl.rt.set_device(0) == 0
-    _, remote, _ = HcclChannelGetHcclBuffer(comms[0], chans[0])
+    _comms, chans, remote = two_rank_channels(E.COMM_ENGINE_CPU, P.COMM_PROTOCOL_ROCE)
     src = malloc(64)
     write(src, pattern(64))
     assert HcommWriteNbi(chans[0], remote, src, 64) == 0

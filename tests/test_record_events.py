@@ -15,7 +15,7 @@ from pyhcomm import (HcclEngineCtxCopy, HcclEngineCtxCreate, HcommBatchModeEnd, 
 from pyhcomm.collectives import allgather_ring, ring_peers, run
 from pyhcomm.sim.events import (Event, KernelLaunchEvent, LocalCopyEvent, MemcpyEvent, NotifyEvent, NotifyId,
                                 Range, SyncEvent, TransferEvent)
-from hcomm_testutil import D2D, D2H, H2D, host_setup, malloc, pattern, read, write
+from hcomm_testutil import D2D, D2H, H2D, host_setup, malloc, pattern, read, two_rank_channels, write
 
 THIS = os.path.abspath(__file__)
 E = pyhcomm.CommEngine
@@ -177,19 +177,8 @@ def test_engine_context_copies_are_host_effects():
 
 def test_thread_join_and_channel_drain_in_a_kernel_are_host_effects(product):
     product("Atlas 350")
-    assert acl.init() == 0
-    _, comms = pyhcomm.HcclCommInitAll([0, 1])
-    from pyhcomm import (HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit, HcclChannelGetHcclBuffer,
-                         HcommChannelDrainOnThread, HcommThreadJoin, HcommWriteOnThread)
-    chans = []
-    for r in (0, 1):
-        d = HcclChannelDesc()
-        HcclChannelDescInit(d)
-        d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, P.COMM_PROTOCOL_UBC_CTP, 1
-        _, (ch,) = HcclChannelAcquire(comms[r], E.COMM_ENGINE_AICPU_TS, [d])
-        chans.append(ch)
-    assert acl.rt.set_device(0) == 0
-    _, remote, _ = HcclChannelGetHcclBuffer(comms[0], chans[0])
+    from pyhcomm import HcommChannelDrainOnThread, HcommThreadJoin, HcommWriteOnThread
+    comms, chans, remote = two_rank_channels(E.COMM_ENGINE_AICPU_TS, P.COMM_PROTOCOL_UBC_CTP)
     _, (t, u) = pyhcomm.HcclThreadAcquire(comms[0], E.COMM_ENGINE_AICPU_TS, 2, 1)
     src, dst = malloc(64), malloc(64)
     stream, _ = acl.rt.create_stream()
@@ -220,20 +209,8 @@ def test_thread_join_and_channel_drain_in_a_kernel_are_host_effects(product):
 
 def test_nbi_transfers_and_threadless_channel_notifies_are_host_effects(product):
     product("Atlas 350")
-    assert acl.init() == 0
-    _, comms = pyhcomm.HcclCommInitAll([0, 1])
-    from pyhcomm import (HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit, HcclChannelGetHcclBuffer,
-                         HcommChannelNotifyRecord, HcommChannelNotifyWait, HcommReadNbi, HcommWriteNbi,
-                         HcommWriteWithNotifyNbi)
-    chans = []
-    for r in (0, 1):
-        d = HcclChannelDesc()
-        HcclChannelDescInit(d)
-        d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, P.COMM_PROTOCOL_ROCE, 2
-        _, (ch,) = HcclChannelAcquire(comms[r], E.COMM_ENGINE_CPU, [d])
-        chans.append(ch)
-    assert acl.rt.set_device(0) == 0
-    _, remote, _ = HcclChannelGetHcclBuffer(comms[0], chans[0])
+    from pyhcomm import HcommChannelNotifyRecord, HcommChannelNotifyWait, HcommReadNbi, HcommWriteNbi, HcommWriteWithNotifyNbi
+    _comms, chans, remote = two_rank_channels(E.COMM_ENGINE_CPU, P.COMM_PROTOCOL_ROCE, 2)
     src, dst = malloc(128), malloc(128)
     assert HcommWriteNbi(chans[0], remote, src, 128) == 0
     assert HcommReadNbi(chans[0], dst, remote, 64) == 0
