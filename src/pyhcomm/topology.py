@@ -9,7 +9,10 @@ devices per server (``PYHCOMM_DEVICES_PER_SERVER`` overrides it). Links, as each
 * Atlas A3: NPUs of two dies (devices ``2k``, ``2k+1``) joined by SIO; HCCS inside a super node
   (``PYHCOMM_SUPER_POD_SIZE`` devices, default 768 dies = 384 NPUs); RoCE everywhere.
 * Atlas 350: UB links inside a super node (UB_CTP, UBC_TP, UB_MEM, UBoE); RoCE everywhere.
-* Products without HCOMM: PCIe inside a server, RoCE between servers.
+* Atlas training series (Atlas 800 training server): two groups of four NPUs (devices 0-3, 4-7
+  of a server), HCCS inside a group, PCIe between the groups; RoCE between servers.
+* Other products without HCOMM (Atlas inference series, ...): PCIe inside a server, RoCE between
+  servers.
 """
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ from .defs.res_defs import (CommAddr, CommAddrType, CommProtocol, EndpointDesc, 
 
 P = CommProtocol
 COMM_PROTOCOL_UB_CTP = CommProtocol.COMM_PROTOCOL_UB_CTP
+#: NPUs per HCCS group of an Atlas training series server (two groups of four).
+TRAINING_GROUP = 4
 
 
 def devices_per_server() -> int:
@@ -87,6 +92,8 @@ def protocols_between(a, b) -> list[CommProtocol]:
         if a.super_pod == b.super_pod:
             out += [P.COMM_PROTOCOL_UB_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM, P.COMM_PROTOCOL_UBOE]
         return out + [P.COMM_PROTOCOL_ROCE]
+    if product.family == "910" and same_server and a.local // TRAINING_GROUP == b.local // TRAINING_GROUP:
+        return [P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_ROCE]
     return ([P.COMM_PROTOCOL_PCIE] if same_server else []) + [P.COMM_PROTOCOL_ROCE]
 
 

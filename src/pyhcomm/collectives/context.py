@@ -7,8 +7,12 @@ the raising implementations (:mod:`pyhcomm.hcomm`, :mod:`pyhcomm.hccl`): a failu
 ``HcclError``; the flat C tier (:mod:`pyhcomm.capi`) wraps the collectives, not the other way round.
 :func:`run` executes it the way HCCL does on each product:
 
-* Atlas A2 (host orchestration): the main thread wraps the user's stream (CPU_TS); slave threads
-  and channels are CPU_TS; the algorithm runs now, on the calling host thread.
+* Atlas A2, Atlas training and inference series (host orchestration): the main thread wraps the
+  user's stream (CPU_TS); slave threads and channels are CPU_TS; the algorithm runs now, on the
+  calling host thread. Where the public HCOMM primitives are outside the seed's support table
+  (training and inference series, Atlas 800I A2) HCCL still runs its collectives: the algorithm
+  runs inside :class:`~pyhcomm.sim.runtime.library_calls`, over the product's own links
+  (:data:`PROTOCOL_PREFERENCE`).
 * Atlas A3 and Atlas 350 (AI CPU orchestration, hcomm-api §5.6): a CPU_TS thread on the user's
   stream records the AI CPU main thread's sync notify, an AI CPU kernel is launched on the user's
   stream, and the user's stream waits for the kernel's "done" record. The kernel runs the
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 from .. import topology
 from ..sim import current_sim as _sim
+from ..sim.runtime import library_calls
 from ..sim.task import attribute_to, call_site, end_attribution
 from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error
@@ -57,6 +62,8 @@ PROTOCOL_PREFERENCE = {
     "A2": (P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_ROCE),
     "A3": (P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_ROCE),
     "950": (P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UBOE),
+    "910": (P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_PCIE, P.COMM_PROTOCOL_ROCE),
+    "310P": (P.COMM_PROTOCOL_PCIE, P.COMM_PROTOCOL_ROCE),
 }
 
 
@@ -200,7 +207,8 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
     site = call_site()  # the user's call: every task of the collective is attributed to it
     token = attribute_to(site)
     try:
-        _run(comm_handle, stream, nslaves, algo, args, tag, peers, site)
+        with library_calls():
+            _run(comm_handle, stream, nslaves, algo, args, tag, peers, site)
     finally:
         end_attribution(token)
 

@@ -14,6 +14,7 @@ import threading
 
 from ..sim import current_sim as _sim
 from ..sim.notify import Notify
+from ..sim.runtime import in_library
 from ..enums import HOST_ENGINES, CommEngine, ThreadResType
 from ..errors import not_found, not_support, para, ptr
 from . import comm as comm_mod
@@ -69,8 +70,8 @@ def local_op_side(engine: CommEngine):
     (None: from neither). The product cannot change while threads exist, so this is computed once.
     """
     product = _sim().runtime.product
-    if not product.hcomm:
-        return None
+    if not product.hcomm:  # HCCL's own collectives drive host threads there (library_calls)
+        return HOST_SIDE if in_library() and engine in HOST_ENGINES else None
     if product.device_side_only:
         return DEVICE_SIDE if engine == CommEngine.COMM_ENGINE_AICPU_TS else None
     return HOST_SIDE if engine in HOST_ENGINES else DEVICE_SIDE
