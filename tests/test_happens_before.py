@@ -8,7 +8,7 @@ from pyhcomm import (HcommBatchModeEnd, HcommBatchModeStart, HcommLocalCopyOnThr
                      HcommThreadNotifyRecordOnThread, HcommThreadNotifyWaitOnThread, acl)
 from pyhcomm.analysis import happens_before as hb
 from pyhcomm.analysis.happens_before import Edge
-from hcomm_testutil import D2D, host_setup, malloc, pattern, read, two_rank_channels, write
+from hcomm_testutil import D2D, device_thread_setup, host_setup, malloc, pattern, read, two_rank_channels, write
 
 E = pyhcomm.CommEngine
 P = pyhcomm.CommProtocol
@@ -90,8 +90,7 @@ def test_two_records_before_one_wait_both_precede_it():
 
 def test_a_kernel_gives_launch_join_and_kernel_end_edges(product):
     product("Atlas 350")
-    comm, stream, _ = host_setup()
-    _, (u,) = pyhcomm.HcclThreadAcquire(comm, E.COMM_ENGINE_AICPU_TS, 1, 1)
+    _comm, stream, u = device_thread_setup()
     src, dst, out = malloc(64), malloc(64), malloc(64)
 
     def kernel():
@@ -123,8 +122,7 @@ def test_a_kernel_gives_launch_join_and_kernel_end_edges(product):
 
 def test_tasks_of_a_batch_follow_the_last_host_effect_before_its_end(product):
     product("Atlas 350")
-    comm, stream, _ = host_setup()
-    _, (u,) = pyhcomm.HcclThreadAcquire(comm, E.COMM_ENGINE_AICPU_TS, 1, 1)
+    _comm, stream, u = device_thread_setup()
     a, b = malloc(64), malloc(64)
 
     def kernel():

@@ -15,7 +15,7 @@ from pyhcomm import (HcclEngineCtxCopy, HcclEngineCtxCreate, HcommBatchModeEnd, 
 from pyhcomm.collectives import allgather_ring, ring_peers, run
 from pyhcomm.sim.events import (Event, KernelLaunchEvent, LocalCopyEvent, MemcpyEvent, NotifyEvent, NotifyId,
                                 Range, SyncEvent, TransferEvent)
-from hcomm_testutil import D2D, D2H, H2D, host_setup, malloc, pattern, read, two_rank_channels, write
+from hcomm_testutil import D2D, D2H, H2D, device_thread_setup, host_setup, malloc, pattern, read, two_rank_channels, write
 
 THIS = os.path.abspath(__file__)
 E = pyhcomm.CommEngine
@@ -97,8 +97,7 @@ def test_transfer_events_name_the_channel_peer_and_protocol():
 
 def test_device_side_tasks_carry_their_kernel_and_batch_and_the_launch_lists_them(product):
     product("Atlas A3")
-    comm, stream, _ = host_setup()
-    _, (t,) = pyhcomm.HcclThreadAcquire(comm, E.COMM_ENGINE_AICPU_TS, 1, 1)
+    _comm, stream, t = device_thread_setup()
     src, mid, dst = malloc(64), malloc(64), malloc(64)
 
     def kernel():
