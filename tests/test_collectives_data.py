@@ -147,7 +147,8 @@ def test_scatter_ring_pushes_over_roce_and_pulls_over_hccs(monkeypatch, env):
 # -- AlltoAll --------------------------------------------------------------------------------------------
 def alltoall_cases():
     """(send type, send count, recv type, recv count): HCCL wants the same type and count."""
-    return [(dt, c, dt, c) for dt, c in zip(DTYPES[:3], COUNTS)] + [(T.HCCL_DATA_TYPE_INT64, 5, T.HCCL_DATA_TYPE_INT64, 5)]
+    i64 = T.HCCL_DATA_TYPE_INT64
+    return [(dt, c, dt, c) for dt, c in zip(DTYPES[:3], COUNTS)] + [(i64, 5, i64, 5)]
 
 
 def alltoall_body(comm, cases):

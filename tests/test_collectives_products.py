@@ -19,7 +19,8 @@ from test_collectives_v import launch as launch_v
 
 pytestmark = pytest.mark.timeout(120)
 
-TRAINING, INFERENCE, A2I, A200I = "Atlas training series", "Atlas inference series", "Atlas 800I A2", "Atlas 200I/500 A2"
+TRAINING, INFERENCE = "Atlas training series", "Atlas inference series"
+A2I, A200I = "Atlas 800I A2", "Atlas 200I/500 A2"
 D = pyhcomm.HcclDataType
 R = pyhcomm.HcclResult
 

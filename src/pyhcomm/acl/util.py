@@ -30,9 +30,19 @@ def _host(ptr: int, nbytes: int, fn: str):
         raise ValueError(f"{fn}: {why}") from None
 
 
+#: numpy's type numbers (``NPY_FLOAT32`` = 11, ...), as pyACL's ``ptr_to_numpy`` takes them.
+NPY_TYPES = {np.dtype(t).num: np.dtype(t) for t in set(np.sctypeDict.values())}
+
+
 def ptr_to_numpy(ptr: int, shape, npy_type) -> np.ndarray:
-    """A numpy view of host memory at ``ptr`` (``npy_type`` is a numpy type number or dtype)."""
-    dtype = np.dtype(np.sctypeDict[npy_type]) if isinstance(npy_type, int) else np.dtype(npy_type)
+    """A numpy view of host memory at ``ptr`` (``npy_type``: a numpy type number such as 11 for
+    ``NPY_FLOAT32``, as pyACL takes it, or a dtype)."""
+    if isinstance(npy_type, int) and not isinstance(npy_type, bool):
+        if npy_type not in NPY_TYPES:
+            raise ValueError(f"ptr_to_numpy: {npy_type} is not a numpy type number")
+        dtype = NPY_TYPES[npy_type]
+    else:
+        dtype = np.dtype(npy_type)
     shape = tuple(shape) if not isinstance(shape, int) else (shape,)
     nbytes = int(np.prod(shape)) * dtype.itemsize
     alloc = _host(ptr, nbytes, "ptr_to_numpy")

@@ -7,9 +7,9 @@ Between ``HcclGroupStart`` and ``HcclGroupEnd`` a checked call is kept for the e
 
 Checks, in order: the communicator, the product (``HCCL_E_NOT_SUPPORT`` where HCCL does not run
 the call, :mod:`pyhcomm.collectives.support`), the stream, counts (``HCCL_E_PARA``), data types
-and operations (``HCCL_E_NOT_SUPPORT`` outside the product's lists, as HCCL), ranks, then the buffers (``HCCL_E_PTR`` when NULL,
-``HCCL_E_PARA`` when not wholly inside device memory of the rank's device). Nothing is enqueued
-when a check fails.
+and operations (``HCCL_E_NOT_SUPPORT`` outside the product's lists, as HCCL), ranks, then the
+buffers (``HCCL_E_PTR`` when NULL, ``HCCL_E_PARA`` when not wholly inside device memory of the
+rank's device). Nothing is enqueued when a check fails.
 """
 from __future__ import annotations
 

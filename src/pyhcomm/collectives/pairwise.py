@@ -8,10 +8,10 @@ each pair one round, a batch of sends and receives one round per item (the ``k``
 peer meets that peer's ``k``-th receive from this rank).
 
 The HCCL buffer is cut into ``2 * nranks`` slots of ``S`` bytes: ``out[p]`` stages what goes to
-peer ``p``, ``in[q]`` receives what peer ``q`` sends. A round of ``max(sbytes, rbytes)`` bytes takes ``ceil(max / S)`` loops; both ends of
-a pair compute the same number. Loop ``i`` of the whole call serves the pairs that still have a
-loop ``i`` (a symmetric set), in groups of the main thread and its slaves
-(:func:`.patterns.mesh`), one exchange per peer::
+peer ``p``, ``in[q]`` receives what peer ``q`` sends. A round of ``max(sbytes, rbytes)`` bytes
+takes ``ceil(max / S)`` loops; both ends of a pair compute the same number. Loop ``i`` of the
+whole call serves the pairs that still have a loop ``i`` (a symmetric set), in groups of the
+main thread and its slaves (:func:`.patterns.mesh`), one exchange per peer::
 
     on thread t, peer p:  LocalCopy(out[p] <- src piece)          (when this rank sends)
                           record p.ACK; wait own ACK                my in[p] is free / p's in[me] is
