@@ -213,9 +213,11 @@ def test_get_links_rejects_bad_ranks_and_layers():
     for src, dst in [(4, 0), (0, 4), (-1, 0), (0, -1), (0, 2**32)]:
         ret, links = HcclRankGraphGetLinks(c, 0, src, dst)
         assert ret == R.HCCL_E_PARA and links == [], (src, dst)
-    for layer in (1, 2, -1):
+    for layer in (2, -1):
         ret, links = HcclRankGraphGetLinks(c, layer, 0, 1)
         assert ret == R.HCCL_E_PARA and links == [], layer
+    ret, (roce,) = HcclRankGraphGetLinks(c, 1, 0, 1)              # layer 1: the RoCE fabric
+    assert ret == 0 and roce.linkAttr.linkProtocol == pyhcomm.COMM_PROTOCOL_ROCE
     ret, links = HcclRankGraphGetLinks(0, 0, 0, 1)
     assert ret == R.HCCL_E_PTR and links == []
 

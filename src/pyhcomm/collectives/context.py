@@ -42,6 +42,7 @@ from ..sim.task import attribute_to, call_site, end_attribution
 from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error
 from ..hccl import channel as channel_mod
+from ..hccl.comm_config import exec_timeout
 from ..hccl import comm as comm_mod
 from ..hccl import thread as thread_mod
 from ..hcomm import launch as launch_mod
@@ -226,9 +227,7 @@ def _run(comm_handle, stream, nslaves, algo, args, tag, peers, site) -> None:
         algo(ctx, *args)
         return
     cpu, cpu_on_aicpu, main, main_on_cpu, slaves, sync = ctx.device_threads(stream, nslaves)
-    cfg = _sim().config
-    cfg.check("HCCL_EXEC_TIMEOUT", "collective")
-    timeout = cfg.exec_timeout
+    timeout = exec_timeout(ctx.comm)            # the communicator's config, else HCCL_EXEC_TIMEOUT
 
     def kernel():
         token = attribute_to(site)
