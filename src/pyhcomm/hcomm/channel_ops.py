@@ -52,7 +52,7 @@ def _thread_and_channel(thread, channel, api):
     ch = ctx.sim.handles.channels._objs.get(channel) if channel else None
     if ch is None:
         ch = get_channel(channel, api)
-    if ch.comm is not t.comm:
+    if ch.comm is not t.comm and not (ch.comm.device == t.device and (ch.comm.l3 or t.comm.l3)):
         raise para(api, f"channel 0x{channel:x} belongs to rank {ch.comm.rank}, thread 0x{thread:x} to "
                         f"rank {t.rank}")
     if ch.host_side == device_side:
