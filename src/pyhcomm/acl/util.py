@@ -42,7 +42,7 @@ def ptr_to_numpy(ptr: int, shape, npy_type) -> np.ndarray:
     ``NPY_FLOAT32``, as pyACL takes it, or a dtype)."""
     if isinstance(npy_type, (int, np.integer)) and not isinstance(npy_type, bool):
         if int(npy_type) not in NPY_TYPES:
-            raise ValueError(f"ptr_to_numpy: {npy_type} is not the type number of a numpy number type "
+            raise ValueError(f"ptr_to_numpy: {npy_type} is not a numpy type number of a number type "
                              "(NPY_FLOAT32 is 11)")
         dtype = NPY_TYPES[int(npy_type)]
     else:
