@@ -59,6 +59,8 @@ class World:
 class Communicator:
     """One rank of a communicator (``HcclComm``)."""
 
+    l3 = False      # resources of a communicator (HCOMM's comm-less owners say True)
+
     def __init__(self, world: World, rank: int, device: int):
         self.world = world
         self.rank = rank
