@@ -16,6 +16,7 @@ import types
 from ..sim import current_sim as _sim
 from ..sim import memory
 from ..sim.kernel import start_kernel
+from ..sim.runtime import host_ctx
 from ..sim.task import Task, call_site
 from ..enums import aclrtLaunchKernelAttrId
 from ..errors import AclError, acl_error
@@ -163,4 +164,5 @@ def launch_function(fn, stream, args, num_blocks=1, timeout=None, name=None) -> 
     name = name or getattr(fn, "__name__", repr(fn))
     task = Task("KernelLaunch", stream, start_kernel, (), site=call_site(), detail=name)
     task.args = (task, name, fn, args, stream, num_blocks, timeout)
+    task.program = host_ctx().program
     _sim().scheduler.submit(task)

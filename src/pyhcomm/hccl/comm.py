@@ -41,6 +41,7 @@ class World:
         self.rank_table = None          # topology.RankTable from HcclCommInitClusterInfo, else None
         self.barrier_arrived = 0        # host_barrier: ranks arrived in this round, and the round
         self.barrier_gen = 0
+        self.programs: dict = {}        # rank -> its host program, in the rendezvous now forming
         self.devices: dict[int, int] = {}  # rank -> simulated device (kept after destroy)
 
     def place(self, rank: int):
@@ -177,6 +178,7 @@ def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=
         world.comms[rank] = comm
         world.devices[rank] = dev.id
         world.joined.add(rank)
+        _arrive(world, rank, len(world.joined) >= nranks, api)
     sched = sim.scheduler
     sched.poke()
     status = sched.run_until(lambda: len(world.joined) >= nranks, timeout, f"{api}(rank {rank} of {world.name})",
@@ -187,6 +189,7 @@ def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=
         missing = sorted(set(range(nranks)) - world.joined)
         del world.comms[rank]
         world.joined.discard(rank)
+        world.programs.pop(rank, None)
         world.devices.pop(rank, None)
         sim.handles.comms.remove(comm.handle)
     if status == ABORTED:
@@ -194,6 +197,18 @@ def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=
     why = (f"within {timeout:g} s ({ENV_CONNECT_TIMEOUT})" if status == TIMED_OUT
            else "and no other rank can run any more")
     raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"ranks {missing} of {world.name} did not join {why}")
+
+
+def _arrive(world: World, rank: int, last: bool, api: str) -> None:
+    """Note the calling host program at a rendezvous of ``world`` (under the Sim's lock); the
+    ``last`` to arrive records it (a ``Rendezvous`` in the record: everything each program did
+    before it happens before what every one of them does after)."""
+    world.programs[rank] = host_ctx().program
+    if last:
+        ranks = tuple(sorted(world.programs))
+        _sim().record.host_effect("Rendezvous", api, group=world.name, ranks=ranks,   # of no one rank
+                                  programs=tuple(world.programs[r] for r in ranks))
+        world.programs = {}
 
 
 def host_barrier(comm: Communicator, api: str = "Comm.barrier") -> None:
@@ -205,6 +220,7 @@ def host_barrier(comm: Communicator, api: str = "Comm.barrier") -> None:
     with sim.lock:
         gen = world.barrier_gen
         world.barrier_arrived += 1
+        _arrive(world, comm.rank, world.barrier_arrived == world.nranks, api)
         if world.barrier_arrived == world.nranks:
             world.barrier_arrived = 0
             world.barrier_gen += 1
