@@ -149,13 +149,7 @@ class _HostMesh:
             ready.append((w1, k))
         self.k = k0 + 5 * len(frees)
         starts = [max(w1, (k + 2) * gap) + d for w1, k in ready]
-        work = s / self.link.bandwidth
-        if not s:
-            done = starts
-        elif self.sharing == "port" and len(starts) > 1:
-            done = shared_finish(starts, [work] * len(starts))
-        else:
-            done = [t + work for t in starts]
+        done = _writes_done(starts, s, self.link, self.sharing)
         ends = []
         for (w1, k), wr in zip(ready, done):
             wr += lat
@@ -239,13 +233,7 @@ class _DeviceMesh:
                     back = pos[q].get(r, t)
                     w1 = max(r1[r][t] + m.task_dispatch, r1[q][back] + lat) + m.notify_wait
                     starts.append(w1 + m.task_dispatch)
-                work = s / self.link.bandwidth
-                if not s:
-                    done = starts
-                elif self.sharing == "port" and len(starts) > 1:
-                    done = shared_finish(starts, [work] * len(starts))
-                else:
-                    done = [t + work for t in starts]
+                done = _writes_done(starts, s, self.link, self.sharing)
                 w2_start[r] = [self._task(t + lat - m.task_dispatch, m.notify_record) for t in done]
             for r in range(p):
                 group = cuts[r][gi]
@@ -284,6 +272,17 @@ def _mesh_rs_device(h, nbytes, ccl):
         h.local(s / m.copy_bandwidth)
         h.groups(min(MAX_THREADS - 1, p - 1), s, False, s / m.copy_bandwidth)
         h.local(s / m.reduce_bandwidth, p - 1)
+
+
+def _writes_done(starts, s: int, link, sharing: str) -> list:
+    """When writes of ``s`` bytes that start at ``starts`` have moved their bytes: alone on their
+    links, or sharing the rank's port (``sharing == "port"``)."""
+    work = s / link.bandwidth
+    if not s:
+        return list(starts)
+    if sharing == "port" and len(starts) > 1:
+        return shared_finish(starts, [work] * len(starts))
+    return [t + work for t in starts]
 
 
 def shared_finish(starts, works) -> list:
