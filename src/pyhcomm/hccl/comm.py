@@ -1,4 +1,4 @@
-"""Communicators: root info, rendezvous of N ranks in one process, the HCCL buffer.
+"""Communicators: root info, the rendezvous of N ranks (through the Sim's transport), the HCCL buffer.
 
 Each rank is a :class:`Communicator` on its own simulated device, normally driven by its own host
 OS thread. ``HcclCommInitRootInfo`` is collective: it blocks until all ``nRanks`` ranks have
@@ -15,6 +15,7 @@ from .. import topology
 from ..sim import memory
 from ..enums import HCCL_ROOT_INFO_BYTES
 from ..errors import HcclResult, hccl_error, not_found, para, ptr
+from ..transport.base import TransportError
 
 ROOT_MAGIC = b"PYHCOMM-ROOT\0"
 ENV_BUFFSIZE = "HCCL_BUFFSIZE"
@@ -29,29 +30,37 @@ def check_comm_config(api: str) -> None:
 
 
 class World:
-    """What the ranks of one communicator share: their number, name and rendezvous."""
+    """This process's view of the ranks of one communicator: the root that formed it (its id), its
+    size and name, the ranks that live here. Who joined, on which device, and the host barrier are
+    the transport's (``sim.transport``: the ranks of a world may live in other processes)."""
 
-    def __init__(self, nranks: int | None = None):
-        self.id = next(_sim().world_ids)
-        self.name = f"hccl_world_{self.id}"
+    def __init__(self, root: int, nranks: int | None = None):
+        self.id = root
+        self.name = f"hccl_world_{root}"
         self.nranks = nranks
-        self.comms: dict[int, "Communicator"] = {}
-        self.joined: set[int] = set()   # ranks that completed their join (kept after destroy)
+        self.comms: dict[int, "Communicator"] = {}   # the ranks of this process
         self.rank_table = None          # topology.RankTable from HcclCommInitClusterInfo, else None
-        self.barrier_arrived = 0        # host_barrier: ranks arrived in this round, and the round
-        self.barrier_gen = 0
-        self.devices: dict[int, int] = {}  # rank -> simulated device (kept after destroy)
+        self._transport = _sim().transport
 
     def place(self, rank: int):
         """Where ``rank`` sits (rank table, else its device's default place); None if unknown."""
         if self.rank_table is not None:
             return self.rank_table.places[rank] if 0 <= rank < self.rank_table.nranks else None
-        device = self.devices.get(rank)
+        device = self._transport.members(self.id).get(rank)
         return None if device is None else topology.default_place(device)
 
     def root_info(self) -> bytes:
         body = ROOT_MAGIC + str(self.id).encode()
         return body + b"\0" * (HCCL_ROOT_INFO_BYTES - len(body))
+
+
+def _local_world(root: int, nranks: int | None = None) -> World:
+    """This process's World for ``root`` (made on first use: the root may come from elsewhere)."""
+    sim = _sim()
+    world = sim.roots.get(root)
+    if world is None:
+        world = sim.roots[root] = World(root, nranks)
+    return world
 
 
 class Communicator:
@@ -89,8 +98,7 @@ def get_root_info() -> bytes:
     """``HcclGetRootInfo``: a fresh root, as the bytes of an ``HcclRootInfo``."""
     sim = _sim()
     with sim.lock:
-        world = World()
-        sim.roots[world.id] = world
+        world = _local_world(sim.transport.new_root())
     return world.root_info()
 
 
@@ -104,10 +112,8 @@ def _world_of(root_info, api: str) -> World:
         wid = int(raw[len(ROOT_MAGIC):].split(b"\0", 1)[0])
     except ValueError:
         raise para(api, "rootInfo is corrupted") from None
-    world = _sim().roots.get(wid)
-    if world is None:
-        raise para(api, "rootInfo names a root that does not exist in this process")
-    return world
+    with _sim().lock:
+        return _local_world(wid)
 
 
 def init_root_info(nranks: int, root_info, rank: int) -> Communicator:
@@ -138,9 +144,8 @@ def init_cluster_info(cluster_info, rank: int) -> Communicator:
         raise para(api, f"rank table {cluster_info!r} is malformed: {exc}") from None
     sim = _sim()
     with sim.lock:
-        world = sim.cluster_worlds.get(path)
-        if world is None or len(world.joined) >= table.nranks:
-            world = sim.cluster_worlds[path] = World(table.nranks)
+        world = _local_world(sim.transport.named_root(path, table.nranks), table.nranks)
+        if world.rank_table is None:
             world.rank_table = table
     return _join(world, table.nranks, rank, api)
 
@@ -155,34 +160,27 @@ def _join(world: World, nranks: int, rank: int, api: str) -> Communicator:
     if dev is None:
         raise hccl_error(HcclResult.HCCL_E_RUNTIME, api, "no current device: call aclrtSetDevice first")
     timeout = sim.config.connect_timeout
+    transport = sim.transport
     with sim.lock:
-        if world.nranks is None:
-            world.nranks = nranks
-        elif world.nranks != nranks:
-            raise para(api, f"nRanks {nranks} differs from {world.nranks} given by another rank")
-        if rank in world.comms or rank in world.joined:
-            raise para(api, f"rank {rank} already joined {world.name}")
-        for other in world.comms.values():
-            if other.device == dev.id:
-                raise para(api, f"rank {rank} and rank {other.rank} are both on device {dev.id}")
+        try:
+            transport.join(world.id, nranks, rank, dev.id)
+        except TransportError as why:
+            raise para(api, f"{why} ({world.name})") from None
+        world.nranks = nranks
         comm = Communicator(world, rank, dev.id)
         world.comms[rank] = comm
-        world.devices[rank] = dev.id
-        world.joined.add(rank)
-    sched = sim.scheduler
-    sched.poke()
-    status = sched.run_until(lambda: len(world.joined) >= nranks, timeout, f"{api}(rank {rank} of {world.name})",
-                             detect_stuck=False)
+    root = world.id
+    status = sim.scheduler.run_until(lambda: len(transport.members(root)) >= nranks, timeout,
+                                     f"{api}(rank {rank} of {world.name})", detect_stuck=False)
     if status == DONE_OK:
         return comm
     with sim.lock:
-        missing = sorted(set(range(nranks)) - world.joined)
+        missing = sorted(set(range(nranks)) - set(transport.members(world.id)))
         del world.comms[rank]
-        world.joined.discard(rank)
-        world.devices.pop(rank, None)
+        transport.leave(world.id, rank, joined=False)
         sim.handles.comms.remove(comm.handle)
     if status == ABORTED:
-        raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {sched.abort_reason}")
+        raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {sim.scheduler.abort_reason}")
     why = (f"within {timeout:g} s ({ENV_CONNECT_TIMEOUT})" if status == TIMED_OUT
            else "and no other rank can run any more")
     raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"ranks {missing} of {world.name} did not join {why}")
@@ -194,17 +192,11 @@ def host_barrier(comm: Communicator, api: str = "Comm.barrier") -> None:
     Works on both schedulers; ``HCCL_CONNECT_TIMEOUT`` bounds the wait."""
     sim = _sim()
     world = comm.world
+    transport = sim.transport
     with sim.lock:
-        gen = world.barrier_gen
-        world.barrier_arrived += 1
-        if world.barrier_arrived == world.nranks:
-            world.barrier_arrived = 0
-            world.barrier_gen += 1
+        round_ = transport.barrier_arrive(world.id, comm.rank)
     sched = sim.scheduler
-    if world.barrier_gen != gen:
-        sched.poke()
-        return
-    status = sched.run_until(lambda: world.barrier_gen != gen, sim.config.connect_timeout,
+    status = sched.run_until(lambda: transport.barrier_rounds(world.id) > round_, sim.config.connect_timeout,
                              f"{api}(rank {comm.rank} of {world.name})", detect_stuck=False)
     if status == DONE_OK:
         return
@@ -227,14 +219,17 @@ def init_all(devices) -> list[Communicator]:
         if not isinstance(d, int) or not 0 <= d < _sim().runtime.device_count:
             raise para(api, f"device {d} is outside [0, {_sim().runtime.device_count})")
     check_comm_config(api)
-    world = World(len(devices))
+    sim = _sim()
+    with sim.lock:
+        world = _local_world(sim.transport.new_root(), len(devices))
+        for rank, d in enumerate(devices):
+            sim.transport.join(world.id, len(devices), rank, d)
     saved = host_ctx().device
     comms = []
     for rank, d in enumerate(devices):
-        _sim().runtime.open_device(d)
+        sim.runtime.open_device(d)
         comm = Communicator(world, rank, d)
         comm.holds_device = True
-        world.devices[rank] = d
         world.comms[rank] = comm
         comms.append(comm)
     host_ctx().device = saved
@@ -280,6 +275,7 @@ def destroy(comm: Communicator, device_released: bool = False) -> None:
     comm.destroyed = True
     _sim().handles.comms.remove(comm.handle)
     comm.world.comms.pop(comm.rank, None)
+    _sim().transport.leave(comm.world.id, comm.rank)
     if comm.holds_device and not device_released:
         comm.holds_device = False
         _sim().runtime.close_device(comm.device)
