@@ -206,7 +206,7 @@ def test_synchronize_returns_the_first_error_of_the_stream(dev0):
 
 # -- primitives inside kernels are device-side calls ----------------------------------------------------
 def _comm_and_threads(engine, n=1):
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     ret, threads = pyhcomm.HcclThreadAcquire(comms[0], engine, n, 1)
     assert ret == 0
     return comms[0], threads
@@ -265,7 +265,7 @@ def test_atlas_350_seed_device_example():
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
     assert acl.get_soc_name().startswith("Ascend950PR_")
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     comm = comms[0]
     ret, ccl, ccl_size = pyhcomm.HcclGetHcclBuffer(comm)
     assert ret == 0 and ccl_size == 400 << 20
@@ -339,7 +339,7 @@ def test_each_call_checks_its_side():
     350 an AICPU_TS thread works inside a kernel and is refused from the host; a CPU_TS thread is
     refused on both sides."""
     _atlas_350()
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     _, (host_t,) = pyhcomm.HcclThreadAcquire(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, 1, 1)
     _, (dev_t,) = pyhcomm.HcclThreadAcquire(comms[0], pyhcomm.COMM_ENGINE_AICPU_TS, 1, 1)
     src, dst = malloc(64), malloc(64)
@@ -354,3 +354,29 @@ def test_each_call_checks_its_side():
     assert HcommLocalCopyOnThread(dev_t, dst, src, 64) == R.HCCL_E_NOT_SUPPORT
     assert HcommLocalCopyOnThread(host_t, dst, src, 64) == R.HCCL_E_NOT_SUPPORT
     assert [t.side for t in pyhcomm.record.tasks(kind="LocalCopy")] == ["device"] * 3
+
+
+# -- device_load: a kernel dereferences a device pointer -------------------------------------------------
+def test_device_load_reads_device_memory_inside_a_kernel_only(dev0):
+    import types
+
+    from pyhcomm.sim.kernel import device_load
+    seen = []
+    module = types.ModuleType("device_load_kernels")
+    module.Peek = lambda addr: seen.append(device_load(addr, 8))
+    module.PeekTooFar = lambda addr: seen.append(device_load(addr, 4096))
+    d = malloc(64)
+    write(d, pattern(64))
+    s, ret = acl.rt.create_stream()
+    assert ret == 0
+    binary, _ = acl.rt.binary_load_from_file(module, [])
+    for name in ("Peek", "PeekTooFar"):
+        func, _ = acl.rt.binary_get_function(binary, name)
+        args, _ = acl.rt.kernel_args_init(func)
+        acl.rt.kernel_args_append(args, d)
+        acl.rt.kernel_args_finalize(args)
+        assert acl.rt.launch_kernel_with_config(func, 1, s, TIMEOUT_CFG, args, 0) == 0
+    assert acl.rt.synchronize_stream(s) == pyhcomm.AclError.ACL_ERROR_RT_AICPU_EXCEPTION
+    assert seen == [bytes(pattern(64)[:8])]
+    with pytest.raises(pyhcomm.AclRuntimeError, match="outside an AI CPU kernel"):
+        device_load(d, 8)

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(60)
 def _init_all(product, ndev):
     pyhcomm.set_product(product)
     assert acl.init() == 0
-    ret, comms = HcclCommInitAll(ndev, list(range(ndev)))
+    ret, comms = HcclCommInitAll(list(range(ndev)))
     assert ret == 0 and len(comms) == ndev
     return comms
 
@@ -90,9 +90,19 @@ def test_atlas_350_ub_protocols_inside_the_super_pod_and_roce(product, monkeypat
     assert SIO not in protocols_between(0, 1) and HCCS not in protocols_between(0, 1)
 
 
-def test_products_without_hcomm_have_pcie_inside_a_server(product):
+def test_training_series_has_two_hccs_groups_of_four_joined_by_pcie(product):
     product("Atlas training series")
+    for a, b in [(0, 1), (0, 3), (4, 7), (9, 10)]:
+        assert protocols_between(a, b) == [HCCS, ROCE], (a, b)
+    for a, b in [(0, 4), (3, 4), (1, 7), (8, 12)]:
+        assert protocols_between(a, b) == [PCIE, ROCE], (a, b)
+    assert protocols_between(0, 8) == [ROCE]
+
+
+def test_inference_series_has_pcie_inside_a_server(product):
+    product("Atlas inference series")
     assert protocols_between(0, 1) == [PCIE, ROCE]
+    assert protocols_between(0, 7) == [PCIE, ROCE]
     assert protocols_between(0, 8) == [ROCE]
 
 
@@ -113,6 +123,25 @@ def test_get_links_returns_comm_links_with_endpoint_descs():
         assert src.commAddr != dst.commAddr
     roce = links[2]
     assert roce.srcEndpointDesc.commAddr.type == CommAddrType.COMM_ADDR_TYPE_IP_V4
+
+
+def test_comm_link_attributes_are_the_raw_union():
+    """pyhccl reads ``CommLink.linkAttrRaws``: linkProtocol (int32 at 0), hop (uint8 at 4), the
+    rest 0xFF as CommLinkInit leaves it; the header carries COMM_LINK_MAGIC_WORD."""
+    comms = _init_all("Atlas 800T A2", 16)
+    _, links = HcclRankGraphGetLinks(comms[0], 0, 0, 8)
+    raw = links[0].linkAttrRaws
+    assert isinstance(raw, bytes) and len(raw) == 128
+    assert raw[:5] == int(ROCE).to_bytes(4, "little") + b"\x01" and raw[5:] == b"\xff" * 123
+    assert (links[0].header.version, links[0].header.magicWord) == (1, 0x0F0E0F0F)
+    fresh = pyhcomm.CommLink()
+    assert fresh.linkAttrRaws == bytes(128) and fresh.linkAttr.linkProtocol == 0      # pyhccl's zero default
+    assert roce_addr_bytes(links[0]) == bytes([192, 168, 0, 1])
+
+
+def roce_addr_bytes(link):
+    """The IPv4 address of a RoCE link's source, as the first 4 bytes of ``CommAddr.raws``."""
+    return link.srcEndpointDesc.commAddr.raws[:4]
 
 
 def test_get_links_across_a2_servers_is_roce_between_the_two_servers():
@@ -153,7 +182,7 @@ def test_get_links_on_atlas_350_has_a_ub_ctp_link_with_eid_addresses():
 def test_get_links_follows_the_devices_of_the_ranks_not_the_rank_numbers():
     pyhcomm.set_product("Atlas 800T A2")
     assert acl.init() == 0
-    ret, comms = HcclCommInitAll(2, [0, 9])       # rank 1 sits on device 9, in server 1
+    ret, comms = HcclCommInitAll([0, 9])       # rank 1 sits on device 9, in server 1
     assert ret == 0
     assert _protocols(comms[0], 0, 1) == [ROCE]
 
@@ -184,9 +213,11 @@ def test_get_links_rejects_bad_ranks_and_layers():
     for src, dst in [(4, 0), (0, 4), (-1, 0), (0, -1), (0, 2**32)]:
         ret, links = HcclRankGraphGetLinks(c, 0, src, dst)
         assert ret == R.HCCL_E_PARA and links == [], (src, dst)
-    for layer in (1, 2, -1):
+    for layer in (2, -1):
         ret, links = HcclRankGraphGetLinks(c, layer, 0, 1)
         assert ret == R.HCCL_E_PARA and links == [], layer
+    ret, (roce,) = HcclRankGraphGetLinks(c, 1, 0, 1)              # layer 1: the RoCE fabric
+    assert ret == 0 and roce.linkAttr.linkProtocol == pyhcomm.COMM_PROTOCOL_ROCE
     ret, links = HcclRankGraphGetLinks(0, 0, 0, 1)
     assert ret == R.HCCL_E_PTR and links == []
 

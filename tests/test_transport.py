@@ -85,7 +85,7 @@ def _desc(peer, notify=2, mems=()):
 
 
 def _channel(comm, notify=2):
-    ret, (ch,) = pyhcomm.HcclChannelAcquire(comm.handle, pyhcomm.COMM_ENGINE_CPU_TS, [_desc(1 - comm.rank, notify)], 1)
+    ret, (ch,) = pyhcomm.HcclChannelAcquire(comm.handle, pyhcomm.COMM_ENGINE_CPU_TS, [_desc(1 - comm.rank, notify)])
     assert ret == 0
     return ch
 
@@ -186,14 +186,14 @@ def test_a_transfer_into_memory_freed_after_it_was_issued_fails_its_stream():
     is found by the transport when the transfer lands: the stream fails, nothing is written."""
     pyhcomm.set_product("Atlas 800T A2")
     assert acl.init() == 0
-    ret, comms = pyhcomm.HcclCommInitAll(2, [0, 1])
+    ret, comms = pyhcomm.HcclCommInitAll([0, 1])
     assert ret == 0
     assert acl.rt.set_device(1) == 0
     user = malloc(1024)
-    ret, h = pyhcomm.HcclCommMemReg(comms[1], "user", pyhcomm.CommMem(pyhcomm.COMM_MEM_TYPE_DEVICE, user, 1024))
-    ret, (c1,) = pyhcomm.HcclChannelAcquire(comms[1], pyhcomm.COMM_ENGINE_CPU_TS, [_desc(0, mems=[h])], 1)
+    ret, h = pyhcomm.HcclCommMemReg(comms[1], "user", pyhcomm.CommMem(type=pyhcomm.COMM_MEM_TYPE_DEVICE, addr=user, size=1024))
+    ret, (c1,) = pyhcomm.HcclChannelAcquire(comms[1], pyhcomm.COMM_ENGINE_CPU_TS, [_desc(0, mems=[h])])
     assert acl.rt.set_device(0) == 0
-    ret, (c0,) = pyhcomm.HcclChannelAcquire(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, [_desc(1)], 1)
+    ret, (c0,) = pyhcomm.HcclChannelAcquire(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, [_desc(1)])
     stream, _ = acl.rt.create_stream()
     ret, t = pyhcomm.HcclThreadAcquireWithStream(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, stream, 0)
     src = malloc(64)

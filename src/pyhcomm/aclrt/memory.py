@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..sim import current_sim as _sim
 from ..sim import memory
+from ..sim.runtime import host_ctx
 from ..sim.task import Task, call_site
 from ..enums import MALLOC_KNOWN_BITS, aclrtMallocAttrType, aclrtMemcpyKind
 from ..errors import AclError, HcclResult, HcclRuntimeError, acl_error
@@ -198,8 +199,10 @@ def aclrtMemcpyAsync(dst: int, dest_max: int, src: int, count: int, kind: int, s
     st = get_stream(stream, api)
     d, s = _check_copy(api, dst, dest_max, src, count, kind)
     keep = (d.storage.anchor(), s.storage.anchor())  # user arrays stay alive until the copy ran
-    _sim().scheduler.submit(Task("MemcpyAsync", st, _run_async_copy, (d, dst - d.addr, s, src - s.addr, count, keep),
-                          reads=((src, count),), writes=((dst, count),), site=call_site(), detail=kind))
+    task = Task("MemcpyAsync", st, _run_async_copy, (d, dst - d.addr, s, src - s.addr, count, keep),
+                reads=((src, count),), writes=((dst, count),), site=call_site(), detail=kind)
+    task.program = host_ctx().program
+    _sim().scheduler.submit(task)
 
 
 def _check_set(api, dev_ptr, max_count, value, count):
@@ -234,5 +237,7 @@ def aclrtMemsetAsync(dev_ptr: int, max_count: int, value: int, count: int, strea
     api = "aclrtMemsetAsync"
     st = get_stream(stream, api)
     a = _check_set(api, dev_ptr, max_count, value, count)
-    _sim().scheduler.submit(Task("MemsetAsync", st, _run_memset, (a, dev_ptr - a.addr, value & 0xFF, count),
-                          writes=((dev_ptr, count),), site=call_site()))
+    task = Task("MemsetAsync", st, _run_memset, (a, dev_ptr - a.addr, value & 0xFF, count),
+                writes=((dev_ptr, count),), site=call_site())
+    task.program = host_ctx().program
+    _sim().scheduler.submit(task)

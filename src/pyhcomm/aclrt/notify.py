@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..sim import current_sim as _sim
 from ..sim.notify import Notify
-from ..sim.runtime import finalize_hooks
+from ..sim.runtime import finalize_hooks, host_ctx
 from ..errors import AclError, acl_error
 from .device import current_device
 from .stream import get_stream
@@ -77,7 +77,9 @@ def aclrtRecordNotify(notify, stream) -> None:
     api = "aclrtRecordNotify"
     n = _get(notify, api)
     st = _stream_of(n, stream, api)
-    _sim().scheduler.submit(NotifyRecordTask("AclrtNotifyRecord", st, None, None, "host", n.notify, n.id, 3))
+    task = NotifyRecordTask("AclrtNotifyRecord", st, None, None, "host", n.notify, n.id, 3)
+    task.program = host_ctx().program
+    _sim().scheduler.submit(task)
 
 
 def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
@@ -88,7 +90,9 @@ def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
     st = _stream_of(n, stream, api)
     if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 <= timeout <= UINT32_MAX:
         raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, f"timeout {timeout!r} must be 0..{UINT32_MAX} seconds")
-    _sim().scheduler.submit(NotifyWaitTask("AclrtNotifyWait", st, None, None, "host", n.notify, n.id, timeout, 3))
+    task = NotifyWaitTask("AclrtNotifyWait", st, None, None, "host", n.notify, n.id, timeout, 3)
+    task.program = host_ctx().program
+    _sim().scheduler.submit(task)
 
 
 def _release_device(device_id: int) -> None:

@@ -41,7 +41,9 @@ def aclrtDestroyStream(stream: int) -> None:
     dev = _sim().runtime.devices.get(st.device)
     if dev is not None and st is dev.default_stream:
         raise acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api, "the default stream cannot be destroyed")
-    _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None, api, (st,))
+    status = _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None, api, (st,))
+    _sim().record.host_effect("Synchronize", api, ok=status == DONE_OK and st.error is None, device=st.device,
+                              streams=(st.handle,), result=outcome(status, st.error))
     st.error = None
     _sim().scheduler.drop_stream(st)
     _sim().handles.streams.remove(st.handle)
@@ -50,12 +52,14 @@ def aclrtDestroyStream(stream: int) -> None:
 
 
 def take_error(streams, api: str):
-    """Return (and clear) the first error among ``streams`` as an ``AclRuntimeError``, or None."""
+    """Return (and clear) the first error among ``streams`` as an ``AclRuntimeError``, or None.
+    The stream's first error stays known to ``HcclGetCommAsyncError`` (``"stream_errors"``)."""
     first = None
     for st in streams:
         if st.error is not None:
             if first is None:
                 first = st.error
+            _sim().registry("stream_errors").setdefault(st.handle, st.error)
             st.error = None
     if first is None:
         return None

@@ -16,22 +16,22 @@ a protocol with no link between the two devices is ``HCCL_E_NOT_FOUND``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import IntEnum
-
 from ..sched import ABORTED, TIMED_OUT
 from ..sim import current_sim as _sim
 from ..sim import memory
 from ..sim.notify import Notify
+from ..sim.runtime import in_library
 from ..enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
 from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
-from ..topology import CommProtocol, EndpointDesc, protocols_between
+from ..defs.hccl_channel import (HCCL_CHANNEL_MAGIC_WORD, HCCL_CHANNEL_VERSION, HcclChannelDesc,  # noqa: F401
+                                 channel_desc_init)
+from ..defs.res_defs import CommMem, CommMemType, CommProtocol
+from ..topology import protocols_between
 from ..transport.base import PeerInfo, Region
 from . import comm as comm_mod
+from .args import int_array
 from .thread import HCOMM_NOTIFY_MAX_NUM, check_engine
 
-HCCL_CHANNEL_MAGIC_WORD = 0x0F0F0F0F
-HCCL_CHANNEL_VERSION = 1
 CHANNEL_NUM_MAX = 1048576
 CCU_NOTIFY_NUM = 4
 
@@ -47,69 +47,31 @@ CHANNEL_PROTOCOLS = {
                                 P.COMM_PROTOCOL_ROCE},
             E.COMM_ENGINE_CCU: {P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP}},
 }
+#: Channels HCCL's own collectives open on products outside the HCOMM support table (only inside
+#: :class:`pyhcomm.sim.runtime.library_calls`; users get ``HCCL_E_NOT_SUPPORT`` there).
+LIBRARY_CHANNEL_PROTOCOLS = {
+    "A2": {E.COMM_ENGINE_CPU_TS: _A2A3},
+    "910": {E.COMM_ENGINE_CPU_TS: {P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_PCIE, P.COMM_PROTOCOL_ROCE}},
+    "310P": {E.COMM_ENGINE_CPU_TS: {P.COMM_PROTOCOL_PCIE, P.COMM_PROTOCOL_ROCE}},
+}
 
 
-class CommMemType(IntEnum):
-    COMM_MEM_TYPE_INVALID = -1
-    COMM_MEM_TYPE_DEVICE = 0
-    COMM_MEM_TYPE_HOST = 1
-
-
-@dataclass
-class CommMem:
-    """``CommMem``: a memory range to register (``HcclCommMemReg``) or a remote one."""
-
-    type: int = CommMemType.COMM_MEM_TYPE_DEVICE
-    addr: int = 0
-    size: int = 0
-
-
-@dataclass
-class CommAbiHeader:
-    version: int = 0
-    magicWord: int = 0
-    size: int = 0
-    reserved: int = 0
-
-
-@dataclass
-class RoceAttr:
-    queueNum: int = 0
-    retryCnt: int = 7
-    retryInterval: int = 20
-    tc: int = 132
-    sl: int = 4
-
-
-@dataclass
-class HcclChannelDesc:
-    """``HcclChannelDesc`` with the C field names; initialise it with ``HcclChannelDescInit``."""
-
-    header: CommAbiHeader = field(default_factory=CommAbiHeader)
-    remoteRank: int = 0
-    channelProtocol: int = P.COMM_PROTOCOL_RESERVED
-    localEndpoint: EndpointDesc = field(default_factory=EndpointDesc)
-    remoteEndpoint: EndpointDesc = field(default_factory=EndpointDesc)
-    notifyNum: int = 0
-    memHandles: list = field(default_factory=list)
-    memHandleNum: int = 0
-    roceAttr: RoceAttr = field(default_factory=RoceAttr)
+def channel_protocols() -> dict:
+    """``{engine: protocols}`` of the channels callers may open on this product now."""
+    product = _sim().runtime.product
+    if not product.hcomm and in_library():
+        return LIBRARY_CHANNEL_PROTOCOLS.get(product.family, {})
+    return CHANNEL_PROTOCOLS.get(product.family, {})
 
 
 def desc_init(descs) -> None:
-    """``HcclChannelDescInit``: set every descriptor to the documented defaults."""
+    """``HcclChannelDescInit``: set every descriptor (one, or a list) to the C defaults."""
     if descs is None:
-        raise ptr("HcclChannelDescInit", "channelDescs is NULL")
-    for d in ([descs] if isinstance(descs, HcclChannelDesc) else descs):
-        d.header = CommAbiHeader(HCCL_CHANNEL_VERSION, HCCL_CHANNEL_MAGIC_WORD, 0, 0)
-        d.remoteRank = 0xFFFFFFFF
-        d.channelProtocol = P.COMM_PROTOCOL_RESERVED
-        d.localEndpoint = EndpointDesc()
-        d.remoteEndpoint = EndpointDesc()
-        d.notifyNum = 0
-        d.memHandles = []
-        d.memHandleNum = 0
-        d.roceAttr = RoceAttr()
+        raise ptr("HcclChannelDescInit", "channelDesc is NULL")
+    for i, d in enumerate([descs] if isinstance(descs, HcclChannelDesc) else descs):
+        if not isinstance(d, HcclChannelDesc):
+            raise TypeError(f"HcclChannelDescInit: channelDesc[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
+        channel_desc_init(d)
 
 
 class MemHandle:
@@ -151,8 +113,10 @@ class ChannelEnd:
         which tells the peer the :class:`~pyhcomm.transport.base.Region` values only."""
         out = self._exposed
         if out is None:
-            buf = comm_mod.hccl_buffer(self.comm, "HcclChannelAcquire")
-            out = [(Region(buf.addr, buf.size, "its HCCL buffer"), buf)]
+            out = []
+            if not getattr(self.comm, "l3", False):   # an HCOMM channel (no communicator) has no HCCL buffer
+                buf = comm_mod.hccl_buffer(self.comm, "HcclChannelAcquire")
+                out.append((Region(buf.addr, buf.size, "its HCCL buffer"), buf))
             out += [(Region(m.addr, m.size, f"memory {m.tag!r}", m.tag), m.alloc) for m in self.mems]
             self._exposed = out
         return out
@@ -179,7 +143,7 @@ def _check_desc(comm, engine, d, i, api):
         protocol = CommProtocol(d.channelProtocol)
     except ValueError:
         raise para(api, f"channelDescs[{i}].channelProtocol {d.channelProtocol} is not a CommProtocol") from None
-    allowed = CHANNEL_PROTOCOLS.get(_sim().runtime.product.family, {}).get(engine)
+    allowed = channel_protocols().get(engine)
     if protocol == P.COMM_PROTOCOL_RESERVED:
         raise para(api, f"channelDescs[{i}].channelProtocol is not set")
     if protocol not in allowed:
@@ -195,9 +159,9 @@ def _check_desc(comm, engine, d, i, api):
         notify_num = CCU_NOTIFY_NUM
     elif not isinstance(notify_num, int) or not 0 <= notify_num <= HCOMM_NOTIFY_MAX_NUM:
         raise para(api, f"channelDescs[{i}].notifyNum {notify_num} is outside [0, {HCOMM_NOTIFY_MAX_NUM}]")
-    mems = list(d.memHandles or [])
-    if d.memHandleNum != len(mems):
-        raise para(api, f"channelDescs[{i}].memHandleNum {d.memHandleNum} but {len(mems)} memHandles")
+    if isinstance(d.memHandles, (list, tuple)) and d.memHandleNum != len(d.memHandles):
+        raise para(api, f"channelDescs[{i}].memHandleNum {d.memHandleNum} but {len(d.memHandles)} memHandles")
+    mems = int_array(d.memHandles, d.memHandleNum, api, f"channelDescs[{i}].memHandles")
     resolved = []
     for h in mems:
         m = _sim().handles.kernels.get(h)
@@ -220,7 +184,7 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
         raise para(api, f"channelNum {channel_num} is outside (0, {CHANNEL_NUM_MAX}]")
     if len(descs) < channel_num:
         raise para(api, f"channelNum {channel_num} but only {len(descs)} descriptors")
-    if engine not in CHANNEL_PROTOCOLS.get(_sim().runtime.product.family, {}):
+    if engine not in channel_protocols():
         raise not_support(api, f"{engine.name} channels are not supported on {_sim().runtime.product.name}")
     checked = [_check_desc(comm, engine, descs[i], i, api) for i in range(channel_num)]
     comm_mod.hccl_buffer(comm, api)  # exchanged at connection
@@ -308,7 +272,7 @@ def remote_mems(comm_handle, channel):
     comm = comm_mod.get_comm(comm_handle, api)
     peer = connected_peer(_own(comm, channel, api), api)
     regs = [r for r in peer.regions if r.tag is not None]
-    mems = [CommMem(CommMemType.COMM_MEM_TYPE_DEVICE, r.start, r.size) for r in regs]
+    mems = [CommMem(type=CommMemType.COMM_MEM_TYPE_DEVICE, addr=r.start, size=r.size) for r in regs]
     return len(mems), mems, [r.tag for r in regs]
 
 

@@ -16,6 +16,7 @@ from ..sim import memory
 from ..enums import HCCL_ROOT_INFO_BYTES
 from ..errors import HcclResult, hccl_error, not_found, para, ptr
 from ..transport.base import TransportError
+from . import comm_config
 
 ROOT_MAGIC = b"PYHCOMM-ROOT\0"
 ENV_BUFFSIZE = "HCCL_BUFFSIZE"
@@ -30,9 +31,10 @@ def check_comm_config(api: str) -> None:
 
 
 class World:
-    """This process's view of the ranks of one communicator: the root that formed it (its id), its
-    size and name, the ranks that live here. Who joined, on which device, and the host barrier are
-    the transport's (``sim.transport``: the ranks of a world may live in other processes)."""
+    """This process's view of the ranks of one communicator: the root of the transport that formed
+    it (its id), its size and name, the ranks that live here. Who joined, on which device, who
+    left, and the host barrier are the transport's (``sim.transport``: the ranks of a world may
+    live in other processes)."""
 
     def __init__(self, root: int, nranks: int | None = None):
         self.id = root
@@ -40,6 +42,7 @@ class World:
         self.nranks = nranks
         self.comms: dict[int, "Communicator"] = {}   # the ranks of this process
         self.rank_table = None          # topology.RankTable from HcclCommInitClusterInfo, else None
+        self.programs: dict = {}        # rank -> its host program, in the rendezvous now forming
         self._transport = _sim().transport
 
     def place(self, rank: int):
@@ -54,17 +57,10 @@ class World:
         return body + b"\0" * (HCCL_ROOT_INFO_BYTES - len(body))
 
 
-def _local_world(root: int, nranks: int | None = None) -> World:
-    """This process's World for ``root`` (made on first use: the root may come from elsewhere)."""
-    sim = _sim()
-    world = sim.roots.get(root)
-    if world is None:
-        world = sim.roots[root] = World(root, nranks)
-    return world
-
-
 class Communicator:
     """One rank of a communicator (``HcclComm``)."""
+
+    l3 = False      # resources of a communicator (HCOMM's comm-less owners say True)
 
     def __init__(self, world: World, rank: int, device: int):
         self.world = world
@@ -80,6 +76,8 @@ class Communicator:
         self.mems: list = []            # MemHandle objects registered with HcclCommMemReg
         self.destroyed = False
         self.holds_device = False       # HcclCommInitAll opened the device for it: close it on destroy
+        self.settings = None            # comm_config.CommSettings of a ...Config init, else None
+        self.suspended = False          # HcclCommSuspend (comm_state)
         self.handle = _sim().handles.comms.add(self)
 
     @property
@@ -94,11 +92,32 @@ class Communicator:
         return f"<Communicator {self.name} rank {self.rank}/{self.nranks} device {self.device}>"
 
 
+def local_world(root: int, nranks: int | None = None) -> World:
+    """This process's World for the transport's ``root`` (made on first use: a root may come from
+    another process); call it under the Sim's lock."""
+    sim = _sim()
+    world = sim.roots.get(root)
+    if world is None:
+        world = sim.roots[root] = World(root, nranks)
+    return world
+
+
+def new_world(nranks: int | None = None) -> World:
+    """A World on a fresh root of the transport (under the Sim's lock)."""
+    return local_world(_sim().transport.new_root(), nranks)
+
+
+def named_world(name, nranks: int) -> World:
+    """The World every rank that names ``name`` joins, until ``nranks`` joined it (then a new one;
+    under the Sim's lock). A fresh one has no rank table yet."""
+    return local_world(_sim().transport.named_root(name, nranks), nranks)
+
+
 def get_root_info() -> bytes:
     """``HcclGetRootInfo``: a fresh root, as the bytes of an ``HcclRootInfo``."""
     sim = _sim()
     with sim.lock:
-        world = _local_world(sim.transport.new_root())
+        world = new_world()
     return world.root_info()
 
 
@@ -113,26 +132,28 @@ def _world_of(root_info, api: str) -> World:
     except ValueError:
         raise para(api, "rootInfo is corrupted") from None
     with _sim().lock:
-        return _local_world(wid)
+        return local_world(wid)
 
 
-def init_root_info(nranks: int, root_info, rank: int) -> Communicator:
-    """``HcclCommInitRootInfo``: join rank ``rank`` of ``nranks``; collective, blocks the host."""
-    api = "HcclCommInitRootInfo"
+def init_root_info(nranks: int, root_info, rank: int, settings=None,
+                   api: str = "HcclCommInitRootInfo", wait: bool = True) -> Communicator:
+    """``HcclCommInitRootInfo``: join rank ``rank`` of ``nranks``; collective, blocks the host
+    (unless ``wait`` is False: then :func:`wait_joined` completes it, at ``HcclGroupEnd``).
+    ``settings``: a :class:`.comm_config.CommSettings` (``HcclCommInitRootInfoConfig``)."""
     world = _world_of(root_info, api)
     if not isinstance(nranks, int) or nranks < 1:
         raise para(api, f"nRanks {nranks} must be at least 1")
-    return _join(world, nranks, rank, api)
+    return _join(world, nranks, rank, api, settings, wait=wait)
 
 
-def init_cluster_info(cluster_info, rank: int) -> Communicator:
+def init_cluster_info(cluster_info, rank: int, settings=None, api: str = "HcclCommInitClusterInfo",
+                      wait: bool = True) -> Communicator:
     """``HcclCommInitClusterInfo``: join rank ``rank`` of the cluster a rank-table file describes.
 
     Ranks passing the same file join the same communicator (a new one once the previous is
     complete). The rank table gives each rank's server and super pod; the rank's simulated device
     is the calling thread's current one. Collective: blocks until every rank joined.
     """
-    api = "HcclCommInitClusterInfo"
     if cluster_info is None:
         raise ptr(api, "clusterInfo is NULL")
     path = os.path.abspath(str(cluster_info))
@@ -144,46 +165,76 @@ def init_cluster_info(cluster_info, rank: int) -> Communicator:
         raise para(api, f"rank table {cluster_info!r} is malformed: {exc}") from None
     sim = _sim()
     with sim.lock:
-        world = _local_world(sim.transport.named_root(path, table.nranks), table.nranks)
+        world = named_world(("rank table", path), table.nranks)
         if world.rank_table is None:
             world.rank_table = table
-    return _join(world, table.nranks, rank, api)
+    return _join(world, table.nranks, rank, api, settings, wait=wait)
 
 
-def _join(world: World, nranks: int, rank: int, api: str) -> Communicator:
-    """Join ``world`` as ``rank`` and wait for the other ranks (``HCCL_CONNECT_TIMEOUT``)."""
+def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=None,
+          wait: bool = True) -> Communicator:
+    """Join ``world`` as ``rank`` and wait for the other ranks (``HCCL_CONNECT_TIMEOUT``); the
+    rank runs on ``device`` (an open device; default: the calling thread's current one). With
+    ``wait`` False, return the joined communicator at once (:func:`wait_joined` waits later)."""
     if not isinstance(rank, int) or not 0 <= rank < nranks:
         raise para(api, f"rank {rank} is outside [0, {nranks})")
     sim = _sim()
     check_comm_config(api)
-    dev = sim.runtime.current_device()
+    dev = sim.runtime.current_device() if device is None else sim.runtime.devices.get(device)
     if dev is None:
         raise hccl_error(HcclResult.HCCL_E_RUNTIME, api, "no current device: call aclrtSetDevice first")
-    timeout = sim.config.connect_timeout
     transport = sim.transport
     with sim.lock:
+        if settings is not None and settings.name:
+            comm_config.claim_name(world, settings.name, api)
         try:
             transport.join(world.id, nranks, rank, dev.id)
         except TransportError as why:
             raise para(api, f"{why} ({world.name})") from None
         world.nranks = nranks
         comm = Communicator(world, rank, dev.id)
+        if settings is not None:
+            comm_config.apply(comm, settings)
         world.comms[rank] = comm
-    root = world.id
-    status = sim.scheduler.run_until(lambda: len(transport.members(root)) >= nranks, timeout,
-                                     f"{api}(rank {rank} of {world.name})", detect_stuck=False)
+        _arrive(world, rank, len(transport.members(world.id)) >= nranks, api)
+    if wait:
+        wait_joined(comm, api)
+    return comm
+
+
+def wait_joined(comm: Communicator, api: str = "HcclGroupEnd") -> None:
+    """Wait until every rank of ``comm``'s communicator joined (``HCCL_CONNECT_TIMEOUT``); on a
+    timeout, ``comm`` leaves its communicator again and is released."""
+    sim, world, rank, nranks = _sim(), comm.world, comm.rank, comm.world.nranks
+    timeout = sim.config.connect_timeout
+    sched, transport, root = sim.scheduler, sim.transport, world.id
+    status = sched.run_until(lambda: len(transport.members(root)) >= nranks, timeout,
+                             f"{api}(rank {rank} of {world.name})", detect_stuck=False)
     if status == DONE_OK:
-        return comm
+        return
     with sim.lock:
-        missing = sorted(set(range(nranks)) - set(transport.members(world.id)))
+        missing = sorted(set(range(nranks)) - set(transport.members(root)))
         del world.comms[rank]
-        transport.leave(world.id, rank, joined=False)
+        transport.leave(root, rank, joined=False)
+        world.programs.pop(rank, None)
         sim.handles.comms.remove(comm.handle)
     if status == ABORTED:
-        raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {sim.scheduler.abort_reason}")
+        raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {sched.abort_reason}")
     why = (f"within {timeout:g} s ({ENV_CONNECT_TIMEOUT})" if status == TIMED_OUT
            else "and no other rank can run any more")
     raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"ranks {missing} of {world.name} did not join {why}")
+
+
+def _arrive(world: World, rank: int, last: bool, api: str) -> None:
+    """Note the calling host program at a rendezvous of ``world`` (under the Sim's lock); the
+    ``last`` to arrive records it (a ``Rendezvous`` in the record: everything each program did
+    before it happens before what every one of them does after)."""
+    world.programs[rank] = host_ctx().program
+    if last:
+        ranks = tuple(sorted(world.programs))
+        _sim().record.host_effect("Rendezvous", api, group=world.name, ranks=ranks,   # of no one rank
+                                  programs=tuple(world.programs[r] for r in ranks))
+        world.programs = {}
 
 
 def host_barrier(comm: Communicator, api: str = "Comm.barrier") -> None:
@@ -191,10 +242,10 @@ def host_barrier(comm: Communicator, api: str = "Comm.barrier") -> None:
     (a host-side rendezvous through the scheduler, not an HCCL collective: nothing is enqueued).
     Works on both schedulers; ``HCCL_CONNECT_TIMEOUT`` bounds the wait."""
     sim = _sim()
-    world = comm.world
-    transport = sim.transport
+    world, transport = comm.world, sim.transport
     with sim.lock:
         round_ = transport.barrier_arrive(world.id, comm.rank)
+        _arrive(world, comm.rank, transport.barrier_rounds(world.id) > round_, api)
     sched = sim.scheduler
     status = sched.run_until(lambda: transport.barrier_rounds(world.id) > round_, sim.config.connect_timeout,
                              f"{api}(rank {comm.rank} of {world.name})", detect_stuck=False)
@@ -221,7 +272,7 @@ def init_all(devices) -> list[Communicator]:
     check_comm_config(api)
     sim = _sim()
     with sim.lock:
-        world = _local_world(sim.transport.new_root(), len(devices))
+        world = new_world(len(devices))
         for rank, d in enumerate(devices):
             sim.transport.join(world.id, len(devices), rank, d)
     saved = host_ctx().device
@@ -236,14 +287,24 @@ def init_all(devices) -> list[Communicator]:
     return comms
 
 
+#: Calls a suspended communicator still answers (``HcclCommSuspend``; the others: HCCL_E_SUSPENDING).
+USABLE_WHILE_SUSPENDED = frozenset({
+    "HcclCommResume", "HcclCommDestroy", "HcclCommSuspend", "HcclGetRankSize", "HcclGetRankId", "HcclGetCommName",
+    "HcclGetCommAsyncError", "HcclConfigGetInfo", "HcclGetHeterogMode"})
+
+
 def get_comm(handle, api: str) -> Communicator:
-    """Look a communicator up: NULL is ``HCCL_E_PTR``, unknown or destroyed ``HCCL_E_NOT_FOUND``."""
+    """Look a communicator up: NULL is ``HCCL_E_PTR``, unknown or destroyed ``HCCL_E_NOT_FOUND``,
+    suspended ``HCCL_E_SUSPENDING`` (but for :data:`USABLE_WHILE_SUSPENDED`)."""
     if not handle:
         raise ptr(api, "comm is NULL")
     comm = _sim().handles.comms.get(handle)
     if comm is None:
         raise not_found(api, f"comm 0x{handle:x} is not a live communicator" if isinstance(handle, int)
                         else f"comm {handle!r} is not a communicator handle")
+    if comm.suspended and api not in USABLE_WHILE_SUSPENDED:
+        raise hccl_error(HcclResult.HCCL_E_SUSPENDING, api, f"{comm.name} rank {comm.rank} is suspended "
+                                                            "(HcclCommResume first)")
     return comm
 
 

@@ -17,18 +17,15 @@ host, device engines inside a kernel).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import IntEnum
-
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..sim.record import outcome
 from ..sim.task import NotifyingTask, Task, call_site
-from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine, HcommReduceOp
+from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine
 from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para, ptr
 from ..hccl.channel import connected_peer, get_channel
-from ..hccl.thread import get_thread
+from ..defs.primitives import HcommBatchTransferDesc, HcommTransferType  # noqa: F401
 from ..topology import CommProtocol
 from ..transport.base import TransportError
 from . import validate as v
@@ -40,34 +37,7 @@ P = CommProtocol
 UB_DATA = {P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBOE}
 
 
-class HcommTransferType(IntEnum):
-    HCOMM_TRANSFER_TYPE_INVALID = -1
-    HCOMM_TRANSFER_TYPE_WRITE = 0
-    HCOMM_TRANSFER_TYPE_WRITE_REDUCE = 1
-    HCOMM_TRANSFER_TYPE_WRITE_WITH_NOTIFY = 2
-    HCOMM_TRANSFER_TYPE_WRITE_REDUCE_WITH_NOTIFY = 3
-    HCOMM_TRANSFER_TYPE_READ = 4
-    HCOMM_TRANSFER_TYPE_READ_REDUCE = 5
-    HCOMM_TRANSFER_TYPE_NOTIFY_RECORD = 6
-
-
 T = HcommTransferType
-
-
-@dataclass
-class HcommBatchTransferDesc:
-    """One descriptor of ``HcommBatchTransferOnThread`` (the union's fields flattened): ``len`` for
-    WRITE/READ, ``count``/``reduceOp``/``dataType`` for the reduce kinds, ``notifyIdx`` for the
-    notify kinds."""
-
-    transType: int = T.HCOMM_TRANSFER_TYPE_INVALID
-    dst: int = 0
-    src: int = 0
-    len: int = 0
-    count: int = 0
-    reduceOp: int = HcommReduceOp.HCOMM_REDUCE_SUM
-    dataType: int = 0
-    notifyIdx: int = 0
 
 
 # -- shared checks -------------------------------------------------------------------------------
@@ -82,7 +52,7 @@ def _thread_and_channel(thread, channel, api):
     ch = ctx.sim.handles.channels._objs.get(channel) if channel else None
     if ch is None:
         ch = get_channel(channel, api)
-    if ch.comm is not t.comm:
+    if ch.comm is not t.comm and not (ch.comm.device == t.device and (ch.comm.l3 or t.comm.l3)):
         raise para(api, f"channel 0x{channel:x} belongs to rank {ch.comm.rank}, thread 0x{thread:x} to "
                         f"rank {t.rank}")
     if ch.host_side == device_side:
@@ -350,7 +320,9 @@ def channel_fence_on_thread(thread, channel):
     """``HcommChannelFenceOnThread``: tasks of a thread already run in order, so nothing to add."""
     api = "HcommChannelFenceOnThread"
     if _sim().runtime.product.is_950:
-        get_channel(channel, api)
+        ch = get_channel(channel, api)
+        if not host_ctx().kernels:  # the host's fence completes the channel's NBI operations
+            _record_fence(ch, api)
         return
     t, ch, _, _ctx = _thread_and_channel(thread, channel, api)
     if not host_ctx().kernels:
@@ -364,6 +336,13 @@ def channel_fence(channel):
     ch = _nbi_check(channel, api)
     if ch.peer_ref is not None:
         _sim().transport.fence(ch.peer_ref)
+    _record_fence(ch, api)
+
+
+def _record_fence(ch, api) -> None:
+    """The record's ``Fence`` of a channel: the NBI operations posted on it are complete."""
+    _sim().record.host_effect("Fence", api, rank=ch.comm.rank, device=ch.comm.device, engine=ch.engine.name,
+                              result="done", channel=ch.handle)
 
 
 def channel_drain(thread, channel):

@@ -48,6 +48,7 @@ def enqueue(task, api: str | None = None, ctx=None) -> None:
         ctx = host_ctx()
     batch = ctx.batch
     kernels = ctx.kernels
+    task.program = ctx.program
     if kernels:
         task.kernel = kernels[-1].seq   # the record's kernel id: the launch that issued it
     if batch is None:
@@ -92,7 +93,10 @@ def batch_end(tag) -> None:
     host_ctx().batch = None
     _sim().open_batches.discard(batch)
     bid = batch.id
+    submit = _sim().scheduler.submit
     for task in batch.tasks:
         task.batch = bid
-        _sim().scheduler.submit(task)
+        submit(task)
+    if batch.tasks:
+        _sim().record.note_batch(bid, host_ctx().program, batch.tasks[0].seq, batch.tasks[-1].seq)
 

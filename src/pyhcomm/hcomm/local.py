@@ -75,7 +75,8 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
     t = _sim().handles.threads._objs.get(thread) if thread else None
     if t is None or t.stream.destroyed:
         t = get_thread(thread, API)
-    side = "device" if host_ctx().kernels else "host"
+    ctx = host_ctx()
+    side = "device" if ctx.kernels else "host"
     if t.local_side != side:
         v.product_supports_hcomm(API)
         v.thread_side(t, API)
@@ -90,7 +91,8 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
     if dst != src and dst < src + n and src < dst + n:
         v.no_partial_overlap(dst, src, n, API)
     task = LocalCopyTask(t, side, d, dst - d.addr, s, src - s.addr, n)
-    if side == "host" and host_ctx().batch is None:
-        _sim().scheduler.submit(task)
+    if side == "host" and ctx.batch is None:
+        task.program = ctx.program
+        ctx.sim.scheduler.submit(task)
     else:
-        enqueue(task, API)
+        enqueue(task, API, ctx)

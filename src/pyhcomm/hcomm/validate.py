@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..sim import current_sim as _sim
 from ..sim import memory
-from ..sim.runtime import host_ctx, on_device_side
+from ..sim.runtime import host_ctx, in_library, on_device_side
 from ..enums import CommEngine
 from ..errors import not_support, para, ptr
 from ..hccl.thread import get_thread
@@ -30,9 +30,10 @@ def length(value, api: str, name: str = "len") -> int:
 
 
 def product_supports_hcomm(api: str) -> None:
-    """``HCCL_E_NOT_SUPPORT`` on products outside the seed's support table."""
+    """``HCCL_E_NOT_SUPPORT`` on products outside the seed's support table (except for HCCL's own
+    collectives, :class:`pyhcomm.sim.runtime.library_calls`)."""
     product = _sim().runtime.product
-    if not product.hcomm:
+    if not product.hcomm and not in_library():
         raise not_support(api, f"not supported on {product.name}: {product.why_not}")
 
 
@@ -57,7 +58,7 @@ def issuing_thread(handle, api: str):
     t = ctx.sim.handles.threads._objs.get(handle) if handle else None
     if t is None or t.stream.destroyed:
         t = get_thread(handle, api)
-    if not ctx.sim.runtime.product.hcomm:
+    if not ctx.sim.runtime.product.hcomm and not ctx.library:
         product_supports_hcomm(api)
     device_side = bool(ctx.kernels)
     if t.host_side == device_side:

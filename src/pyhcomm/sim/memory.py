@@ -231,6 +231,16 @@ def resolve(addr: int, n: int, space: str = DEVICE, device: int | None = None) -
     raise BadRange(f"0x{addr:x} is not host memory known to pyhcomm (use aclrtMallocHost or acl.util.numpy_to_ptr)")
 
 
+def device_of_address(addr: int) -> int | None:
+    """The device whose address range holds the device address ``addr`` (None below the device
+    range). Device ``d`` owns ``[DEVICE_VA_BASE + d * DEVICE_VA_STRIDE, ... + DEVICE_VA_STRIDE)``;
+    host addresses are real process addresses and may fall anywhere: ask only about device ones
+    (a record :class:`~pyhcomm.sim.events.Range` whose ``host`` is None)."""
+    if addr < DEVICE_VA_BASE:
+        return None
+    return (addr - DEVICE_VA_BASE) // DEVICE_VA_STRIDE
+
+
 def describe_address(addr: int) -> str:
     """Say what ``addr`` is, for error messages about a pointer that is not usable memory."""
     space = _space()
@@ -241,3 +251,10 @@ def describe_address(addr: int) -> str:
     if a is not None:
         return f"0x{addr:x} lies in device memory that was freed ({a.size} bytes at 0x{a.addr:x} on device {a.device})"
     return f"0x{addr:x} is not memory allocated on a device (aclrtMalloc, HCCL buffer)"
+
+
+def read_host(addr: int, n: int) -> bytes:
+    """A copy of ``n`` bytes of host memory at ``addr`` (what a C API reads through a pointer
+    argument); raises :class:`BadRange` if the range is not host memory known to pyhcomm."""
+    alloc = resolve(addr, n, HOST)
+    return current_sim().backend.to_host(alloc.storage, addr - alloc.addr, n)
