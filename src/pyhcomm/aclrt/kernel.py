@@ -13,6 +13,7 @@ import itertools
 import os
 import types
 
+from .. import args as argcheck
 from ..sim import current_sim as _sim
 from ..sim import memory
 from ..sim.kernel import start_kernel
@@ -74,15 +75,20 @@ def aclrtBinaryLoadFromFile(bin_path, options=None) -> int:
     return _sim().handles.kernels.add(Binary(module, bin_path))
 
 
+def _lookup(handle, api: str, name: str):
+    """The object behind a binary, function or arguments handle (None for an unknown one)."""
+    return _sim().handles.kernels.get(argcheck.handle(handle, api, name))
+
+
 def aclrtBinaryUnLoad(bin_handle) -> None:
-    if not isinstance(_sim().handles.kernels.get(bin_handle), Binary):
+    if not isinstance(_lookup(bin_handle, "aclrtBinaryUnLoad", "binHandle"), Binary):
         raise _invalid("aclrtBinaryUnLoad", f"binHandle {bin_handle!r} is not a loaded binary")
     _sim().handles.kernels.remove(bin_handle)
 
 
 def aclrtBinaryGetFunction(bin_handle, kernel_name: str) -> int:
     api = "aclrtBinaryGetFunction"
-    binary = _sim().handles.kernels.get(bin_handle)
+    binary = _lookup(bin_handle, api, "binHandle")
     if not isinstance(binary, Binary):
         raise _invalid(api, f"binHandle {bin_handle!r} is not a loaded binary")
     fn = getattr(binary.module, kernel_name, None) if isinstance(kernel_name, str) else None
@@ -92,7 +98,7 @@ def aclrtBinaryGetFunction(bin_handle, kernel_name: str) -> int:
 
 
 def _function(handle, api) -> Function:
-    f = _sim().handles.kernels.get(handle)
+    f = _lookup(handle, api, "funcHandle")
     if not isinstance(f, Function):
         raise _invalid(api, f"funcHandle {handle!r} is not a kernel function")
     return f
@@ -103,7 +109,7 @@ def aclrtKernelArgsInit(func_handle) -> int:
 
 
 def _args(handle, api) -> KernelArgs:
-    a = _sim().handles.kernels.get(handle)
+    a = _lookup(handle, api, "argsHandle")
     if not isinstance(a, KernelArgs):
         raise _invalid(api, f"argsHandle {handle!r} is not kernel arguments")
     return a
@@ -116,12 +122,13 @@ def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
     if args.finalized:
         raise _invalid(api, "arguments are already finalized")
     if isinstance(param, int) and not isinstance(param, bool) and param_size is not None:
+        param_size = argcheck.integer(param_size, api, "paramSize", 0, argcheck.UINT64_MAX, _invalid)
         try:
             alloc = memory.resolve(param, param_size, memory.HOST)
+            storage, _owner = memory.hold(alloc)
         except memory.BadRange as why:
             raise _invalid(api, f"param {why}") from None
-        off = param - alloc.addr
-        param = _sim().backend.to_host(alloc.storage, off, param_size)
+        param = _sim().backend.to_host(storage, param - alloc.addr, param_size)
     args.values.append(param)
     return len(args.values) - 1
 
@@ -152,8 +159,7 @@ def aclrtLaunchKernelWithConfig(func_handle, num_blocks, stream, cfg, args_handl
     args = _args(args_handle, api)
     if args.function is not f:
         raise _invalid(api, "argsHandle was initialised for another function")
-    if not isinstance(num_blocks, int) or num_blocks < 1:
-        raise _invalid(api, f"numBlocks {num_blocks!r} must be at least 1")
+    num_blocks = argcheck.integer(num_blocks, api, "numBlocks", 1, argcheck.UINT32_MAX, _invalid)
     launch_function(f.fn, get_stream(stream, api), tuple(args.values), num_blocks, _cfg_timeout(cfg, api),
                     f.name)
 

@@ -24,10 +24,7 @@ HCCL_CHANNEL_VERSION = _ch.HCCL_CHANNEL_VERSION
 @c_api()
 def HcclChannelDescInit(channelDescs, descNum=None):  # noqa: N803
     """Initialise descriptors (one or a list) to the documented defaults."""
-    descs = [channelDescs] if isinstance(channelDescs, HcclChannelDesc) else channelDescs
-    if descs is not None and descNum is not None and descNum > len(descs):
-        raise _para("HcclChannelDescInit", f"descNum {descNum} but {len(descs)} descriptors")
-    _ch.desc_init(descs if descNum is None or descs is None else descs[:descNum])
+    _ch.desc_init(channelDescs, descNum)
 
 
 @c_api([])

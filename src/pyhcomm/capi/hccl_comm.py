@@ -36,8 +36,8 @@ def HcclCommInitClusterInfo(clusterInfo, rank):  # noqa: N803
 @c_api([])
 def HcclCommInitAll(ndev, devices):
     """``ret, comms = HcclCommInitAll(ndev, devices)``: one communicator per device."""
-    if devices is not None and len(devices) != ndev:
-        raise para("HcclCommInitAll", f"ndev {ndev} but {len(devices)} devices given")
+    if isinstance(devices, (list, tuple, range)) and len(devices) != ndev:
+        raise para("HcclCommInitAll", f"ndev {ndev!r} but {len(devices)} devices given")
     return [c.handle for c in _comm.init_all(devices)]
 
 

@@ -5,7 +5,9 @@ synchronize ``stream`` for the result. Every rank of ``comm`` must make the same
 """
 from __future__ import annotations
 
+from .. import args
 from ..sim import current_sim as _sim
+from ..sim.runtime import host_ctx
 from ..collectives import allgather_mesh, run
 from ..collectives.all_reduce import all_reduce_ring as _all_reduce_ring
 from ..collectives.allgather import ring_peers as _ring_peers
@@ -19,7 +21,7 @@ from ..collectives.send_recv import recv as _recv
 from ..collectives.send_recv import send as _send
 from ..sim import memory
 from ..enums import DATA_TYPE_SIZE
-from ..errors import para, ptr
+from ..errors import not_support, para, ptr
 from ..hccl import comm as _comm
 from ..hcomm.reduce import check_dtype_op as _check_dtype_op
 from ._wrap import c_api
@@ -29,6 +31,7 @@ __all__ = ["HcclAllGather"]
 
 def check_buffer(api: str, addr, nbytes: int, device: int, name: str) -> None:
     """A user buffer of a collective: non-NULL, wholly inside device memory of the rank's device."""
+    addr = args.pointer(addr, api, name)
     if not addr:
         raise ptr(api, f"{name} is NULL")
     try:
@@ -39,12 +42,22 @@ def check_buffer(api: str, addr, nbytes: int, device: int, name: str) -> None:
 
 
 def check_common(api: str, comm, count, data_type, stream):
-    """Check comm, count, data type and stream; return ``(Communicator, element size)``."""
+    """Check comm, count, data type and stream (a live stream of the rank's device, also when
+    nothing is to be sent), and that the call comes from the host; return ``(Communicator,
+    element size)``."""
     c = _comm.get_comm(comm, api)
+    stream = args.handle(stream, api, "stream")
     if not stream:
         raise ptr(api, "stream is NULL")
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise para(api, f"count {count!r} must be a non-negative int")
+    st = _sim().handles.streams.get(stream)
+    if st is None:
+        raise para(api, f"stream 0x{stream:x} is not a live stream")
+    if st.device != c.device:
+        raise para(api, f"stream 0x{stream:x} is on device {st.device}, rank {c.rank} on device {c.device}")
+    if host_ctx().kernels:
+        raise not_support(api, "collectives are host calls: they cannot be issued inside an AI CPU kernel")
+    count = args.integer(count, api, "count")
+    data_type = args.integer(data_type, api, "dataType", -(1 << 64), args.UINT64_MAX)
     if data_type not in DATA_TYPE_SIZE:
         raise para(api, f"dataType {data_type!r} is not an HcclDataType")
     return c, DATA_TYPE_SIZE[data_type]
@@ -69,7 +82,7 @@ __all__ += ["HcclBroadcast", "HcclScatter", "HcclAlltoAll", "HcclSend", "HcclRec
 
 def check_rank(api: str, c, rank, name: str, other_than_self: bool = False) -> int:
     """A rank argument (``root``, ``destRank``, ``srcRank``): an int in ``[0, rankSize)``."""
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < c.nranks:
+    if type(rank) is not int or not 0 <= rank < c.nranks:
         raise para(api, f"{name} {rank!r} is not a rank of this communicator (0..{c.nranks - 1})")
     if other_than_self and rank == c.rank:
         raise para(api, f"{name} {rank} is this rank: a rank cannot send to or receive from itself")

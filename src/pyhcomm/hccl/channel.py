@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from .. import args
 from ..sched import ABORTED, TIMED_OUT
 from ..sim import current_sim as _sim
 from ..sim import memory
@@ -95,11 +96,25 @@ class HcclChannelDesc:
     roceAttr: RoceAttr = field(default_factory=RoceAttr)
 
 
-def desc_init(descs) -> None:
-    """``HcclChannelDescInit``: set every descriptor to the documented defaults."""
+def desc_init(descs, num=None) -> None:
+    """``HcclChannelDescInit``: set every descriptor (one, or the first ``num`` of a list) to the
+    documented defaults. Every element is checked before any is changed."""
+    api = "HcclChannelDescInit"
     if descs is None:
-        raise ptr("HcclChannelDescInit", "channelDescs is NULL")
-    for d in ([descs] if isinstance(descs, HcclChannelDesc) else descs):
+        raise ptr(api, "channelDescs is NULL")
+    if isinstance(descs, HcclChannelDesc):
+        descs = [descs]
+    elif not isinstance(descs, (list, tuple)):
+        raise para(api, f"channelDescs must be an HcclChannelDesc or a list of them, not {type(descs).__name__}")
+    if num is not None:
+        num = args.integer(num, api, "descNum", 0, args.UINT32_MAX)
+        if num > len(descs):
+            raise para(api, f"descNum {num} but {len(descs)} descriptors")
+        descs = descs[:num]
+    for i, d in enumerate(descs):
+        if not isinstance(d, HcclChannelDesc):
+            raise para(api, f"channelDescs[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
+    for d in descs:
         d.header = CommAbiHeader(HCCL_CHANNEL_VERSION, HCCL_CHANNEL_MAGIC_WORD, 0, 0)
         d.remoteRank = 0xFFFFFFFF
         d.channelProtocol = P.COMM_PROTOCOL_RESERVED
@@ -167,8 +182,10 @@ def _key(comm, engine, protocol, a, b):
 
 def _check_desc(comm, engine, d, i, api):
     if not isinstance(d, HcclChannelDesc):
-        raise TypeError(f"{api}: channelDescs[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
-    if d.header.magicWord != HCCL_CHANNEL_MAGIC_WORD or d.header.version < 1:
+        raise para(api, f"channelDescs[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
+    version = getattr(d.header, "version", None)
+    if (getattr(d.header, "magicWord", None) != HCCL_CHANNEL_MAGIC_WORD or type(version) is not int
+            or version < 1):
         raise para(api, f"channelDescs[{i}] was not initialised with HcclChannelDescInit")
     if not isinstance(d.remoteRank, int) or not 0 <= d.remoteRank < comm.nranks:
         raise para(api, f"channelDescs[{i}].remoteRank {d.remoteRank} is outside [0, {comm.nranks})")
@@ -194,12 +211,14 @@ def _check_desc(comm, engine, d, i, api):
         notify_num = CCU_NOTIFY_NUM
     elif not isinstance(notify_num, int) or not 0 <= notify_num <= HCOMM_NOTIFY_MAX_NUM:
         raise para(api, f"channelDescs[{i}].notifyNum {notify_num} is outside [0, {HCOMM_NOTIFY_MAX_NUM}]")
+    if not isinstance(d.memHandles, (list, tuple, type(None))):
+        raise para(api, f"channelDescs[{i}].memHandles must be a list of memory handles")
     mems = list(d.memHandles or [])
     if d.memHandleNum != len(mems):
         raise para(api, f"channelDescs[{i}].memHandleNum {d.memHandleNum} but {len(mems)} memHandles")
     resolved = []
     for h in mems:
-        m = _sim().handles.kernels.get(h)
+        m = _sim().handles.kernels.get(h) if type(h) is int else None
         if not isinstance(m, MemHandle) or m.comm is not comm:
             raise para(api, f"channelDescs[{i}]: memHandle {h!r} was not registered on this communicator")
         resolved.append(m)
@@ -215,6 +234,8 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
         raise ptr(api, "channelDescs is NULL")
     if isinstance(descs, HcclChannelDesc):
         descs = [descs]
+    elif not isinstance(descs, (list, tuple)):
+        raise para(api, f"channelDescs must be a list of HcclChannelDesc, not {type(descs).__name__}")
     if not isinstance(channel_num, int) or not 0 < channel_num <= CHANNEL_NUM_MAX:
         raise para(api, f"channelNum {channel_num} is outside (0, {CHANNEL_NUM_MAX}]")
     if len(descs) < channel_num:
@@ -240,12 +261,12 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
 
 def get_channel(handle, api: str, name: str = "channel") -> ChannelEnd:
     """Look a channel up: 0 is ``HCCL_E_PTR``, unknown or released ``HCCL_E_NOT_FOUND``."""
+    handle = args.handle(handle, api, name)
     if not handle:
         raise ptr(api, f"{name} is 0 (NULL)")
     ch = _sim().handles.channels.get(handle)
     if ch is None:
-        raise not_found(api, f"{name} 0x{handle:x} is not a live channel handle" if isinstance(handle, int)
-                        else f"{name} {handle!r} is not a channel handle")
+        raise not_found(api, f"{name} 0x{handle:x} is not a live channel handle")
     return ch
 
 
@@ -295,7 +316,7 @@ def peer_hccl_buffer(comm_handle, channel):
 def _own(comm, channel, api):
     ch = get_channel(channel, api)
     if ch.comm is not comm:
-        raise para(api, f"channel 0x{channel:x} belongs to rank {ch.comm.rank} of {ch.comm.name}, "
+        raise para(api, f"channel 0x{ch.handle:x} belongs to rank {ch.comm.rank} of {ch.comm.name}, "
                         f"not rank {comm.rank} of {comm.name}")
     return ch
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 
+from .. import args
 from ..sim import current_sim as _sim
 from ..sim.notify import Notify
 from ..enums import HOST_ENGINES, CommEngine, ThreadResType
@@ -78,10 +79,9 @@ def local_op_side(engine: CommEngine):
 
 def check_engine(engine, api: str) -> CommEngine:
     """Validate a ``CommEngine`` value (``HCCL_E_PARA`` outside 0..5)."""
-    if isinstance(engine, bool) or not isinstance(engine, int):
-        raise TypeError(f"{api}: engine must be a CommEngine int, not {type(engine).__name__}")
+    engine = args.integer(engine, api, "engine", -(1 << 64), args.UINT64_MAX)
     if not 0 <= engine <= 5:
-        raise para(api, f"engine {int(engine)} is not a valid CommEngine (0..5)")
+        raise para(api, f"engine {engine} is not a valid CommEngine (0..5)")
     return CommEngine(engine)
 
 
@@ -135,6 +135,7 @@ def acquire_with_stream(comm_handle, engine, stream_handle, notify_num) -> Hcomm
     api = "HcclThreadAcquireWithStream"
     comm = comm_mod.get_comm(comm_handle, api)
     engine = check_engine(engine, api)
+    stream_handle = args.handle(stream_handle, api, "stream")
     if not stream_handle:
         raise ptr(api, "stream is NULL")
     stream = _sim().handles.streams.get(stream_handle)
@@ -150,13 +151,13 @@ def acquire_with_stream(comm_handle, engine, stream_handle, notify_num) -> Hcomm
 
 def get_thread(handle, api: str, name: str = "thread") -> HcommThread:
     """Look a thread handle up: 0 is ``HCCL_E_PTR``, unknown ``HCCL_E_NOT_FOUND``."""
+    handle = args.handle(handle, api, name)
     if not handle:
         raise ptr(api, f"{name} is 0 (NULL)")
     t = _sim().handles.threads.get(handle)
     if t is None:
         raise not_found(api, f"{name} 0x{handle:x} is not a live thread handle "
-                             "(from HcclThreadAcquire / HcclThreadAcquireWithStream)"
-                        if isinstance(handle, int) else f"{name} {handle!r} is not a thread handle")
+                             "(from HcclThreadAcquire / HcclThreadAcquireWithStream)")
     if t.stream.destroyed:
         raise not_found(api, f"{name} 0x{handle:x}: its stream 0x{t.stream.handle:x} was destroyed")
     return t
