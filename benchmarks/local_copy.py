@@ -77,7 +77,7 @@ def main() -> None:
     pyhcomm.record.enabled = False  # measure the data plane, not the task record
     acl.init()
     acl.rt.set_device(0)
-    _, comms = HcclCommInitAll(1, [0])
+    _, comms = HcclCommInitAll([0])
     stream, _ = acl.rt.create_stream()
     _, thread = HcclThreadAcquireWithStream(comms[0], COMM_ENGINE_CPU_TS, stream, 2)
     backend = pyhcomm.current_sim().backend

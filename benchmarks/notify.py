@@ -103,7 +103,7 @@ def main() -> None:
     pyhcomm.record.enabled = False
     acl.init()
     acl.rt.set_device(0)
-    _, (comm,) = HcclCommInitAll(1, [0])
+    _, (comm,) = HcclCommInitAll([0])
     _, (a, b) = HcclThreadAcquire(comm, COMM_ENGINE_CPU_TS, 2, 1)
     print(f"pyhcomm {pyhcomm.__version__}, product {pyhcomm.get_product().name}, two CPU_TS threads on device 0")
 

@@ -185,7 +185,7 @@ def local_copy_cost(n=20000) -> float:
 
     pyhcomm.reset()
     acl.rt.set_device(0)
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     stream, _ = acl.rt.create_stream()
     _, thread = pyhcomm.HcclThreadAcquireWithStream(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, stream, 0)
     a, _ = acl.rt.malloc(1 << 20, 0)

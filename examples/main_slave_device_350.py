@@ -45,7 +45,7 @@ soc = acl.get_soc_name()
 print("SoC:", soc)
 if not soc.startswith("Ascend950"):
     sys.exit("this operator needs an Ascend950 (Atlas 350)")
-ret, comms = HcclCommInitAll(1, [0])
+ret, comms = HcclCommInitAll([0])
 check(ret, "HcclCommInitAll")
 comm = comms[0]
 stream, ret = acl.rt.create_stream()

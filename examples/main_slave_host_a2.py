@@ -31,7 +31,7 @@ def check(ret, what):
 
 check(acl.init(), "aclInit")
 check(acl.rt.set_device(0), "aclrtSetDevice")
-ret, comms = HcclCommInitAll(1, [0])
+ret, comms = HcclCommInitAll([0])
 check(ret, "HcclCommInitAll")
 comm = comms[0]
 print("SoC:", acl.get_soc_name())

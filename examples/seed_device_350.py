@@ -18,7 +18,7 @@ KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "s
 acl.init()
 acl.rt.set_device(0)
 print("SoC:", acl.get_soc_name())
-ret, comms = HcclCommInitAll(1, [0])
+ret, comms = HcclCommInitAll([0])
 comm = comms[0]
 engine = COMM_ENGINE_AICPU_TS
 

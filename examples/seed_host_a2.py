@@ -10,7 +10,7 @@ from pyhcomm import *    # real machine: from pyhccl import *
 
 ret = acl.init()
 ret = acl.rt.set_device(0)
-ret, comms = HcclCommInitAll(1, [0])
+ret, comms = HcclCommInitAll([0])
 comm = comms[0]
 
 engine = COMM_ENGINE_CPU_TS

@@ -63,7 +63,7 @@ def dev():
 @pytest.fixture
 def comm(dev):
     """A one-rank communicator on device 0 (``HcclCommInitAll``)."""
-    ret, comms = pyhcomm.HcclCommInitAll(1, [0])
+    ret, comms = pyhcomm.HcclCommInitAll([0])
     assert ret == pyhcomm.HCCL_SUCCESS
     return comms[0]
 

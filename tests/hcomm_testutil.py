@@ -55,7 +55,7 @@ def host_setup(device: int = 0, notify: int = 2):
     """acl.init + set_device + one-rank communicator + user stream + CPU_TS thread (seed example 1)."""
     assert acl.init() == 0
     assert acl.rt.set_device(device) == 0
-    ret, comms = pyhcomm.HcclCommInitAll(1, [device])
+    ret, comms = pyhcomm.HcclCommInitAll([device])
     assert ret == 0
     stream, ret = acl.rt.create_stream()
     assert ret == 0

@@ -7,6 +7,8 @@ Most validation tests build every rank in one host thread with ``HcclCommInitAll
 not block, and both ends exist before any data-plane call); the exchanges run one host thread per
 rank with ``pyhcomm.launch``.
 """
+import struct
+
 import numpy as np
 import pytest
 from ml_dtypes import bfloat16
@@ -56,7 +58,7 @@ def desc(peer, protocol, notify=2, mems=()):
 
 def acquire(comm, engine, peer, protocol, notify=2, mems=()):
     """``HcclChannelAcquire`` of one channel; returns ``(ret, handle)``."""
-    ret, chans = HcclChannelAcquire(comm, engine, [desc(peer, protocol, notify, mems)], 1)
+    ret, chans = HcclChannelAcquire(comm, engine, [desc(peer, protocol, notify, mems)])
     return ret, (chans[0] if chans else 0)
 
 
@@ -64,7 +66,7 @@ def world(product, devices=(0, 1)):
     """Every rank in this host thread (``HcclCommInitAll``); the current device is left at 0."""
     pyhcomm.set_product(product)
     assert acl.init() == 0
-    ret, comms = HcclCommInitAll(len(devices), list(devices))
+    ret, comms = HcclCommInitAll(list(devices))
     assert ret == 0
     assert acl.rt.set_device(devices[0]) == 0
     return comms
@@ -147,52 +149,65 @@ def test_desc_init_sets_the_documented_defaults():
     for ep in (d.localEndpoint, d.remoteEndpoint):
         assert ep.protocol == P.COMM_PROTOCOL_RESERVED
         assert ep.commAddr.type == -1 and ep.loc.locType == -1
-    a = d.roceAttr
-    assert (a.retryCnt, a.retryInterval, a.tc, a.sl) == (7, 20, 132, 4)
+    # the union is left 0xFF ("not set"): every RoCE / UB_MEM member reads all ones
+    assert d.raws == b"\xff" * 128
+    assert (d.queueNum, d.retryCnt, d.retryInterval, d.tc, d.sl, d.pathMode) == \
+        (0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFF, 0xFF, 0xFF)
+    assert d.localEndpoint.raws == b"\xff" * 52 and d.localEndpoint.loc.devPhyId == 0xFFFFFFFF
 
 
-def test_desc_init_resets_a_used_descriptor_and_initialises_arrays():
+def test_desc_union_members_share_the_raw_bytes():
+    d = HcclChannelDesc()
+    assert d.raws == bytes(128) and (d.queueNum, d.tc, d.sl, d.pathMode) == (0, 0, 0, 0)   # pyhccl's zero default
+    d.queueNum, d.retryCnt, d.retryInterval, d.tc, d.sl = 2, 7, 20, 132, 4
+    assert d.raws[:14] == bytes([2, 0, 0, 0, 7, 0, 0, 0, 20, 0, 0, 0, 132, 4])
+    assert d.pathMode == 2                                   # ubMemAttr.pathMode shares queueNum's first byte
+    d.raws = bytes([1]) + bytes(12) + bytes([3])
+    assert (d.pathMode, d.queueNum, d.sl, d.retryCnt) == (1, 1, 3, 0)
+    with pytest.raises(ValueError):
+        d.raws = bytes(129)
+    with pytest.raises(ValueError):
+        d.tc = 256
+
+
+def test_desc_init_resets_a_used_descriptor_and_initialises_lists():
     d = desc(1, ROCE, 9)
-    d.roceAttr.sl = 1
+    d.sl = 1
     assert HcclChannelDescInit(d) == 0
-    assert (d.remoteRank, d.notifyNum, d.roceAttr.sl) == (0xFFFFFFFF, 0, 4)
+    assert (d.remoteRank, d.notifyNum, d.sl) == (0xFFFFFFFF, 0, 0xFF)
     ds = [HcclChannelDesc() for _ in range(3)]
-    assert HcclChannelDescInit(ds, 2) == 0
-    assert [x.header.magicWord for x in ds] == [0x0F0F0F0F, 0x0F0F0F0F, 0]
     assert HcclChannelDescInit(ds) == 0
     assert all(x.header.magicWord == 0x0F0F0F0F for x in ds)
 
 
 def test_desc_init_null_is_ptr():
     assert HcclChannelDescInit(None) == R.HCCL_E_PTR
-    assert HcclChannelDescInit(None, 1) == R.HCCL_E_PTR
 
 
 def test_acquire_with_an_uninitialised_descriptor_is_para():
     comms = world(A2)
     d = HcclChannelDesc()
     d.remoteRank, d.channelProtocol, d.notifyNum = 1, HCCS, 2
-    ret, chans = HcclChannelAcquire(comms[0], CPU_TS, [d], 1)
+    ret, chans = HcclChannelAcquire(comms[0], CPU_TS, [d])
     assert ret == R.HCCL_E_PARA and chans == []
     d2 = desc(1, HCCS)
     d2.header.magicWord = 0x12345678
-    assert HcclChannelAcquire(comms[0], CPU_TS, [d2], 1)[0] == R.HCCL_E_PARA
+    assert HcclChannelAcquire(comms[0], CPU_TS, [d2])[0] == R.HCCL_E_PARA
     # initialised but remoteRank / protocol left at their defaults
     blank = HcclChannelDesc()
     HcclChannelDescInit(blank)
-    assert HcclChannelAcquire(comms[0], CPU_TS, [blank], 1)[0] == R.HCCL_E_PARA
+    assert HcclChannelAcquire(comms[0], CPU_TS, [blank])[0] == R.HCCL_E_PARA
     blank.remoteRank = 1
-    assert HcclChannelAcquire(comms[0], CPU_TS, [blank], 1)[0] == R.HCCL_E_PARA
+    assert HcclChannelAcquire(comms[0], CPU_TS, [blank])[0] == R.HCCL_E_PARA
 
 
 def test_acquire_argument_errors():
     comms = world(A2)
-    assert HcclChannelAcquire(comms[0], CPU_TS, None, 1) == (R.HCCL_E_PTR, [])
-    assert HcclChannelAcquire(0, CPU_TS, [desc(1, HCCS)], 1)[0] == R.HCCL_E_PTR
-    assert HcclChannelAcquire(comms[0], CPU_TS, [desc(1, HCCS)], 0)[0] == R.HCCL_E_PARA
-    assert HcclChannelAcquire(comms[0], CPU_TS, [desc(1, HCCS)], 2)[0] == R.HCCL_E_PARA
-    assert HcclChannelAcquire(comms[0], 6, [desc(1, HCCS)], 1)[0] == R.HCCL_E_PARA
-    assert HcclChannelAcquire(comms[0], -1, [desc(1, HCCS)], 1)[0] == R.HCCL_E_PARA
+    assert HcclChannelAcquire(comms[0], CPU_TS, None) == (R.HCCL_E_PTR, [])
+    assert HcclChannelAcquire(0, CPU_TS, [desc(1, HCCS)])[0] == R.HCCL_E_PTR
+    assert HcclChannelAcquire(comms[0], CPU_TS, []) == (R.HCCL_E_PARA, [])          # channelNum 0
+    assert HcclChannelAcquire(comms[0], 6, [desc(1, HCCS)])[0] == R.HCCL_E_PARA
+    assert HcclChannelAcquire(comms[0], -1, [desc(1, HCCS)])[0] == R.HCCL_E_PARA
 
 
 # -- HcclChannelAcquire: pairing -----------------------------------------------------------------------------
@@ -216,14 +231,14 @@ def test_acquire_is_get_or_create():
     ret, a = acquire(comms[0], CPU_TS, 1, HCCS)
     ret2, b = acquire(comms[0], CPU_TS, 1, HCCS, notify=5)
     assert ret == ret2 == 0 and a == b
-    ret, (x, y) = HcclChannelAcquire(comms[0], CPU_TS, [desc(1, HCCS), desc(1, ROCE)], 2)
+    ret, (x, y) = HcclChannelAcquire(comms[0], CPU_TS, [desc(1, HCCS), desc(1, ROCE)])
     assert ret == 0 and x == a and y != a
     assert acquire(comms[0], AICPU_TS, 1, HCCS)[1] not in (a, y)   # another engine: another channel
 
 
 def test_acquire_several_channels_in_one_call_to_several_peers():
     comms = world(A2, devices=(0, 1, 2, 3))
-    ret, chans = HcclChannelAcquire(comms[0], CPU_TS, [desc(p, HCCS) for p in (1, 2, 3)], 3)
+    ret, chans = HcclChannelAcquire(comms[0], CPU_TS, [desc(p, HCCS) for p in (1, 2, 3)])
     assert ret == 0 and len(set(chans)) == 3
     for p in (1, 2, 3):
         assert acquire(comms[p], CPU_TS, 0, HCCS)[0] == 0
@@ -233,7 +248,7 @@ def test_acquire_several_channels_in_one_call_to_several_peers():
 
 def test_a_bad_descriptor_fails_the_whole_call():
     comms = world(A2)
-    ret, chans = HcclChannelAcquire(comms[0], CPU_TS, [desc(1, HCCS), desc(0, HCCS)], 2)
+    ret, chans = HcclChannelAcquire(comms[0], CPU_TS, [desc(1, HCCS), desc(0, HCCS)])
     assert ret == R.HCCL_E_PARA and chans == []
 
 
@@ -354,6 +369,24 @@ def test_registered_memories_listed_in_the_descriptor_reach_the_peer():
     assert HcclChannelGetRemoteMems(comms[0], 0)[0] == R.HCCL_E_PTR
 
 
+def test_descriptor_mem_handles_as_a_host_pointer():
+    """As in C (and pyhccl), ``memHandles`` may be the address of ``memHandleNum`` 64-bit handles."""
+    comms = world(A2)
+    a = malloc(256)
+    ret, h = HcclCommMemReg(comms[0], "in", CommMem(pyhcomm.COMM_MEM_TYPE_DEVICE, a, 256))
+    assert ret == 0
+    handles = np.array([h], dtype=np.uint64)
+    d = desc(1, HCCS)
+    d.memHandles, d.memHandleNum = acl.util.numpy_to_ptr(handles), 1
+    ret, (c0,) = HcclChannelAcquire(comms[0], CPU_TS, [d])
+    assert ret == 0 and acquire(comms[1], CPU_TS, 0, HCCS)[0] == 0
+    ret, (c1,) = HcclChannelAcquire(comms[1], CPU_TS, [desc(0, HCCS)])
+    assert HcclChannelGetRemoteMems(comms[1], c1)[:3] == (0, 1, [CommMem(pyhcomm.COMM_MEM_TYPE_DEVICE, a, 256)])
+    d2 = desc(1, ROCE)
+    d2.memHandles, d2.memHandleNum = 0, 1                               # NULL array of one handle
+    assert HcclChannelAcquire(comms[0], CPU_TS, [d2])[0] == R.HCCL_E_PTR
+
+
 def test_mem_reg_errors():
     comms = world(A2)
     a = malloc(256)
@@ -380,7 +413,7 @@ def test_descriptor_mem_handles_must_match_and_belong_to_the_communicator():
     assert ret == 0
     d = desc(1, HCCS, mems=[h])
     d.memHandleNum = 2
-    assert HcclChannelAcquire(comms[0], CPU_TS, [d], 1)[0] == R.HCCL_E_PARA
+    assert HcclChannelAcquire(comms[0], CPU_TS, [d])[0] == R.HCCL_E_PARA
     assert acquire(comms[1], CPU_TS, 0, HCCS, mems=[h])[0] == R.HCCL_E_PARA             # rank 0's handle
     assert acquire(comms[0], CPU_TS, 1, HCCS, mems=[0xBAD])[0] == R.HCCL_E_PARA
 
@@ -931,6 +964,22 @@ def _r(dst, src, n):
     return HcommBatchTransferDesc(transType=T.HCOMM_TRANSFER_TYPE_READ, dst=dst, src=src, len=n)
 
 
+def test_batch_transfer_desc_is_the_c_union():
+    """``transferInfoRaws`` holds the union at its C offsets, so a descriptor packed byte by byte
+    (as with pyhccl) reads back through the named members, and the other way round."""
+    d = HcommBatchTransferDesc()
+    assert d.transType == T.HCOMM_TRANSFER_TYPE_WRITE and d.transferInfoRaws == bytes(56)   # pyhccl's default
+    d.transferInfoRaws = struct.pack("<QQQ", 64, 0x1000, 0x2000)
+    assert (d.len, d.dst, d.src) == (64, 0x1000, 0x2000)
+    r = HcommBatchTransferDesc(transType=T.HCOMM_TRANSFER_TYPE_WRITE_REDUCE_WITH_NOTIFY, count=8, dst=1, src=2,
+                               reduceOp=3, dataType=4, notifyIdx=5)
+    assert r.transferInfoRaws[:36] == struct.pack("<QQQIII", 8, 1, 2, 3, 4, 5)
+    n = HcommBatchTransferDesc(notifyIdx=7, transType=T.HCOMM_TRANSFER_TYPE_NOTIFY_RECORD)   # any order
+    assert n.transferInfoRaws[:4] == struct.pack("<I", 7)
+    w = HcommBatchTransferDesc(transType=T.HCOMM_TRANSFER_TYPE_WRITE_WITH_NOTIFY, notifyIdx=1)
+    assert w.transferInfoRaws[24:28] == struct.pack("<I", 1)
+
+
 def test_batch_transfer_on_atlas_350_issues_every_kind_in_order(ub):
     peer = ub.buf[1][0]
     a = np.full(16, 2, dtype=np.int32)
@@ -947,7 +996,7 @@ def test_batch_transfer_on_atlas_350_issues_every_kind_in_order(ub):
                                src=ub.src, len=32, notifyIdx=DATA),
         HcommBatchTransferDesc(transType=T.HCOMM_TRANSFER_TYPE_NOTIFY_RECORD, notifyIdx=ACK),
     ]
-    codes, ret = on_device(lambda: HcommBatchTransferOnThread(ub.t[0], ub.ch[0], descs, len(descs)))
+    codes, ret = on_device(lambda: HcommBatchTransferOnThread(ub.t[0], ub.ch[0], descs))
     assert (codes, ret) == (0, 0)
     assert [t.kind for t in pyhcomm.record.tasks() if t.kind != "KernelLaunch"] == \
         ["Write", "Read", "WriteReduce", "WriteWithNotify", "ChannelNotifyRecord"]
@@ -963,13 +1012,13 @@ def test_batch_transfer_on_atlas_350_issues_every_kind_in_order(ub):
 def test_batch_transfer_argument_errors(ub):
     peer = ub.buf[1][0]
     good = [_w(peer, ub.src, 64)]
-    assert HcommBatchTransferOnThread(ub.t[0], ub.ch[0], None, 1) == R.HCCL_E_PTR
-    assert HcommBatchTransferOnThread(ub.t[0], ub.ch[0], good, 0) == R.HCCL_E_PARA
-    assert HcommBatchTransferOnThread(ub.t[0], ub.ch[0], good, 2) == R.HCCL_E_PARA
-    assert HcommBatchTransferOnThread(ub.t[0], ub.ch[0], good, 1) == R.HCCL_E_NOT_SUPPORT   # host
-    codes, ret = on_device(lambda: (HcommBatchTransferOnThread(ub.t[0], ub.ch[0], None, 1),
-                                    HcommBatchTransferOnThread(ub.t[0], ub.ch[0], good, 0),
-                                    HcommBatchTransferOnThread(ub.t[0], ub.ch[0], [HcommBatchTransferDesc()], 1)))
+    assert HcommBatchTransferOnThread(ub.t[0], ub.ch[0], None) == R.HCCL_E_PTR
+    assert HcommBatchTransferOnThread(ub.t[0], ub.ch[0], []) == R.HCCL_E_PARA
+    assert HcommBatchTransferOnThread(ub.t[0], ub.ch[0], good) == R.HCCL_E_NOT_SUPPORT   # host
+    invalid = HcommBatchTransferDesc(transType=T.HCOMM_TRANSFER_TYPE_INVALID)
+    codes, ret = on_device(lambda: (HcommBatchTransferOnThread(ub.t[0], ub.ch[0], None),
+                                    HcommBatchTransferOnThread(ub.t[0], ub.ch[0], []),
+                                    HcommBatchTransferOnThread(ub.t[0], ub.ch[0], [invalid])))
     assert ret == 0 and codes == (R.HCCL_E_PTR, R.HCCL_E_PARA, R.HCCL_E_PARA)
     assert kinds() == ["KernelLaunch"]
 
@@ -984,7 +1033,7 @@ def test_batch_transfer_argument_errors(ub):
 def test_a_bad_descriptor_in_the_middle_leaves_nothing_enqueued(ub, bad):
     peer = ub.buf[1][0]
     descs = [_w(peer, ub.src, 64), bad(ub), _w(peer + 64, ub.src, 64)]
-    codes, ret = on_device(lambda: HcommBatchTransferOnThread(ub.t[0], ub.ch[0], descs, 3))
+    codes, ret = on_device(lambda: HcommBatchTransferOnThread(ub.t[0], ub.ch[0], descs))
     assert ret == 0
     assert codes in (R.HCCL_E_PARA, R.HCCL_E_PTR)
     assert kinds() == ["KernelLaunch"]
@@ -1007,10 +1056,10 @@ def test_batch_transfer_on_a2_needs_roce_and_write_or_read():
     record = HcommBatchTransferDesc(transType=T.HCOMM_TRANSFER_TYPE_NOTIFY_RECORD, notifyIdx=0)
 
     def kernel():
-        return (HcommBatchTransferOnThread(t, chans[HCCS], [_w(peer, src, 128)], 1),
-                HcommBatchTransferOnThread(t, chans[ROCE], [_w(peer, src, 128), reduce], 2),
-                HcommBatchTransferOnThread(t, chans[ROCE], [record], 1),
-                HcommBatchTransferOnThread(t, chans[ROCE], [_w(peer, src, 128), _r(dst, peer, 64)], 2))
+        return (HcommBatchTransferOnThread(t, chans[HCCS], [_w(peer, src, 128)]),
+                HcommBatchTransferOnThread(t, chans[ROCE], [_w(peer, src, 128), reduce]),
+                HcommBatchTransferOnThread(t, chans[ROCE], [record]),
+                HcommBatchTransferOnThread(t, chans[ROCE], [_w(peer, src, 128), _r(dst, peer, 64)]))
 
     codes, ret = on_device(batched(kernel))
     assert ret == 0
@@ -1085,7 +1134,7 @@ def _s2_device(comm, batch_transfer):
     (link,) = [lk for lk in links if lk.linkAttr.linkProtocol == pyhcomm.topology.COMM_PROTOCOL_UB_CTP]
     d = desc(peer, link.linkAttr.linkProtocol)
     d.localEndpoint, d.remoteEndpoint = link.srcEndpointDesc, link.dstEndpointDesc
-    ret, (ch,) = HcclChannelAcquire(h, AICPU_TS, [d], 1)
+    ret, (ch,) = HcclChannelAcquire(h, AICPU_TS, [d])
     assert ret == 0
     ret, remote, _ = HcclChannelGetHcclBuffer(h, ch)
     ret2, local, _ = HcclGetHcclBuffer(h)
@@ -1114,7 +1163,7 @@ def _s2_device(comm, batch_transfer):
                 half = size // 2
                 descs = [_r(buf, remote, half), _r(buf + half, remote + half, half),
                          HcommBatchTransferDesc(transType=T.HCOMM_TRANSFER_TYPE_NOTIFY_RECORD, notifyIdx=DATA)]
-                codes.append(HcommBatchTransferOnThread(aicpu_t, ch, descs, len(descs)))
+                codes.append(HcommBatchTransferOnThread(aicpu_t, ch, descs))
             else:
                 codes.append(HcommReadOnThread(aicpu_t, ch, buf, remote, size))
                 codes.append(HcommChannelNotifyRecordOnThread(aicpu_t, ch, DATA))

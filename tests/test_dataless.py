@@ -35,7 +35,7 @@ def test_a_data_less_collective_runs_checks_and_records_without_storage():
 def test_a_bad_range_is_refused_in_data_less_mode_too():
     pyhcomm.reset(data=False)
     assert acl.rt.set_device(0) == 0
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     stream, _ = acl.rt.create_stream()
     _, t = pyhcomm.HcclThreadAcquireWithStream(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, stream, 0)
     a, _ = acl.rt.malloc(256, 0)

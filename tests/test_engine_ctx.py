@@ -49,7 +49,7 @@ def test_device_engines_get_zeroed_device_memory_of_the_comm_device(comm, engine
 
 
 def test_device_ctx_lives_on_each_rank_device():
-    ret, comms = HcclCommInitAll(2, [2, 5])
+    ret, comms = HcclCommInitAll([2, 5])
     assert ret == HCCL_SUCCESS
     for comm, device in zip(comms, (2, 5)):
         ret, ctx = HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_AICPU_TS, 64)
@@ -75,7 +75,7 @@ def test_get_returns_the_created_block(comm):
 
 
 def test_same_tag_on_another_engine_or_comm_is_a_different_block(dev):
-    _, (c0, c1) = HcclCommInitAll(2, [0, 1])
+    _, (c0, c1) = HcclCommInitAll([0, 1])
     _, a = HcclEngineCtxCreate(c0, TAG, COMM_ENGINE_AICPU_TS, 64)
     _, b = HcclEngineCtxCreate(c0, TAG, COMM_ENGINE_CPU_TS, 64)
     _, c = HcclEngineCtxCreate(c1, TAG, COMM_ENGINE_AICPU_TS, 64)
@@ -257,7 +257,7 @@ def test_comm_destroy_releases_every_context(comm):
 def test_finalize_releases_contexts():
     acl.init()
     acl.rt.set_device(0)
-    _, (comm,) = HcclCommInitAll(1, [0])
+    _, (comm,) = HcclCommInitAll([0])
     _, h = HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_CPU_TS, 64)
     _, d = HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_AICPU_TS, 64)
     acl.finalize()

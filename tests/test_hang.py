@@ -265,7 +265,7 @@ def test_wait_for_cycle_across_two_host_threads_of_one_device():
 
     def x_main():
         assert acl.rt.set_device(0) == 0
-        _, (comm,) = pyhcomm.HcclCommInitAll(1, [0])
+        _, (comm,) = pyhcomm.HcclCommInitAll([0])
         _, (tx, ty) = pyhcomm.HcclThreadAcquire(comm, CPU_TS, 2, 1)
         shared.update(comm=comm, tx=tx, ty=ty)
         ready.wait()                             # Y is a host thread before anyone blocks
@@ -397,13 +397,13 @@ def _ub_pair():
     thread each; the current device is left at 0."""
     pyhcomm.set_product("Atlas 350")
     assert acl.init() == 0
-    _, comms = pyhcomm.HcclCommInitAll(2, [0, 1])
+    _, comms = pyhcomm.HcclCommInitAll([0, 1])
     chans = []
     for r in (0, 1):
         d = pyhcomm.HcclChannelDesc()
         assert pyhcomm.HcclChannelDescInit(d) == 0
         d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, pyhcomm.COMM_PROTOCOL_UBC_CTP, 2
-        ret, (ch,) = pyhcomm.HcclChannelAcquire(comms[r], AICPU_TS, [d], 1)
+        ret, (ch,) = pyhcomm.HcclChannelAcquire(comms[r], AICPU_TS, [d])
         assert ret == 0
         chans.append(ch)
     threads = []

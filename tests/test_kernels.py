@@ -206,7 +206,7 @@ def test_synchronize_returns_the_first_error_of_the_stream(dev0):
 
 # -- primitives inside kernels are device-side calls ----------------------------------------------------
 def _comm_and_threads(engine, n=1):
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     ret, threads = pyhcomm.HcclThreadAcquire(comms[0], engine, n, 1)
     assert ret == 0
     return comms[0], threads
@@ -265,7 +265,7 @@ def test_atlas_350_seed_device_example():
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
     assert acl.get_soc_name().startswith("Ascend950PR_")
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     comm = comms[0]
     ret, ccl, ccl_size = pyhcomm.HcclGetHcclBuffer(comm)
     assert ret == 0 and ccl_size == 400 << 20
@@ -339,7 +339,7 @@ def test_each_call_checks_its_side():
     350 an AICPU_TS thread works inside a kernel and is refused from the host; a CPU_TS thread is
     refused on both sides."""
     _atlas_350()
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     _, (host_t,) = pyhcomm.HcclThreadAcquire(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, 1, 1)
     _, (dev_t,) = pyhcomm.HcclThreadAcquire(comms[0], pyhcomm.COMM_ENGINE_AICPU_TS, 1, 1)
     src, dst = malloc(64), malloc(64)

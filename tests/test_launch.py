@@ -24,7 +24,7 @@ def _channel(comm, peer, engine=E.COMM_ENGINE_CPU_TS, protocol=P.COMM_PROTOCOL_H
     d = HcclChannelDesc()
     assert HcclChannelDescInit(d) == 0
     d.remoteRank, d.channelProtocol, d.notifyNum = peer, protocol, notify
-    ret, (ch,) = HcclChannelAcquire(comm.handle, engine, [d], 1)
+    ret, (ch,) = HcclChannelAcquire(comm.handle, engine, [d])
     assert ret == 0
     return ch
 
@@ -299,7 +299,7 @@ def test_a_deadlock_among_four_ranks_in_a_ring_names_every_rank():
             HcclChannelDescInit(d)
             d.remoteRank, d.channelProtocol, d.notifyNum = p, P.COMM_PROTOCOL_HCCS, 1
             descs.append(d)
-        ret, (to_left, to_right) = HcclChannelAcquire(comm.handle, E.COMM_ENGINE_CPU_TS, descs, 2)
+        ret, (to_left, to_right) = HcclChannelAcquire(comm.handle, E.COMM_ENGINE_CPU_TS, descs)
         assert ret == 0
         t, stream = _host_thread(comm)
         assert HcommChannelNotifyWaitOnThread(t, to_left, 0, 0) == 0

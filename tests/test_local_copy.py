@@ -259,7 +259,7 @@ def test_length_outside_uint64_is_para(seed, length):
 def test_another_ranks_device_memory_is_para(caplog, which):
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    _, comms = pyhcomm.HcclCommInitAll(2, [0, 1])
+    _, comms = pyhcomm.HcclCommInitAll([0, 1])
     stream, _ = acl.rt.create_stream()
     _, thread = pyhcomm.HcclThreadAcquireWithStream(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, stream, 1)
     mine = malloc(256)
@@ -289,7 +289,7 @@ def test_atlas_350_refuses_host_side_calls(caplog, engine):
     pyhcomm.set_product("Atlas 350")
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     _, threads = pyhcomm.HcclThreadAcquire(comms[0], engine, 1, 1)
     _, ccl, _ = pyhcomm.HcclGetHcclBuffer(comms[0])
     user_in = malloc(256)
@@ -312,7 +312,7 @@ def test_atlas_350_refuses_host_side_calls_on_user_stream_threads():
 def test_device_engine_thread_used_from_host_is_not_supported_on_a2(caplog):
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     _, threads = pyhcomm.HcclThreadAcquire(comms[0], pyhcomm.COMM_ENGINE_AICPU_TS, 1, 1)
     src, dst = malloc(64), malloc(64)
     with caplog.at_level(logging.ERROR, logger="pyhcomm"):
@@ -323,7 +323,7 @@ def test_device_engine_thread_used_from_host_is_not_supported_on_a2(caplog):
 def test_cpu_ts_threads_from_hccl_thread_acquire_work_on_the_host():
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     _, threads = pyhcomm.HcclThreadAcquire(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, 2, 1)
     src, mid, dst = malloc(128), malloc(128), malloc(128)
     data = write(src, pattern(128))
@@ -393,7 +393,7 @@ def test_errors_are_return_codes_not_exceptions(seed):
 def test_host_threads_on_one_device_each_with_its_own_hcomm_thread():
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     comm = comms[0]
     nworkers, hops, n = 6, 64, 4096
     results = {}
@@ -490,7 +490,7 @@ def test_bounds_checked_after_an_earlier_copy_in_the_same_allocation(seed, caplo
 
 def test_hccl_buffer_of_a_destroyed_comm_is_para_after_earlier_use(seed, caplog):
     t, s = seed["thread"], seed["stream"]
-    _, others = pyhcomm.HcclCommInitAll(1, [0])       # a second communicator on the same device
+    _, others = pyhcomm.HcclCommInitAll([0])       # a second communicator on the same device
     _, ccl, _ = pyhcomm.HcclGetHcclBuffer(others[0])
     assert HcommLocalCopyOnThread(t, ccl, seed["src"], 256) == 0
     assert acl.rt.synchronize_stream(s) == 0
@@ -501,7 +501,7 @@ def test_hccl_buffer_of_a_destroyed_comm_is_para_after_earlier_use(seed, caplog)
 def test_other_device_memory_is_para_after_earlier_local_use():
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    _, comms = pyhcomm.HcclCommInitAll(2, [0, 1])
+    _, comms = pyhcomm.HcclCommInitAll([0, 1])
     stream, _ = acl.rt.create_stream()
     _, thread = pyhcomm.HcclThreadAcquireWithStream(comms[0], pyhcomm.COMM_ENGINE_CPU_TS, stream, 1)
     a, b = malloc(256), malloc(256)

@@ -86,7 +86,7 @@ def _fan_out_fan_in(main, slaves, op, dst, src, timeout):
 def test_host_side_main_slave_on_atlas_a2(n_slaves, op, batch):
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    ret, (comm,) = pyhcomm.HcclCommInitAll(1, [0])
+    ret, (comm,) = pyhcomm.HcclCommInitAll([0])
     assert ret == 0
     user_stream, ret = acl.rt.create_stream()
     ret, main = HcclThreadAcquireWithStream(comm, COMM_ENGINE_CPU_TS, user_stream, n_slaves)
@@ -163,7 +163,7 @@ class DeviceSetup:
         assert acl.init() == 0
         assert acl.rt.set_device(0) == 0
         assert acl.get_soc_name().startswith("Ascend950")
-        ret, (self.comm,) = pyhcomm.HcclCommInitAll(1, [0])
+        ret, (self.comm,) = pyhcomm.HcclCommInitAll([0])
         assert ret == 0
         self.user_stream, ret = acl.rt.create_stream()
         assert ret == 0

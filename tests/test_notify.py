@@ -267,7 +267,7 @@ def test_wait_timeout_in_seconds_is_kept(a2, timeout):
 def test_record_of_a_thread_on_another_device_is_para(caplog):
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    _, (c0, c1) = pyhcomm.HcclCommInitAll(2, [0, 1])
+    _, (c0, c1) = pyhcomm.HcclCommInitAll([0, 1])
     _, (t0,) = pyhcomm.HcclThreadAcquire(c0, CPU_TS, 1, 1)
     _, (t1,) = pyhcomm.HcclThreadAcquire(c1, CPU_TS, 1, 1)
     with caplog.at_level(logging.ERROR, logger="pyhcomm"):
@@ -287,7 +287,7 @@ def test_device_engine_thread_from_the_host_is_not_supported(a2):
 def test_unsupported_product_is_not_supported(product):
     product("Atlas 800I A2")
     assert acl.init() == 0 and acl.rt.set_device(0) == 0
-    _, (comm,) = pyhcomm.HcclCommInitAll(1, [0])
+    _, (comm,) = pyhcomm.HcclCommInitAll([0])
     _, (a, b) = pyhcomm.HcclThreadAcquire(comm, CPU_TS, 2, 1)
     assert HcommThreadNotifyRecordOnThread(a, b, 0) == R.HCCL_E_NOT_SUPPORT
     assert HcommThreadNotifyWaitOnThread(b, 0, 0) == R.HCCL_E_NOT_SUPPORT

@@ -42,7 +42,7 @@ def test_star_import_gives_the_c_names():
 def test_c_tier_outputs_follow_the_code():
     from pyhcomm import acl
     assert acl.init() == 0 and acl.rt.set_device(0) == 0
-    ret, comms = pyhcomm.HcclCommInitAll(1, [0])
+    ret, comms = pyhcomm.HcclCommInitAll([0])
     assert ret == 0 and isinstance(comms, list) and type(comms[0]) is int
     out = pyhcomm.HcclGetHcclBuffer(comms[0])
     assert len(out) == 3 and out[0] == 0

@@ -93,7 +93,7 @@ def test_zero_length_copy_is_recorded():
 def test_filters_by_rank_device_and_kind():
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    _, comms = pyhcomm.HcclCommInitAll(2, [2, 5])
+    _, comms = pyhcomm.HcclCommInitAll([2, 5])
     per_rank = {}
     for rank, (comm, dev) in enumerate(zip(comms, (2, 5))):
         assert acl.rt.set_device(dev) == 0
@@ -120,7 +120,7 @@ def test_kernel_launch_and_device_side_tasks_are_recorded():
     pyhcomm.set_product("Atlas 350")   # eager device-side primitives (no batch mode)
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    _, comms = pyhcomm.HcclCommInitAll(1, [0])
+    _, comms = pyhcomm.HcclCommInitAll([0])
     _, (thread,) = pyhcomm.HcclThreadAcquire(comms[0], pyhcomm.COMM_ENGINE_AICPU_TS, 1, 1)
     src, dst = malloc(64), malloc(64)
     stream, _ = acl.rt.create_stream()

@@ -82,7 +82,7 @@ def test_memset_refuses_read_only_host_memory():
 def _two_ranks():
     pyhcomm.set_product("Atlas 800T A2")
     assert acl.init() == 0
-    ret, comms = HcclCommInitAll(2, [0, 1])
+    ret, comms = HcclCommInitAll([0, 1])
     assert ret == 0
     ret, (t0, u0) = HcclThreadAcquire(comms[0], AICPU_TS, 2, 1)
     assert ret == 0
@@ -283,14 +283,14 @@ def test_write_with_notify_index_none_is_a_type_error():
     from pyhcomm.hcomm import channel_ops
     pyhcomm.set_product("Atlas 350")
     assert acl.init() == 0
-    ret, comms = HcclCommInitAll(2, [0, 1])
+    ret, comms = HcclCommInitAll([0, 1])
     assert ret == 0
     ends = []
     for r in (0, 1):
         d = pyhcomm.HcclChannelDesc()
         assert HcclChannelDescInit(d) == 0
         d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, pyhcomm.COMM_PROTOCOL_ROCE, 1
-        ret, chans = pyhcomm.HcclChannelAcquire(comms[r], pyhcomm.COMM_ENGINE_CPU, [d], 1)
+        ret, chans = pyhcomm.HcclChannelAcquire(comms[r], pyhcomm.COMM_ENGINE_CPU, [d])
         assert ret == 0
         ends.append(chans[0])
     assert acl.rt.set_device(0) == 0

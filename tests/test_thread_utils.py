@@ -88,7 +88,7 @@ def test_export_argument_errors(dev, comm):
 
 
 def test_export_of_another_communicators_thread_is_para(dev):
-    _, (c0, c1) = HcclCommInitAll(2, [0, 1])
+    _, (c0, c1) = HcclCommInitAll([0, 1])
     _, (t1,) = HcclThreadAcquire(c1, COMM_ENGINE_AICPU_TS, 1, 0)
     assert HcclThreadExportToCommEngine(c0, 1, [t1], COMM_ENGINE_CPU_TS) == (HCCL_E_PARA, [])
     assert HcclThreadExportToCommEngine(c1, 1, [t1], COMM_ENGINE_CPU_TS)[0] == HCCL_SUCCESS
@@ -135,7 +135,7 @@ def test_exported_host_thread_is_usable_inside_a_kernel(dev, comm):
 def test_export_on_atlas_350_lets_a_kernel_use_a_host_thread(product):
     product("Atlas 350")
     with Device(0) as dev:
-        _, (comm,) = HcclCommInitAll(1, [0])
+        _, (comm,) = HcclCommInitAll([0])
         user = dev.stream()
         _, cpu = HcclThreadAcquireWithStream(comm, COMM_ENGINE_CPU_TS, user.handle, 1)
         _, (e,) = HcclThreadExportToCommEngine(comm, 1, [cpu], COMM_ENGINE_AICPU_TS)
@@ -206,7 +206,7 @@ def test_res_get_info_other_res_types_are_para(comm, res_type):
 
 
 def test_res_get_info_handle_errors(dev):
-    _, (c0, c1) = HcclCommInitAll(2, [0, 1])
+    _, (c0, c1) = HcclCommInitAll([0, 1])
     _, (t,) = HcclThreadAcquire(c0, COMM_ENGINE_AICPU_TS, 1, 0)
     assert HcclThreadResGetInfo(0, t, THREAD_RES_TYPE_STREAM, 8) == (HCCL_E_PTR, 0)
     assert HcclThreadResGetInfo(0xBAD, t, THREAD_RES_TYPE_STREAM, 8) == (HCCL_E_NOT_FOUND, 0)
@@ -247,7 +247,7 @@ def test_lock_calls_from_the_host_are_not_supported(comm):
 def test_lock_is_not_supported_on_products_without_hcomm(product):
     product("Atlas 800I A2")
     with Device(0) as dev:
-        _, (comm,) = HcclCommInitAll(1, [0])
+        _, (comm,) = HcclCommInitAll([0])
         _, name = HcclGetCommName(comm)
         rets = []
         _run(dev, lambda: rets.append(HcommAcquireComm(name)))
@@ -255,8 +255,8 @@ def test_lock_is_not_supported_on_products_without_hcomm(product):
 
 
 def test_lock_null_and_unknown_comm_are_ptr(dev):
-    _, (c0,) = HcclCommInitAll(1, [0])
-    _, (c3,) = HcclCommInitAll(1, [3])
+    _, (c0,) = HcclCommInitAll([0])
+    _, (c3,) = HcclCommInitAll([3])
     _, name3 = HcclGetCommName(c3)
     rets = []
 
@@ -282,7 +282,7 @@ def test_destroyed_comm_is_unknown(dev, comm):
 
 
 def test_the_rank_on_the_kernel_device_is_locked(dev):
-    _, (c0, c1) = HcclCommInitAll(2, [0, 1])
+    _, (c0, c1) = HcclCommInitAll([0, 1])
     _, name = HcclGetCommName(c0)
     assert HcclGetCommName(c1) == (HCCL_SUCCESS, name)
     rets = []

@@ -19,7 +19,7 @@ def _comm(device=0, product=None):
         pyhcomm.set_product(product)
     assert acl.init() == 0
     assert acl.rt.set_device(device) == 0
-    ret, comms = pyhcomm.HcclCommInitAll(1, [device])
+    ret, comms = pyhcomm.HcclCommInitAll([device])
     assert ret == 0
     return comms[0]
 
@@ -107,7 +107,7 @@ def test_notifies_per_communicator_limit():
     assert pyhcomm.HcclThreadAcquireWithStream(comm, CPU_TS, stream, 1) == (R.HCCL_E_PARA, 0)
     assert pyhcomm.HcclThreadAcquireWithStream(comm, CPU_TS, stream, 0)[0] == 0
     # the limit is per communicator: another one starts from zero
-    ret, other = pyhcomm.HcclCommInitAll(1, [1])
+    ret, other = pyhcomm.HcclCommInitAll([1])
     assert pyhcomm.HcclThreadAcquire(other[0], CPU_TS, 1, 64)[0] == 0
 
 
@@ -195,7 +195,7 @@ def test_acquire_with_destroyed_stream_is_para():
 def test_thread_handles_of_every_rank_are_distinct():
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    _, comms = pyhcomm.HcclCommInitAll(2, [0, 1])
+    _, comms = pyhcomm.HcclCommInitAll([0, 1])
     seen = set()
     for c in comms:
         ret, threads = pyhcomm.HcclThreadAcquire(c, AICPU_TS, 3, 1)

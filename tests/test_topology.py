@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(60)
 def _init_all(product, ndev):
     pyhcomm.set_product(product)
     assert acl.init() == 0
-    ret, comms = HcclCommInitAll(ndev, list(range(ndev)))
+    ret, comms = HcclCommInitAll(list(range(ndev)))
     assert ret == 0 and len(comms) == ndev
     return comms
 
@@ -115,6 +115,25 @@ def test_get_links_returns_comm_links_with_endpoint_descs():
     assert roce.srcEndpointDesc.commAddr.type == CommAddrType.COMM_ADDR_TYPE_IP_V4
 
 
+def test_comm_link_attributes_are_the_raw_union():
+    """pyhccl reads ``CommLink.linkAttrRaws``: linkProtocol (int32 at 0), hop (uint8 at 4), the
+    rest 0xFF as CommLinkInit leaves it; the header carries COMM_LINK_MAGIC_WORD."""
+    comms = _init_all("Atlas 800T A2", 16)
+    _, links = HcclRankGraphGetLinks(comms[0], 0, 0, 8)
+    raw = links[0].linkAttrRaws
+    assert isinstance(raw, bytes) and len(raw) == 128
+    assert raw[:5] == int(ROCE).to_bytes(4, "little") + b"\x01" and raw[5:] == b"\xff" * 123
+    assert (links[0].header.version, links[0].header.magicWord) == (1, 0x0F0E0F0F)
+    fresh = pyhcomm.CommLink()
+    assert fresh.linkAttrRaws == bytes(128) and fresh.linkAttr.linkProtocol == 0      # pyhccl's zero default
+    assert roce_addr_bytes(links[0]) == bytes([192, 168, 0, 1])
+
+
+def roce_addr_bytes(link):
+    """The IPv4 address of a RoCE link's source, as the first 4 bytes of ``CommAddr.raws``."""
+    return link.srcEndpointDesc.commAddr.raws[:4]
+
+
 def test_get_links_across_a2_servers_is_roce_between_the_two_servers():
     comms = _init_all("Atlas 800T A2", 16)
     ret, links = HcclRankGraphGetLinks(comms[3], 0, 0, 8)
@@ -153,7 +172,7 @@ def test_get_links_on_atlas_350_has_a_ub_ctp_link_with_eid_addresses():
 def test_get_links_follows_the_devices_of_the_ranks_not_the_rank_numbers():
     pyhcomm.set_product("Atlas 800T A2")
     assert acl.init() == 0
-    ret, comms = HcclCommInitAll(2, [0, 9])       # rank 1 sits on device 9, in server 1
+    ret, comms = HcclCommInitAll([0, 9])       # rank 1 sits on device 9, in server 1
     assert ret == 0
     assert _protocols(comms[0], 0, 1) == [ROCE]
 

@@ -82,7 +82,7 @@ def test_writes_and_reads_between_ranks_go_through_the_sims_transport():
 
 
 def _channel(comm):
-    ret, (ch,) = pyhcomm.HcclChannelAcquire(comm.handle, pyhcomm.COMM_ENGINE_CPU_TS, [_desc(1 - comm.rank)], 1)
+    ret, (ch,) = pyhcomm.HcclChannelAcquire(comm.handle, pyhcomm.COMM_ENGINE_CPU_TS, [_desc(1 - comm.rank)])
     assert ret == 0
     return ch
 

@@ -68,7 +68,7 @@ def host_example() -> bool:
     print(f"== Seed example 1: {_sim().runtime.product.name} ({acl.get_soc_name()}), host side ==")
     _show("acl.init()", acl.init())
     _show("acl.rt.set_device(0)", acl.rt.set_device(0))
-    _, comms = _show("HcclCommInitAll(1, [0])", HcclCommInitAll(1, [0]))
+    _, comms = _show("HcclCommInitAll([0])", HcclCommInitAll([0]))
     comm = comms[0]
     stream, _ = _show("acl.rt.create_stream()", acl.rt.create_stream())
     _, thread = _show("HcclThreadAcquireWithStream(comm, CPU_TS, stream, 2)",
@@ -106,7 +106,7 @@ def device_example() -> bool:
     print(f"\n== Seed example 2: {_sim().runtime.product.name} ({acl.get_soc_name()}), device side ==")
     acl.init()
     acl.rt.set_device(0)
-    _, comms = _show("HcclCommInitAll(1, [0])", HcclCommInitAll(1, [0]))
+    _, comms = _show("HcclCommInitAll([0])", HcclCommInitAll([0]))
     comm = comms[0]
     _, ccl, ccl_size = _show("HcclGetHcclBuffer(comm)", HcclGetHcclBuffer(comm))
     _, threads = _show("HcclThreadAcquire(comm, AICPU_TS, 1, 1)",

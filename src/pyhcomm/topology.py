@@ -8,7 +8,7 @@ devices per server (``PYHCOMM_DEVICES_PER_SERVER`` overrides it). Links, as each
 * Atlas A2: 8 NPUs a server joined by HCCS (also HCCS_ONLY); RoCE between servers (and inside).
 * Atlas A3: NPUs of two dies (devices ``2k``, ``2k+1``) joined by SIO; HCCS inside a super node
   (``PYHCOMM_SUPER_POD_SIZE`` devices, default 768 dies = 384 NPUs); RoCE everywhere.
-* Atlas 350: UB links inside a super node (UBC_CTP, UBC_TP, UB_MEM, UBoE); RoCE everywhere.
+* Atlas 350: UB links inside a super node (UB_CTP, UBC_TP, UB_MEM, UBoE); RoCE everywhere.
 * Products without HCOMM: PCIe inside a server, RoCE between servers.
 """
 from __future__ import annotations
@@ -17,79 +17,15 @@ from .sim import current_sim as _sim
 
 import json
 import os
-from dataclasses import dataclass, field
-from enum import IntEnum
+from dataclasses import dataclass
+
+from .defs.rank_graph import CommLink, LinkAttr, comm_link_init  # noqa: F401  (re-exported)
+from .defs.res_defs import (CommAddr, CommAddrType, CommProtocol, EndpointDesc, EndpointLoc,  # noqa: F401
+                            EndpointLocType)
 
 
-
-class CommProtocol(IntEnum):
-    COMM_PROTOCOL_RESERVED = -1
-    COMM_PROTOCOL_HCCS = 0
-    COMM_PROTOCOL_ROCE = 1
-    COMM_PROTOCOL_PCIE = 2
-    COMM_PROTOCOL_SIO = 3
-    COMM_PROTOCOL_UBC_CTP = 4
-    COMM_PROTOCOL_UBC_TP = 5
-    COMM_PROTOCOL_UB_MEM = 6
-    COMM_PROTOCOL_UBOE = 7
-    COMM_PROTOCOL_HCCS_ONLY = 8
-
-
-COMM_PROTOCOL_UB_CTP = CommProtocol.COMM_PROTOCOL_UBC_CTP  # the newer spelling of value 4
 P = CommProtocol
-
-
-class CommAddrType(IntEnum):
-    COMM_ADDR_TYPE_RESERVED = -1
-    COMM_ADDR_TYPE_IP_V4 = 0
-    COMM_ADDR_TYPE_IP_V6 = 1
-    COMM_ADDR_TYPE_ID = 2
-    COMM_ADDR_TYPE_EID = 3
-
-
-class EndpointLocType(IntEnum):
-    ENDPOINT_LOC_TYPE_RESERVED = -1
-    ENDPOINT_LOC_TYPE_DEVICE = 0
-    ENDPOINT_LOC_TYPE_HOST = 1
-
-
-@dataclass
-class CommAddr:
-    type: int = CommAddrType.COMM_ADDR_TYPE_RESERVED
-    addr: str = ""
-    id: int = 0
-
-
-@dataclass
-class EndpointLoc:
-    locType: int = EndpointLocType.ENDPOINT_LOC_TYPE_RESERVED
-    devPhyId: int = -1
-    superDevId: int = -1
-    serverIdx: int = -1
-    superPodIdx: int = -1
-
-
-@dataclass
-class EndpointDesc:
-    """``EndpointDesc``: protocol, address and location of one end of a link."""
-
-    protocol: int = P.COMM_PROTOCOL_RESERVED
-    commAddr: CommAddr = field(default_factory=CommAddr)
-    loc: EndpointLoc = field(default_factory=EndpointLoc)
-
-
-@dataclass
-class LinkAttr:
-    linkProtocol: int = P.COMM_PROTOCOL_RESERVED
-
-
-@dataclass
-class CommLink:
-    """``CommLink`` of ``HcclRankGraphGetLinks``."""
-
-    srcEndpointDesc: EndpointDesc
-    dstEndpointDesc: EndpointDesc
-    linkAttr: LinkAttr
+COMM_PROTOCOL_UB_CTP = CommProtocol.COMM_PROTOCOL_UB_CTP
 
 
 def devices_per_server() -> int:
@@ -149,29 +85,38 @@ def protocols_between(a, b) -> list[CommProtocol]:
     if product.family == "950":
         out = []
         if a.super_pod == b.super_pod:
-            out += [P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM, P.COMM_PROTOCOL_UBOE]
+            out += [P.COMM_PROTOCOL_UB_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM, P.COMM_PROTOCOL_UBOE]
         return out + [P.COMM_PROTOCOL_ROCE]
     return ([P.COMM_PROTOCOL_PCIE] if same_server else []) + [P.COMM_PROTOCOL_ROCE]
 
 
 def endpoint(place, protocol: int) -> EndpointDesc:
-    """The endpoint of a rank (place or device) for ``protocol`` (deterministic synthetic addresses)."""
+    """The endpoint of a rank (place or device) for ``protocol`` (deterministic synthetic addresses:
+    IPv4 ``192.168.<server>.<local + 1>`` for RoCE and UBoE, an EID naming the device for UB, the
+    device id otherwise)."""
     place = _place(place)
-    loc = EndpointLoc(EndpointLocType.ENDPOINT_LOC_TYPE_DEVICE, place.local, place.device, place.server,
-                      place.super_pod)
+    loc = EndpointLoc(locType=EndpointLocType.ENDPOINT_LOC_TYPE_DEVICE, devPhyId=place.local, superDevId=place.device,
+                      serverIdx=place.server, superPodIdx=place.super_pod)
     if protocol in (P.COMM_PROTOCOL_ROCE, P.COMM_PROTOCOL_UBOE):
-        addr = CommAddr(CommAddrType.COMM_ADDR_TYPE_IP_V4, f"192.168.{place.server}.{place.local + 1}")
-    elif protocol in (P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM):
-        addr = CommAddr(CommAddrType.COMM_ADDR_TYPE_EID, f"eid:{place.device:04x}")
+        addr = CommAddr(type=CommAddrType.COMM_ADDR_TYPE_IP_V4, addr=f"192.168.{place.server % 256}.{place.local + 1}")
+    elif protocol in (P.COMM_PROTOCOL_UB_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM):
+        addr = CommAddr(type=CommAddrType.COMM_ADDR_TYPE_EID, addr=f"{place.device:032x}")
     else:
-        addr = CommAddr(CommAddrType.COMM_ADDR_TYPE_ID, "", place.device)
-    return EndpointDesc(int(protocol), addr, loc)
+        addr = CommAddr(type=CommAddrType.COMM_ADDR_TYPE_ID, id=place.device)
+    return EndpointDesc(protocol=CommProtocol(protocol), commAddr=addr, loc=loc)
 
 
 def links(a, b) -> list[CommLink]:
-    """``CommLink`` objects for every protocol between two ranks (places or devices)."""
+    """``CommLink`` objects for every protocol between two ranks (places or devices), one hop each."""
     a, b = _place(a), _place(b)
-    return [CommLink(endpoint(a, p), endpoint(b, p), LinkAttr(int(p))) for p in protocols_between(a, b)]
+    out = []
+    for p in protocols_between(a, b):
+        link = CommLink()
+        comm_link_init(link)
+        link.srcEndpointDesc, link.dstEndpointDesc = endpoint(a, p), endpoint(b, p)
+        link.linkAttr.linkProtocol = int(p)
+        out.append(link)
+    return out
 
 
 class RankTable:

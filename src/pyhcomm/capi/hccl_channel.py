@@ -11,26 +11,24 @@ __all__ = ["HcclChannelDesc", "HcclChannelDescInit", "HcclChannelAcquire", "Hccl
            "HcclCommMemReg", "HcclChannelGetRemoteMems", "HcclRankGraphGetLinks", "CommMem", "CommMemType",
            "CommProtocol", "CommLink", "EndpointDesc", "HCCL_CHANNEL_MAGIC_WORD", "HCCL_CHANNEL_VERSION"]
 
-HcclChannelDesc = _ch.HcclChannelDesc
-CommMem = _ch.CommMem
-CommMemType = _ch.CommMemType
-CommProtocol = _topo.CommProtocol
-CommLink = _topo.CommLink
-EndpointDesc = _topo.EndpointDesc
-HCCL_CHANNEL_MAGIC_WORD = _ch.HCCL_CHANNEL_MAGIC_WORD
-HCCL_CHANNEL_VERSION = _ch.HCCL_CHANNEL_VERSION
+from ..defs.hccl_channel import HCCL_CHANNEL_MAGIC_WORD, HCCL_CHANNEL_VERSION, HcclChannelDesc  # noqa: E402
+from ..defs.rank_graph import CommLink  # noqa: E402
+from ..defs.res_defs import CommMem, CommMemType, CommProtocol, EndpointDesc  # noqa: E402
 
 
 @c_api()
-def HcclChannelDescInit(channelDescs, descNum=None):  # noqa: N803
-    """Initialise descriptors (one or a list) to the documented defaults."""
-    _ch.desc_init(channelDescs, descNum)
+def HcclChannelDescInit(channelDesc):  # noqa: N803
+    """Initialise a descriptor (or, pyhcomm's extension, a list of them) to the C defaults:
+    0xFF everywhere, the ABI header, remote rank ``~0``, reserved protocol and endpoints."""
+    _ch.desc_init(channelDesc)
 
 
 @c_api([])
-def HcclChannelAcquire(comm, engine, channelDescs, channelNum):  # noqa: N803
-    """``ret, channels = HcclChannelAcquire(comm, engine, descs, channelNum)``."""
-    return [c.handle for c in _ch.acquire(comm, engine, channelDescs, channelNum)]
+def HcclChannelAcquire(comm, engine, channelDescs):  # noqa: N803
+    """``ret, channels = HcclChannelAcquire(comm, engine, channelDescs)``: get or create this
+    rank's end of each described channel (a list of descriptors, or one)."""
+    descs = [channelDescs] if isinstance(channelDescs, HcclChannelDesc) else channelDescs
+    return [c.handle for c in _ch.acquire(comm, engine, descs, None if descs is None else len(descs))]
 
 
 @c_api(0, 0)

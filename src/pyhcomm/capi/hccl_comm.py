@@ -2,21 +2,20 @@
 from __future__ import annotations
 
 from ..enums import COMM_NAME_MAX_LENGTH
-from ..errors import (
-    HcclGetErrorString,  # noqa: F401  (re-exported: it lives in hccl.h)
-    para,
-)
+from ..defs.hccl_types import HcclRootInfo
+from ..errors import HcclGetErrorString  # noqa: F401  (re-exported: it lives in hccl.h)
 from ..hccl import comm as _comm
 from ._wrap import c_api
 
 __all__ = ["HcclGetRootInfo", "HcclCommInitRootInfo", "HcclCommInitClusterInfo", "HcclCommInitAll", "HcclCommDestroy",
-           "HcclGetRankSize", "HcclGetRankId", "HcclGetCommName", "HcclGetErrorString"]
+           "HcclGetRankSize", "HcclGetRankId", "HcclGetCommName", "HcclGetErrorString", "HcclRootInfo"]
 
 
 @c_api(None)
 def HcclGetRootInfo():
-    """``ret, root_info = HcclGetRootInfo()``: a new root (bytes of an ``HcclRootInfo``)."""
-    return _comm.get_root_info()
+    """``ret, rootInfo = HcclGetRootInfo()``: a new root, an :class:`HcclRootInfo` to hand to
+    every rank's ``HcclCommInitRootInfo`` (its ``internal`` bytes name the root)."""
+    return HcclRootInfo(internal=_comm.get_root_info())
 
 
 @c_api(0)
@@ -34,10 +33,9 @@ def HcclCommInitClusterInfo(clusterInfo, rank):  # noqa: N803
 
 
 @c_api([])
-def HcclCommInitAll(ndev, devices):
-    """``ret, comms = HcclCommInitAll(ndev, devices)``: one communicator per device."""
-    if isinstance(devices, (list, tuple, range)) and len(devices) != ndev:
-        raise para("HcclCommInitAll", f"ndev {ndev!r} but {len(devices)} devices given")
+def HcclCommInitAll(devices):
+    """``ret, comms = HcclCommInitAll(devices)``: one communicator per device of the list
+    (rank ``i`` on ``devices[i]``), all in this call."""
     return [c.handle for c in _comm.init_all(devices)]
 
 

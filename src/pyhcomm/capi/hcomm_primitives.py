@@ -207,8 +207,9 @@ def HcommReadNbi(channel, dst, src, len):  # noqa: A002
 
 
 @c_api()
-def HcommBatchTransferOnThread(thread, channel, transferDescs, transferDescNum):  # noqa: N803
-    _chops.batch_transfer(thread, channel, transferDescs, transferDescNum)
+def HcommBatchTransferOnThread(thread, channel, transferDescs):  # noqa: N803
+    """Issue every descriptor of the list ``transferDescs`` in order (device side)."""
+    _chops.batch_transfer(thread, channel, transferDescs)
 
 
 @c_api()

@@ -16,9 +16,6 @@ a protocol with no link between the two devices is ``HCCL_E_NOT_FOUND``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import IntEnum
-
 from .. import args
 from ..sched import ABORTED, TIMED_OUT
 from ..sim import current_sim as _sim
@@ -26,12 +23,14 @@ from ..sim import memory
 from ..sim.notify import Notify
 from ..enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
 from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
-from ..topology import CommProtocol, EndpointDesc, protocols_between
+from ..defs.hccl_channel import (HCCL_CHANNEL_MAGIC_WORD, HCCL_CHANNEL_VERSION, HcclChannelDesc,  # noqa: F401
+                                 channel_desc_init)
+from ..defs.res_defs import CommMem, CommMemType, CommProtocol
+from ..topology import protocols_between
 from . import comm as comm_mod
+from .args import int_array
 from .thread import HCOMM_NOTIFY_MAX_NUM, check_engine
 
-HCCL_CHANNEL_MAGIC_WORD = 0x0F0F0F0F
-HCCL_CHANNEL_VERSION = 1
 CHANNEL_NUM_MAX = 1048576
 CCU_NOTIFY_NUM = 4
 
@@ -49,81 +48,21 @@ CHANNEL_PROTOCOLS = {
 }
 
 
-class CommMemType(IntEnum):
-    COMM_MEM_TYPE_INVALID = -1
-    COMM_MEM_TYPE_DEVICE = 0
-    COMM_MEM_TYPE_HOST = 1
-
-
-@dataclass
-class CommMem:
-    """``CommMem``: a memory range to register (``HcclCommMemReg``) or a remote one."""
-
-    type: int = CommMemType.COMM_MEM_TYPE_DEVICE
-    addr: int = 0
-    size: int = 0
-
-
-@dataclass
-class CommAbiHeader:
-    version: int = 0
-    magicWord: int = 0
-    size: int = 0
-    reserved: int = 0
-
-
-@dataclass
-class RoceAttr:
-    queueNum: int = 0
-    retryCnt: int = 7
-    retryInterval: int = 20
-    tc: int = 132
-    sl: int = 4
-
-
-@dataclass
-class HcclChannelDesc:
-    """``HcclChannelDesc`` with the C field names; initialise it with ``HcclChannelDescInit``."""
-
-    header: CommAbiHeader = field(default_factory=CommAbiHeader)
-    remoteRank: int = 0
-    channelProtocol: int = P.COMM_PROTOCOL_RESERVED
-    localEndpoint: EndpointDesc = field(default_factory=EndpointDesc)
-    remoteEndpoint: EndpointDesc = field(default_factory=EndpointDesc)
-    notifyNum: int = 0
-    memHandles: list = field(default_factory=list)
-    memHandleNum: int = 0
-    roceAttr: RoceAttr = field(default_factory=RoceAttr)
-
-
-def desc_init(descs, num=None) -> None:
-    """``HcclChannelDescInit``: set every descriptor (one, or the first ``num`` of a list) to the
-    documented defaults. Every element is checked before any is changed."""
+def desc_init(descs) -> None:
+    """``HcclChannelDescInit``: set every descriptor (one, or a list) to the C defaults. Anything
+    but descriptors is ``HCCL_E_PARA``; every element is checked before any is changed."""
     api = "HcclChannelDescInit"
     if descs is None:
-        raise ptr(api, "channelDescs is NULL")
+        raise ptr(api, "channelDesc is NULL")
     if isinstance(descs, HcclChannelDesc):
         descs = [descs]
     elif not isinstance(descs, (list, tuple)):
-        raise para(api, f"channelDescs must be an HcclChannelDesc or a list of them, not {type(descs).__name__}")
-    if num is not None:
-        num = args.integer(num, api, "descNum", 0, args.UINT32_MAX)
-        if num > len(descs):
-            raise para(api, f"descNum {num} but {len(descs)} descriptors")
-        descs = descs[:num]
+        raise para(api, f"channelDesc must be an HcclChannelDesc or a list of them, not {type(descs).__name__}")
     for i, d in enumerate(descs):
         if not isinstance(d, HcclChannelDesc):
-            raise para(api, f"channelDescs[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
+            raise para(api, f"channelDesc[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
     for d in descs:
-        d.header = CommAbiHeader(HCCL_CHANNEL_VERSION, HCCL_CHANNEL_MAGIC_WORD, 0, 0)
-        d.remoteRank = 0xFFFFFFFF
-        d.channelProtocol = P.COMM_PROTOCOL_RESERVED
-        d.localEndpoint = EndpointDesc()
-        d.remoteEndpoint = EndpointDesc()
-        d.notifyNum = 0
-        d.memHandles = []
-        d.memHandleNum = 0
-        d.roceAttr = RoceAttr()
+        channel_desc_init(d)
 
 
 class MemHandle:
@@ -211,11 +150,9 @@ def _check_desc(comm, engine, d, i, api):
         notify_num = CCU_NOTIFY_NUM
     elif not isinstance(notify_num, int) or not 0 <= notify_num <= HCOMM_NOTIFY_MAX_NUM:
         raise para(api, f"channelDescs[{i}].notifyNum {notify_num} is outside [0, {HCOMM_NOTIFY_MAX_NUM}]")
-    if not isinstance(d.memHandles, (list, tuple, type(None))):
-        raise para(api, f"channelDescs[{i}].memHandles must be a list of memory handles")
-    mems = list(d.memHandles or [])
-    if d.memHandleNum != len(mems):
-        raise para(api, f"channelDescs[{i}].memHandleNum {d.memHandleNum} but {len(mems)} memHandles")
+    if isinstance(d.memHandles, (list, tuple)) and d.memHandleNum != len(d.memHandles):
+        raise para(api, f"channelDescs[{i}].memHandleNum {d.memHandleNum} but {len(d.memHandles)} memHandles")
+    mems = int_array(d.memHandles, d.memHandleNum, api, f"channelDescs[{i}].memHandles")
     resolved = []
     for h in mems:
         m = _sim().handles.kernels.get(h) if type(h) is int else None
@@ -326,7 +263,7 @@ def remote_mems(comm_handle, channel):
     api = "HcclChannelGetRemoteMems"
     comm = comm_mod.get_comm(comm_handle, api)
     peer = connected_peer(_own(comm, channel, api), api)
-    mems = [CommMem(CommMemType.COMM_MEM_TYPE_DEVICE, m.addr, m.size) for m in peer.mems]
+    mems = [CommMem(type=CommMemType.COMM_MEM_TYPE_DEVICE, addr=m.addr, size=m.size) for m in peer.mems]
     return len(mems), mems, [m.tag for m in peer.mems]
 
 

@@ -17,9 +17,6 @@ host, device engines inside a kernel).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import IntEnum
-
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
@@ -30,6 +27,7 @@ from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine, HcommReduceOp
 from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para, ptr
 from ..hccl.channel import connected_peer, get_channel
 from ..hccl.thread import get_thread
+from ..defs.primitives import HcommBatchTransferDesc, HcommTransferType  # noqa: F401
 from ..topology import CommProtocol
 from . import validate as v
 from .launch import enqueue
@@ -40,34 +38,7 @@ P = CommProtocol
 UB_DATA = {P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBOE}
 
 
-class HcommTransferType(IntEnum):
-    HCOMM_TRANSFER_TYPE_INVALID = -1
-    HCOMM_TRANSFER_TYPE_WRITE = 0
-    HCOMM_TRANSFER_TYPE_WRITE_REDUCE = 1
-    HCOMM_TRANSFER_TYPE_WRITE_WITH_NOTIFY = 2
-    HCOMM_TRANSFER_TYPE_WRITE_REDUCE_WITH_NOTIFY = 3
-    HCOMM_TRANSFER_TYPE_READ = 4
-    HCOMM_TRANSFER_TYPE_READ_REDUCE = 5
-    HCOMM_TRANSFER_TYPE_NOTIFY_RECORD = 6
-
-
 T = HcommTransferType
-
-
-@dataclass
-class HcommBatchTransferDesc:
-    """One descriptor of ``HcommBatchTransferOnThread`` (the union's fields flattened): ``len`` for
-    WRITE/READ, ``count``/``reduceOp``/``dataType`` for the reduce kinds, ``notifyIdx`` for the
-    notify kinds."""
-
-    transType: int = T.HCOMM_TRANSFER_TYPE_INVALID
-    dst: int = 0
-    src: int = 0
-    len: int = 0
-    count: int = 0
-    reduceOp: int = HcommReduceOp.HCOMM_REDUCE_SUM
-    dataType: int = 0
-    notifyIdx: int = 0
 
 
 # -- shared checks -------------------------------------------------------------------------------

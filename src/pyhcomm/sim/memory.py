@@ -286,3 +286,10 @@ def describe_address(addr: int) -> str:
     if a is not None:
         return f"0x{addr:x} lies in device memory that was freed ({a.size} bytes at 0x{a.addr:x} on device {a.device})"
     return f"0x{addr:x} is not memory allocated on a device (aclrtMalloc, HCCL buffer)"
+
+
+def read_host(addr: int, n: int) -> bytes:
+    """A copy of ``n`` bytes of host memory at ``addr`` (what a C API reads through a pointer
+    argument); raises :class:`BadRange` if the range is not host memory known to pyhcomm."""
+    alloc = resolve(addr, n, HOST)
+    return current_sim().backend.to_host(alloc.storage, addr - alloc.addr, n)

@@ -1,0 +1,35 @@
+"""Array arguments of the flat C tier: a Python sequence, or (as in C) a host pointer.
+
+pyhccl passes C arrays inside structs as pointers (``HcclChannelDesc.memHandles``,
+``HcclTeamCreateDesc.rankIds``): an int address of host memory holding the elements. pyhcomm
+accepts that, and a plain Python list, which is what most callers write.
+"""
+from __future__ import annotations
+
+import struct
+
+from ..errors import para, ptr
+from ..sim import memory
+
+
+def int_array(value, count: int, api: str, name: str, width: int = 8) -> list[int]:
+    """``count`` unsigned integers of ``width`` bytes from ``value`` (a sequence, or a host
+    pointer); NULL with ``count > 0`` is ``HCCL_E_PTR``, a short sequence or an unreadable
+    pointer ``HCCL_E_PARA``."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise para(api, f"the count of {name} ({count!r}) must be a non-negative int")
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value == 0):
+        if count:
+            raise ptr(api, f"{name} is NULL but {count} elements are expected")
+        return []
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            raw = memory.read_host(value, count * width)
+        except memory.BadRange as why:
+            raise para(api, f"{name}: {why}") from None
+        code = {1: "B", 2: "H", 4: "I", 8: "Q"}[width]
+        return list(struct.unpack(f"<{count}{code}", raw))
+    items = list(value)
+    if len(items) < count:
+        raise para(api, f"{name} holds {len(items)} elements, fewer than {count}")
+    return items[:count]
