@@ -138,16 +138,25 @@ def aclrtKernelArgsFinalize(args_handle) -> None:
 
 
 def _cfg_timeout(cfg, api):
+    """The timeout attribute of a launch configuration: a dict ``{id: value}`` or pyACL's list of
+    ``{"id": ..., "value": ...}`` (anything else is a ``TypeError``; an unknown id is
+    ``ACL_ERROR_INVALID_PARAM``)."""
     if not cfg:
         return None
     if isinstance(cfg, dict):
         cfg = [{"id": k, "value": v} for k, v in cfg.items()]
+    if not isinstance(cfg, (list, tuple)):
+        raise TypeError(f"{api}: cfg must be a dict or a list of attribute dicts, not {type(cfg).__name__}")
+    known = {int(a) for a in aclrtLaunchKernelAttrId}
     timeout = None
-    for item in cfg:
+    for i, item in enumerate(cfg):
+        if not isinstance(item, dict):
+            raise TypeError(f"{api}: cfg[{i}] must be a dict like {{'id': ..., 'value': ...}}, "
+                            f"not {type(item).__name__}")
         attr = item.get("id")
         if attr == aclrtLaunchKernelAttrId.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT or attr == "timeout":
             timeout = item.get("value")
-        elif attr not in set(aclrtLaunchKernelAttrId):
+        elif type(attr) is not int and not isinstance(attr, aclrtLaunchKernelAttrId) or int(attr) not in known:
             raise _invalid(api, f"cfg attribute id {attr!r} is not an aclrtLaunchKernelAttrId")
     return timeout
 

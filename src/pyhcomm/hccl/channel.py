@@ -279,18 +279,22 @@ def mem_reg(comm_handle, tag, mem) -> int:
         raise para(api, f"memTag must be 1..{HCCL_RES_TAG_MAX_LEN} characters")
     if any(m.tag == tag for m in comm.mems):
         raise para(api, f"memTag {tag!r} is already registered on rank {comm.rank}")
+    if not isinstance(mem, CommMem):
+        raise para(api, f"mem must be a CommMem, not {type(mem).__name__}")
     if mem.type != CommMemType.COMM_MEM_TYPE_DEVICE:
         raise not_support(api, "only device memory (COMM_MEM_TYPE_DEVICE) can be registered")
-    if not mem.addr:
+    addr = args.pointer(mem.addr, api, "mem.addr")
+    if not addr:
         raise ptr(api, "mem.addr is NULL")
-    if not isinstance(mem.size, int) or mem.size <= 0:
-        raise para(api, f"mem.size {mem.size} must be positive")
+    size = args.integer(mem.size, api, "mem.size", -(1 << 64), args.UINT64_MAX)
+    if size <= 0:
+        raise para(api, f"mem.size {size} must be positive")
     try:
-        alloc = memory.resolve(mem.addr, mem.size, memory.DEVICE, comm.device)
+        alloc = memory.resolve(addr, size, memory.DEVICE, comm.device)
     except memory.BadRange as why:
-        raise para(api, f"mem 0x{mem.addr:x} + {mem.size} is not device memory of rank {comm.rank} "
+        raise para(api, f"mem 0x{addr:x} + {size} is not device memory of rank {comm.rank} "
                         f"(device {comm.device}): {why}") from None
-    m = MemHandle(comm, tag, alloc, mem.addr, mem.size)
+    m = MemHandle(comm, tag, alloc, addr, size)
     comm.mems.append(m)
     return m.handle
 

@@ -119,8 +119,11 @@ def acquire(comm_handle, engine, thread_num, notify_num_per_thread) -> list[Hcom
     comm = comm_mod.get_comm(comm_handle, api)
     engine = check_engine(engine, api)
     _allowed(ACQUIRE_ENGINES, engine, api)
-    if not isinstance(thread_num, int) or not 0 < thread_num <= HCOMM_THREADNUM_MAX_NUM:
+    thread_num = args.integer(thread_num, api, "threadNum", -(1 << 64), args.UINT64_MAX)
+    if not 0 < thread_num <= HCOMM_THREADNUM_MAX_NUM:
         raise para(api, f"threadNum {thread_num} is outside (0, {HCOMM_THREADNUM_MAX_NUM}]")
+    notify_num_per_thread = args.integer(notify_num_per_thread, api, "notifyNumPerThread", -(1 << 64),
+                                         args.UINT64_MAX)
     _check_notify_num(comm, notify_num_per_thread, thread_num * max(0, notify_num_per_thread), api)
     dev = _sim().runtime.devices[comm.device]
     out = []
@@ -145,7 +148,8 @@ def acquire_with_stream(comm_handle, engine, stream_handle, notify_num) -> Hcomm
         raise para(api, f"stream 0x{stream_handle:x} is on device {stream.device}, "
                         f"the communicator's rank {comm.rank} on device {comm.device}")
     _allowed(WITH_STREAM_ENGINES, engine, api)
-    _check_notify_num(comm, notify_num, notify_num if isinstance(notify_num, int) else 0, api)
+    notify_num = args.integer(notify_num, api, "notifyNum", -(1 << 64), args.UINT64_MAX)
+    _check_notify_num(comm, notify_num, notify_num, api)
     return _new_thread(comm, engine, stream, notify_num, False)
 
 
@@ -235,6 +239,8 @@ def export_to_comm_engine(comm_handle, thread_num, thread_handles, dst_engine) -
     if not 0 < thread_num <= HCCL_THREAD_EXPORT_MAX_NUM:
         raise para(api, f"threadNum {thread_num} is outside [1, {HCCL_THREAD_EXPORT_MAX_NUM}]")
     engine = check_engine(dst_engine, api)
+    if not isinstance(thread_handles, (list, tuple)):
+        raise para(api, f"threads must be a list of thread handles, not {type(thread_handles).__name__}")
     thread_handles = list(thread_handles)
     if len(thread_handles) < thread_num:
         raise para(api, f"threads holds {len(thread_handles)} handles, fewer than threadNum {thread_num}")
