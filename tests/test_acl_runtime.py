@@ -194,6 +194,18 @@ def test_malloc_host_free_host(dev0):
     assert acl.rt.free(d) == 0
 
 
+def test_ptr_to_numpy_takes_numpy_type_numbers_as_pyacl(dev0):
+    h, ret = acl.rt.malloc_host(64)
+    assert ret == 0
+    acl.util.ptr_to_numpy(h, (16,), 11)[:] = np.arange(16)          # NPY_FLOAT32
+    assert acl.util.ptr_to_numpy(h, (16,), np.float32).tolist() == list(range(16))
+    assert acl.util.ptr_to_numpy(h, (32,), 23).dtype == np.float16   # NPY_HALF
+    assert acl.util.ptr_to_numpy(h, (64,), 2).dtype == np.uint8      # NPY_UBYTE
+    with pytest.raises(ValueError, match="not a numpy type number"):
+        acl.util.ptr_to_numpy(h, (4,), 99)
+    assert acl.rt.free_host(h) == 0
+
+
 # -- memcpy / memset ---------------------------------------------------------------------------------
 def test_memcpy_every_kind(dev0):
     n = 96

@@ -25,7 +25,7 @@ import pytest
 
 import pyhcomm
 from pyhcomm import acl
-from pyhcomm.collectives import allgather_ring, ring_peers, run
+from pyhcomm.collectives import allgather_ring, ring_peers, run, support
 
 H2D = pyhcomm.ACL_MEMCPY_HOST_TO_DEVICE
 D2H = pyhcomm.ACL_MEMCPY_DEVICE_TO_HOST
@@ -40,16 +40,20 @@ NP = {D.HCCL_DATA_TYPE_INT8: np.int8, D.HCCL_DATA_TYPE_INT16: np.int16, D.HCCL_D
       D.HCCL_DATA_TYPE_FP16: np.float16, D.HCCL_DATA_TYPE_FP32: np.float32,
       D.HCCL_DATA_TYPE_BFP16: ml_dtypes.bfloat16, D.HCCL_DATA_TYPE_UINT8: np.uint8,
       D.HCCL_DATA_TYPE_UINT16: np.uint16, D.HCCL_DATA_TYPE_UINT32: np.uint32,
-      D.HCCL_DATA_TYPE_INT64: np.int64, D.HCCL_DATA_TYPE_UINT64: np.uint64, D.HCCL_DATA_TYPE_FP64: np.float64}
+      D.HCCL_DATA_TYPE_INT64: np.int64, D.HCCL_DATA_TYPE_UINT64: np.uint64, D.HCCL_DATA_TYPE_FP64: np.float64,
+      D.HCCL_DATA_TYPE_FP8E4M3: ml_dtypes.float8_e4m3fn, D.HCCL_DATA_TYPE_FP8E5M2: ml_dtypes.float8_e5m2,
+      D.HCCL_DATA_TYPE_FP8E8M0: ml_dtypes.float8_e8m0fnu, D.HCCL_DATA_TYPE_HIF8: np.uint8}
 
-#: Host path (A2) and A2/A3 device path.
-BASE_DTYPES = [D.HCCL_DATA_TYPE_INT8, D.HCCL_DATA_TYPE_INT16, D.HCCL_DATA_TYPE_INT32, D.HCCL_DATA_TYPE_FP16,
-               D.HCCL_DATA_TYPE_FP32, D.HCCL_DATA_TYPE_BFP16]
-BASE_OPS = [SUM, MAX, MIN]
-#: Atlas 350 device path.
-DTYPES_350 = BASE_DTYPES + [D.HCCL_DATA_TYPE_UINT8, D.HCCL_DATA_TYPE_UINT16, D.HCCL_DATA_TYPE_UINT32,
-                            D.HCCL_DATA_TYPE_INT64, D.HCCL_DATA_TYPE_UINT64, D.HCCL_DATA_TYPE_FP64]
-OPS_350 = [SUM, PROD, MAX, MIN]
+#: HCCL's (dataType, op) pairs per product family (pyhcomm.collectives.support).
+PAIRS = support.REDUCE_PAIRS
+
+
+def dtypes_of(family: str) -> list:
+    return sorted({d for d, _ in PAIRS[family]})
+
+
+def ops_of(family: str, dt) -> list:
+    return sorted(o for d, o in PAIRS[family] if d == dt)
 
 
 def _name(dt) -> str:
@@ -241,28 +245,30 @@ def ar_counts(n):
 
 
 # -- HcclAllReduce ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("dt", BASE_DTYPES, ids=_name)
+@pytest.mark.parametrize("dt", dtypes_of("A2"), ids=_name)
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_all_reduce_a2_every_dtype_and_op(n, dt):
-    check_all_reduce(A2, n, [(c, dt, op) for op in BASE_OPS for c in ar_counts(n)])
+    """Every pair HCCL lists for Atlas A2: the SDMA ones through HcommLocalReduceOnThread, INT64
+    and PROD through HCCL's own reduce (hcomm.reduce.hccl_reduce)."""
+    check_all_reduce(A2, n, [(c, dt, op) for op in ops_of("A2", dt) for c in ar_counts(n)])
 
 
 @pytest.mark.parametrize("n, cases", [
     (8, [(19, D.HCCL_DATA_TYPE_FP16, SUM), (5, D.HCCL_DATA_TYPE_INT8, SUM), (8, D.HCCL_DATA_TYPE_BFP16, MAX)]),
-    (16, [(35, D.HCCL_DATA_TYPE_FP16, SUM), (7, D.HCCL_DATA_TYPE_INT32, MIN)]),
+    (16, [(35, D.HCCL_DATA_TYPE_FP16, SUM), (7, D.HCCL_DATA_TYPE_INT32, MIN), (5, D.HCCL_DATA_TYPE_INT64, PROD)]),
 ])
 def test_all_reduce_a2_many_ranks(n, cases):
     check_all_reduce(A2, n, cases)
 
 
-@pytest.mark.parametrize("dt", BASE_DTYPES, ids=_name)
+@pytest.mark.parametrize("dt", dtypes_of("A3"), ids=_name)
 def test_all_reduce_a3(dt):
-    check_all_reduce(A3, 3, [(c, dt, op) for op in BASE_OPS for c in (2, 10)])
+    check_all_reduce(A3, 3, [(c, dt, op) for op in ops_of("A3", dt) for c in (2, 10)])
 
 
-@pytest.mark.parametrize("dt", DTYPES_350, ids=_name)
+@pytest.mark.parametrize("dt", dtypes_of("950"), ids=_name)
 def test_all_reduce_350_every_dtype_and_op(dt):
-    check_all_reduce(A350, 3, [(c, dt, op) for op in OPS_350 for c in (2, 10)])
+    check_all_reduce(A350, 3, [(c, dt, op) for op in ops_of("950", dt) for c in (2, 10)])
 
 
 @pytest.mark.parametrize("product, n", [(A3, 8), (A350, 8), (A350, 16)])
@@ -277,32 +283,32 @@ def test_all_reduce_in_place(product, n):
 
 
 # -- HcclReduceScatter -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("dt", BASE_DTYPES, ids=_name)
+@pytest.mark.parametrize("dt", dtypes_of("A2"), ids=_name)
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_reduce_scatter_a2_every_dtype_and_op(n, dt):
-    check_reduce_scatter(A2, n, [(c, dt, op) for op in BASE_OPS for c in (0, 1, 5)])
+    check_reduce_scatter(A2, n, [(c, dt, op) for op in ops_of("A2", dt) for c in (0, 1, 5)])
 
 
 @pytest.mark.parametrize("n, cases", [
     (8, [(3, D.HCCL_DATA_TYPE_FP16, SUM), (2, D.HCCL_DATA_TYPE_INT8, MIN), (5, D.HCCL_DATA_TYPE_FP32, SUM)]),
-    (16, [(3, D.HCCL_DATA_TYPE_BFP16, SUM), (1, D.HCCL_DATA_TYPE_INT16, MAX)]),
+    (16, [(3, D.HCCL_DATA_TYPE_BFP16, SUM), (1, D.HCCL_DATA_TYPE_INT16, MAX), (2, D.HCCL_DATA_TYPE_FP32, PROD)]),
 ])
 def test_reduce_scatter_a2_many_ranks(n, cases):
     check_reduce_scatter(A2, n, cases)
 
 
-@pytest.mark.parametrize("dt", BASE_DTYPES, ids=_name)
+@pytest.mark.parametrize("dt", dtypes_of("A3"), ids=_name)
 def test_reduce_scatter_a3(dt):
-    check_reduce_scatter(A3, 3, [(c, dt, op) for op in BASE_OPS for c in (1, 4)])
+    check_reduce_scatter(A3, 3, [(c, dt, op) for op in ops_of("A3", dt) for c in (1, 4)])
 
 
-@pytest.mark.parametrize("dt", DTYPES_350, ids=_name)
+@pytest.mark.parametrize("dt", dtypes_of("950"), ids=_name)
 def test_reduce_scatter_350_every_dtype_and_op(dt):
-    check_reduce_scatter(A350, 3, [(c, dt, op) for op in OPS_350 for c in (1, 4)])
+    check_reduce_scatter(A350, 3, [(c, dt, op) for op in ops_of("950", dt) for c in (1, 4)])
 
 
-@pytest.mark.parametrize("product, n, small", [(A3, 8, D.HCCL_DATA_TYPE_INT8), (A350, 8, D.HCCL_DATA_TYPE_UINT8),
-                                               (A350, 16, D.HCCL_DATA_TYPE_UINT8)])
+@pytest.mark.parametrize("product, n, small", [(A3, 8, D.HCCL_DATA_TYPE_INT8), (A350, 8, D.HCCL_DATA_TYPE_INT8),
+                                               (A350, 16, D.HCCL_DATA_TYPE_INT64)])
 def test_reduce_scatter_device_many_ranks(product, n, small):
     check_reduce_scatter(product, n, [(3, D.HCCL_DATA_TYPE_FP16, SUM), (2, small, MAX)])
 
@@ -410,15 +416,13 @@ def test_all_gather_ring_larger_than_hccl_buffer(monkeypatch, env):
 
 
 # -- argument checks: nothing is enqueued ------------------------------------------------------------------------
-UNSUPPORTED = {
-    A2: [(D.HCCL_DATA_TYPE_FP64, SUM, "HCCL_E_PARA"), (D.HCCL_DATA_TYPE_INT32, PROD, "HCCL_E_PARA"),
-         (D.HCCL_DATA_TYPE_UINT8, SUM, "HCCL_E_PARA"), (D.HCCL_DATA_TYPE_INT64, MAX, "HCCL_E_PARA"),
-         (D.HCCL_DATA_TYPE_FP32, 255, "HCCL_E_PARA"), (13, SUM, "HCCL_E_PARA")],
-    A3: [(D.HCCL_DATA_TYPE_FP64, SUM, "HCCL_E_PARA"), (D.HCCL_DATA_TYPE_FP16, PROD, "HCCL_E_PARA"),
-         (D.HCCL_DATA_TYPE_UINT32, MIN, "HCCL_E_PARA")],
-    A350: [(D.HCCL_DATA_TYPE_FP8E4M3, SUM, "HCCL_E_NOT_SUPPORT"), (D.HCCL_DATA_TYPE_HIF8, MAX, "HCCL_E_NOT_SUPPORT"),
-           (D.HCCL_DATA_TYPE_INT128, SUM, "HCCL_E_NOT_SUPPORT"), (D.HCCL_DATA_TYPE_FP32, 4, "HCCL_E_PARA"),
-           (13, SUM, "HCCL_E_PARA")],
+NS = "HCCL_E_NOT_SUPPORT"
+UNSUPPORTED = {   # HCCL's CheckDataType / CheckReduceOp answer HCCL_E_NOT_SUPPORT
+    A2: [(D.HCCL_DATA_TYPE_FP64, SUM, NS), (D.HCCL_DATA_TYPE_INT16, PROD, NS), (D.HCCL_DATA_TYPE_UINT8, SUM, NS),
+         (D.HCCL_DATA_TYPE_BFP16, PROD, NS), (D.HCCL_DATA_TYPE_FP32, 255, NS), (13, SUM, NS)],
+    A3: [(D.HCCL_DATA_TYPE_FP64, SUM, NS), (D.HCCL_DATA_TYPE_BFP16, PROD, NS), (D.HCCL_DATA_TYPE_UINT32, MIN, NS)],
+    A350: [(D.HCCL_DATA_TYPE_FP8E4M3, SUM, NS), (D.HCCL_DATA_TYPE_HIF8, MAX, NS), (D.HCCL_DATA_TYPE_INT128, SUM, NS),
+           (D.HCCL_DATA_TYPE_UINT8, SUM, NS), (D.HCCL_DATA_TYPE_FP32, 4, NS), (13, SUM, NS)],
 }
 
 
@@ -466,3 +470,60 @@ def test_pointer_and_size_checks():
             R.HCCL_SUCCESS, R.HCCL_SUCCESS]
     assert launch(body, 2, A2) == [want, want]
     assert pyhcomm.record.tasks() == []
+
+
+# -- HcclReduce ----------------------------------------------------------------------------------------------
+def root_reduce_oracle(xs, root: int, op) -> np.ndarray:
+    """The root's input, then ``op`` with every other rank's, ascending (reduce.reduce_to_root)."""
+    acc = xs[root].copy()
+    for p in range(len(xs)):
+        if p != root:
+            acc = step(acc, xs[p], op)
+    return acc
+
+
+def check_reduce(product, n, cases, in_place=False):
+    """``cases``: (count, dt, op, root); the non-root ranks pass recvBuf NULL on odd cases."""
+    def body(comm, stream):
+        out = []
+        for i, (count, dt, op, root) in enumerate(cases):
+            x = make_input((product, n, "reduce", i), comm.rank, count, dt, op)
+            send = to_device(x)
+            mine = comm.rank == root
+            recv = send if in_place and mine else 0 if (i % 2 and not mine) else to_device(sentinel(count, NP[dt]))
+            assert pyhcomm.HcclReduce(send, recv, count, dt, op, root, comm.handle, stream) == 0
+            assert acl.rt.synchronize_stream(stream) == 0
+            out.append((from_device(recv, count, NP[dt]) if recv else None, from_device(send, count, NP[dt])))
+        return out
+    res = launch(body, n, product)
+    for i, (count, dt, op, root) in enumerate(cases):
+        xs = [make_input((product, n, "reduce", i), r, count, dt, op) for r in range(n)]
+        for r in range(n):
+            got, send = res[r][i]
+            if r == root:
+                assert_same(got, root_reduce_oracle(xs, root, op), f"Reduce {product} n={n} root {root} case {i}")
+            else:
+                assert got is None or (got.view(np.uint8) == 0xEE).all(), f"rank {r} recvBuf was written"
+                assert_same(send, xs[r], f"rank {r} sendBuf changed")
+
+
+@pytest.mark.parametrize("dt", dtypes_of("A2"), ids=_name)
+def test_reduce_a2_every_dtype_and_op_every_root(dt):
+    n = 3
+    check_reduce(A2, n, [(c, dt, op, (k + c) % n) for k, op in enumerate(ops_of("A2", dt)) for c in (1, 6)])
+
+
+@pytest.mark.parametrize("product, family, n", [(A3, "A3", 3), (A350, "950", 2)])
+def test_reduce_device_every_dtype_and_op(product, family, n):
+    check_reduce(product, n, [(5, dt, op, k % n) for k, (dt, op) in enumerate(sorted(PAIRS[family]))])
+
+
+@pytest.mark.parametrize("product, n", [(A2, 1), (A2, 8), (A2, 16), (A350, 16)])
+def test_reduce_many_ranks_and_one(product, n):
+    check_reduce(product, n, [(7, D.HCCL_DATA_TYPE_FP16, SUM, n - 1), (3, D.HCCL_DATA_TYPE_INT32, MAX, 0)])
+
+
+def test_reduce_in_place_on_the_root_and_larger_than_the_hccl_buffer(env):
+    env("HCCL_BUFFSIZE", "1")   # 2 MB in 3 slots: 680 KB per loop
+    check_reduce(A2, 3, [(300_001, D.HCCL_DATA_TYPE_FP32, SUM, 1), (5, D.HCCL_DATA_TYPE_INT8, MIN, 2)], in_place=True)
+    assert len(pyhcomm.record.tasks(rank=0, kind="Write")) >= 2

@@ -354,3 +354,29 @@ def test_each_call_checks_its_side():
     assert HcommLocalCopyOnThread(dev_t, dst, src, 64) == R.HCCL_E_NOT_SUPPORT
     assert HcommLocalCopyOnThread(host_t, dst, src, 64) == R.HCCL_E_NOT_SUPPORT
     assert [t.side for t in pyhcomm.record.tasks(kind="LocalCopy")] == ["device"] * 3
+
+
+# -- device_load: a kernel dereferences a device pointer -------------------------------------------------
+def test_device_load_reads_device_memory_inside_a_kernel_only(dev0):
+    import types
+
+    from pyhcomm.sim.kernel import device_load
+    seen = []
+    module = types.ModuleType("device_load_kernels")
+    module.Peek = lambda addr: seen.append(device_load(addr, 8))
+    module.PeekTooFar = lambda addr: seen.append(device_load(addr, 4096))
+    d = malloc(64)
+    write(d, pattern(64))
+    s, ret = acl.rt.create_stream()
+    assert ret == 0
+    binary, _ = acl.rt.binary_load_from_file(module, [])
+    for name in ("Peek", "PeekTooFar"):
+        func, _ = acl.rt.binary_get_function(binary, name)
+        args, _ = acl.rt.kernel_args_init(func)
+        acl.rt.kernel_args_append(args, d)
+        acl.rt.kernel_args_finalize(args)
+        assert acl.rt.launch_kernel_with_config(func, 1, s, TIMEOUT_CFG, args, 0) == 0
+    assert acl.rt.synchronize_stream(s) == pyhcomm.AclError.ACL_ERROR_RT_AICPU_EXCEPTION
+    assert seen == [bytes(pattern(64)[:8])]
+    with pytest.raises(pyhcomm.AclRuntimeError, match="outside an AI CPU kernel"):
+        device_load(d, 8)

@@ -90,9 +90,19 @@ def test_atlas_350_ub_protocols_inside_the_super_pod_and_roce(product, monkeypat
     assert SIO not in protocols_between(0, 1) and HCCS not in protocols_between(0, 1)
 
 
-def test_products_without_hcomm_have_pcie_inside_a_server(product):
+def test_training_series_has_two_hccs_groups_of_four_joined_by_pcie(product):
     product("Atlas training series")
+    for a, b in [(0, 1), (0, 3), (4, 7), (9, 10)]:
+        assert protocols_between(a, b) == [HCCS, ROCE], (a, b)
+    for a, b in [(0, 4), (3, 4), (1, 7), (8, 12)]:
+        assert protocols_between(a, b) == [PCIE, ROCE], (a, b)
+    assert protocols_between(0, 8) == [ROCE]
+
+
+def test_inference_series_has_pcie_inside_a_server(product):
+    product("Atlas inference series")
     assert protocols_between(0, 1) == [PCIE, ROCE]
+    assert protocols_between(0, 7) == [PCIE, ROCE]
     assert protocols_between(0, 8) == [ROCE]
 
 
@@ -203,9 +213,11 @@ def test_get_links_rejects_bad_ranks_and_layers():
     for src, dst in [(4, 0), (0, 4), (-1, 0), (0, -1), (0, 2**32)]:
         ret, links = HcclRankGraphGetLinks(c, 0, src, dst)
         assert ret == R.HCCL_E_PARA and links == [], (src, dst)
-    for layer in (1, 2, -1):
+    for layer in (2, -1):
         ret, links = HcclRankGraphGetLinks(c, layer, 0, 1)
         assert ret == R.HCCL_E_PARA and links == [], layer
+    ret, (roce,) = HcclRankGraphGetLinks(c, 1, 0, 1)              # layer 1: the RoCE fabric
+    assert ret == 0 and roce.linkAttr.linkProtocol == pyhcomm.COMM_PROTOCOL_ROCE
     ret, links = HcclRankGraphGetLinks(0, 0, 0, 1)
     assert ret == R.HCCL_E_PTR and links == []
 

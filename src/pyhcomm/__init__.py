@@ -12,6 +12,8 @@ Every enum member is also a module constant (``pyhcomm.COMM_ENGINE_CPU_TS``).
 """
 from __future__ import annotations
 
+from enum import IntEnum
+
 from . import enums as _enums
 from .capi import *  # noqa: F401,F403
 from .capi import __all__ as _capi_all
@@ -89,11 +91,10 @@ record = _CurrentRecord()
 
 
 _constants = {}
-from .topology import CommProtocol as _CommProtocol  # noqa: E402
-from .hccl.channel import CommMemType as _CommMemType  # noqa: E402
-from .hcomm.channel_ops import HcommTransferType as _HcommTransferType  # noqa: E402
+from . import capi as _capi  # noqa: E402
 
-for _enum in _enums.ALL_ENUMS + (HcclResult, AclError, _CommProtocol, _CommMemType, _HcommTransferType):
+_capi_enums = tuple(v for v in (getattr(_capi, n) for n in _capi_all) if isinstance(v, type) and issubclass(v, IntEnum))
+for _enum in _enums.ALL_ENUMS + (HcclResult, AclError) + _capi_enums:
     _constants.update(_enum.__members__)
 globals().update(_constants)
 

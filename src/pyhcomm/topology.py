@@ -9,7 +9,10 @@ devices per server (``PYHCOMM_DEVICES_PER_SERVER`` overrides it). Links, as each
 * Atlas A3: NPUs of two dies (devices ``2k``, ``2k+1``) joined by SIO; HCCS inside a super node
   (``PYHCOMM_SUPER_POD_SIZE`` devices, default 768 dies = 384 NPUs); RoCE everywhere.
 * Atlas 350: UB links inside a super node (UB_CTP, UBC_TP, UB_MEM, UBoE); RoCE everywhere.
-* Products without HCOMM: PCIe inside a server, RoCE between servers.
+* Atlas training series (Atlas 800 training server): two groups of four NPUs (devices 0-3, 4-7
+  of a server), HCCS inside a group, PCIe between the groups; RoCE between servers.
+* Other products without HCOMM (Atlas inference series, ...): PCIe inside a server, RoCE between
+  servers.
 """
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ from .defs.res_defs import (CommAddr, CommAddrType, CommProtocol, EndpointDesc, 
 
 P = CommProtocol
 COMM_PROTOCOL_UB_CTP = CommProtocol.COMM_PROTOCOL_UB_CTP
+#: NPUs per HCCS group of an Atlas training series server (two groups of four).
+TRAINING_GROUP = 4
 
 
 def devices_per_server() -> int:
@@ -87,6 +92,8 @@ def protocols_between(a, b) -> list[CommProtocol]:
         if a.super_pod == b.super_pod:
             out += [P.COMM_PROTOCOL_UB_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM, P.COMM_PROTOCOL_UBOE]
         return out + [P.COMM_PROTOCOL_ROCE]
+    if product.family == "910" and same_server and a.local // TRAINING_GROUP == b.local // TRAINING_GROUP:
+        return [P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_ROCE]
     return ([P.COMM_PROTOCOL_PCIE] if same_server else []) + [P.COMM_PROTOCOL_ROCE]
 
 
@@ -180,3 +187,27 @@ class RankTable:
             pods.setdefault(pod, []).append({"server_id": f"192.168.{server}.0", "device": devs})
         return {"version": "1.2", "status": "completed",
                 "super_pod_list": [{"super_pod_id": str(k), "server_list": v} for k, v in sorted(pods.items())]}
+
+
+#: How each protocol's bandwidth is shared, per product family: ``"pair"``, a dedicated link per
+#: ordered pair of devices (A2's HCCS full mesh inside a server, A3's SIO between the two dies of
+#: a package); ``"port"``, one port per device and direction, shared by all its peers (a NIC for
+#: RoCE, the port into the UB switches for A3's HCCS and Atlas 350's UB protocols, PCIe).
+LINK_SHARING = {
+    ("A2", P.COMM_PROTOCOL_HCCS): "pair",
+    ("A2", P.COMM_PROTOCOL_HCCS_ONLY): "pair",
+    ("A3", P.COMM_PROTOCOL_SIO): "pair",
+}
+
+
+def link_resources(family: str, protocol, src_device: int, dst_device: int) -> tuple:
+    """The bandwidth resources a transfer from ``src_device`` to ``dst_device`` over ``protocol``
+    occupies (for contention: transfers that share a resource share its bandwidth): the directed
+    pair link, or the source's egress port and the destination's ingress port (see
+    :data:`LINK_SHARING`). ``protocol`` is a :class:`CommProtocol` or its name."""
+    if isinstance(protocol, str):
+        protocol = P[protocol]
+    protocol = P(protocol)
+    if LINK_SHARING.get((family, protocol), "port") == "pair":
+        return (("link", protocol.name, src_device, dst_device),)
+    return (("out", protocol.name, src_device), ("in", protocol.name, dst_device))

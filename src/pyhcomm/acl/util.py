@@ -53,15 +53,19 @@ def _host(ptr, nbytes: int, fn: str):
     return alloc, storage, owner, ptr - alloc.addr
 
 
+#: numpy's type numbers (``NPY_FLOAT32`` = 11, ...), as pyACL's ``ptr_to_numpy`` takes them.
+NPY_TYPES = {np.dtype(t).num: np.dtype(t) for t in set(np.sctypeDict.values())}
+
+
 def ptr_to_numpy(ptr: int, shape, npy_type) -> np.ndarray:
-    """A numpy view of host memory at ``ptr`` (``npy_type`` is a numpy type number or dtype); the
-    view is read-only over read-only memory and keeps the memory alive."""
+    """A numpy view of host memory at ``ptr`` (``npy_type``: a numpy type number such as 11 for
+    ``NPY_FLOAT32``, as pyACL takes it, or a dtype); the view is read-only over read-only memory
+    and keeps the memory alive."""
     api = "ptr_to_numpy"
     if isinstance(npy_type, (int, np.integer)) and not isinstance(npy_type, bool):
-        found = np.sctypeDict.get(int(npy_type))
-        if found is None:
-            raise ValueError(f"{api}: type {int(npy_type)} is not a numpy type number")
-        dtype = np.dtype(found)
+        dtype = NPY_TYPES.get(int(npy_type))
+        if dtype is None:
+            raise ValueError(f"{api}: {int(npy_type)} is not a numpy type number")
     else:
         try:
             dtype = np.dtype(npy_type)

@@ -52,12 +52,14 @@ def aclrtDestroyStream(stream: int) -> None:
 
 
 def take_error(streams, api: str):
-    """Return (and clear) the first error among ``streams`` as an ``AclRuntimeError``, or None."""
+    """Return (and clear) the first error among ``streams`` as an ``AclRuntimeError``, or None.
+    The stream's first error stays known to ``HcclGetCommAsyncError`` (``"stream_errors"``)."""
     first = None
     for st in streams:
         if st.error is not None:
             if first is None:
                 first = st.error
+            _sim().registry("stream_errors").setdefault(st.handle, st.error)
             st.error = None
     if first is None:
         return None

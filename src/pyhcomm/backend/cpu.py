@@ -27,6 +27,7 @@ SMALL_COPY = 1 << 16  # below this a memoryview slice assignment beats a ctypes 
 LARGE_ALLOC = 1 << 20  # from this size on, storage is an mmap without transparent huge pages
 
 _MADV_NOHUGEPAGE = getattr(mmap, "MADV_NOHUGEPAGE", None)
+_MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
 _MAP_FLAGS = (mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
               if hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MAP_ANONYMOUS") else None)
 
@@ -135,7 +136,20 @@ class CpuBackend(Backend):
         self._parallel(d, s, n)
 
     def memset(self, dst: CpuStorage, off: int, value: int, n: int) -> None:
-        """Fill ``n`` bytes with ``value``."""
+        """Fill ``n`` bytes with ``value``. Zeroing whole pages of a large mapping gives the pages
+        back to the OS instead (``MADV_DONTNEED``: they read as zeros and cost nothing until touched)."""
+        mapping = dst._array.base if dst._array is not None else None
+        if value == 0 and n >= LARGE_ALLOC and isinstance(mapping, mmap.mmap) and _MADV_DONTNEED is not None:
+            page = mmap.PAGESIZE
+            start = -(-off // page) * page
+            end = (off + n) // page * page
+            try:
+                mapping.madvise(_MADV_DONTNEED, start, end - start)
+            except OSError:
+                start = end = off + n          # could not discard: write the zeros
+            _memset(dst.addr + off, 0, start - off)
+            _memset(dst.addr + end, 0, off + n - end)
+            return
         _memset(dst.addr + off, value, n)
 
     def _parallel(self, d: int, s: int, n: int) -> None:

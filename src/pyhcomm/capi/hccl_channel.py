@@ -1,14 +1,13 @@
 """``hccl_channel.h`` (with the rank graph and memory registration), in the flat C tier."""
 from __future__ import annotations
 
-from .. import topology as _topo
-from ..errors import para as _para
+from ..defs.hccl_channel import HcclChannelConfigType  # noqa: F401
 from ..hccl import channel as _ch
-from ..hccl import comm as _comm
+from ..hccl import channel_config as _cfg
 from ._wrap import c_api
 
 __all__ = ["HcclChannelDesc", "HcclChannelDescInit", "HcclChannelAcquire", "HcclChannelGetHcclBuffer",
-           "HcclCommMemReg", "HcclChannelGetRemoteMems", "HcclRankGraphGetLinks", "CommMem", "CommMemType",
+           "HcclCommMemReg", "HcclChannelGetRemoteMems", "CommMem", "CommMemType",
            "CommProtocol", "CommLink", "EndpointDesc", "HCCL_CHANNEL_MAGIC_WORD", "HCCL_CHANNEL_VERSION"]
 
 from ..defs.hccl_channel import HCCL_CHANNEL_MAGIC_WORD, HCCL_CHANNEL_VERSION, HcclChannelDesc  # noqa: E402
@@ -49,14 +48,46 @@ def HcclChannelGetRemoteMems(comm, channel):
     return _ch.remote_mems(comm, channel)
 
 
+# -- channel configs, query, destroy ----------------------------------------------------------
+
+__all__ += ["HcclChannelConfigCreate", "HcclChannelConfigDestroy", "HcclChannelConfigSetInt", "HcclChannelConfigSetStr",
+            "HcclChannelAcquireWithConfig", "HcclChannelQuery", "HcclChannelDestroy", "HcclChannelConfigType"]
+
+
+@c_api(0)
+def HcclChannelConfigCreate():
+    """``ret, config``: a channel config (``IS_SHARED_QUEUE`` 0, no tag)."""
+    return _cfg.create("hccl")
+
+
+@c_api()
+def HcclChannelConfigDestroy(config):
+    _cfg.destroy_config(config, "hccl", "HcclChannelConfigDestroy")
+
+
+@c_api()
+def HcclChannelConfigSetInt(config, type, value):  # noqa: A002
+    _cfg.set_int(config, "hccl", type, value, "HcclChannelConfigSetInt")
+
+
+@c_api()
+def HcclChannelConfigSetStr(config, type, value):  # noqa: A002
+    _cfg.set_str(config, type, value)
+
+
 @c_api([])
-def HcclRankGraphGetLinks(comm, netLayer, srcRank, dstRank):  # noqa: N803
-    """``ret, links``: the links between two ranks, with their protocols (``netLayer`` 0)."""
-    api = "HcclRankGraphGetLinks"
-    c = _comm.get_comm(comm, api)
-    if netLayer != 0:
-        raise _para(api, f"netLayer {netLayer}: only layer 0 is modelled")
-    for name, r in (("srcRank", srcRank), ("dstRank", dstRank)):
-        if not isinstance(r, int) or not 0 <= r < c.nranks or c.world.place(r) is None:
-            raise _para(api, f"{name} {r} is not a rank of {c.name}")
-    return _topo.links(c.world.place(srcRank), c.world.place(dstRank))
+def HcclChannelAcquireWithConfig(comm, engine, channelDescs, config):  # noqa: N803
+    """``ret, channels``: ``HcclChannelAcquire`` with a channel config (0: none)."""
+    return [c.handle for c in _cfg.acquire_with_config(comm, engine, channelDescs, config)]
+
+
+@c_api([])
+def HcclChannelQuery(comm, engine, channelDescs):  # noqa: N803
+    """``ret, channels``: each described channel's handle if this rank acquired it, else 0."""
+    return _cfg.query(comm, engine, channelDescs)
+
+
+@c_api()
+def HcclChannelDestroy(comm, channels):
+    """Close CCU channel ends (the peer sees them closed)."""
+    _cfg.destroy_channels(comm, channels)

@@ -2,28 +2,37 @@
 
 Each call checks its arguments, enqueues the algorithm on ``stream`` and returns at once;
 synchronize ``stream`` for the result. Every rank of ``comm`` must make the same call.
+Between ``HcclGroupStart`` and ``HcclGroupEnd`` a checked call is kept for the end of the group
+(:mod:`pyhcomm.collectives.group`).
+
+Checks, in order: the communicator, the product (``HCCL_E_NOT_SUPPORT`` where HCCL does not run
+the call, :mod:`pyhcomm.collectives.support`), the stream, counts (``HCCL_E_PARA``), data types
+and operations (``HCCL_E_NOT_SUPPORT`` outside the product's lists, as HCCL), ranks, then the
+buffers (``HCCL_E_PTR`` when NULL, ``HCCL_E_PARA`` when not wholly inside device memory of the
+rank's device). Nothing is enqueued when a check fails.
 """
 from __future__ import annotations
 
 from .. import args
+from ..collectives import allgather_mesh, group, run
+from ..collectives import support
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
-from ..collectives import allgather_mesh, run
 from ..collectives.all_reduce import all_reduce_ring as _all_reduce_ring
 from ..collectives.allgather import ring_peers as _ring_peers
-from ..collectives.alltoall import alltoall as _alltoall
 from ..collectives.broadcast import broadcast as _broadcast
 from ..collectives.broadcast import broadcast_peers as _broadcast_peers
-from ..collectives.context import device_mode as _device_mode
+from ..collectives.pairwise import alltoall as _alltoall
+from ..collectives.reduce import barrier as _barrier
+from ..collectives.reduce import reduce_to_root as _reduce
 from ..collectives.reduce_scatter import reduce_scatter_mesh as _reduce_scatter_mesh
 from ..collectives.scatter import scatter_ring as _scatter_ring
 from ..collectives.send_recv import recv as _recv
 from ..collectives.send_recv import send as _send
-from ..sim import memory
 from ..enums import DATA_TYPE_SIZE
 from ..errors import not_support, para, ptr
 from ..hccl import comm as _comm
-from ..hcomm.reduce import check_dtype_op as _check_dtype_op
+from ..sim import memory
 from ._wrap import c_api
 
 __all__ = ["HcclAllGather"]
@@ -41,11 +50,12 @@ def check_buffer(api: str, addr, nbytes: int, device: int, name: str) -> None:
                         f"({why})") from None
 
 
-def check_common(api: str, comm, count, data_type, stream):
-    """Check comm, count, data type and stream (a live stream of the rank's device, also when
-    nothing is to be sent), and that the call comes from the host; return ``(Communicator,
-    element size)``."""
+def check_comm(api: str, comm, stream):
+    """The communicator, the product, the stream (a live stream of the rank's device, also when
+    nothing is to be sent) and the side (collectives are host calls); returns the
+    ``Communicator``."""
     c = _comm.get_comm(comm, api)
+    support.check_product(api)
     stream = args.handle(stream, api, "stream")
     if not stream:
         raise ptr(api, "stream is NULL")
@@ -56,23 +66,54 @@ def check_common(api: str, comm, count, data_type, stream):
         raise para(api, f"stream 0x{stream:x} is on device {st.device}, rank {c.rank} on device {c.device}")
     if host_ctx().kernels:
         raise not_support(api, "collectives are host calls: they cannot be issued inside an AI CPU kernel")
-    count = args.integer(count, api, "count")
+    return c
+
+
+def check_count(api: str, count, name: str = "count") -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise para(api, f"{name} {count!r} must be a non-negative int")
+    return count
+
+
+def check_common(api: str, comm, count, data_type, stream, reduce_op=None, count_name: str = "count"):
+    """Check comm, product, stream, count and data type (and ``(data type, op)`` of a reducing
+    call); return ``(Communicator, element size)``."""
+    c = check_comm(api, comm, stream)
+    check_count(api, count, count_name)
     data_type = args.integer(data_type, api, "dataType", -(1 << 64), args.UINT64_MAX)
-    if data_type not in DATA_TYPE_SIZE:
-        raise para(api, f"dataType {data_type!r} is not an HcclDataType")
+    if reduce_op is None:
+        support.check_move_dtype(api, data_type)
+    else:
+        support.check_reduce_pair(api, data_type, args.integer(reduce_op, api, "op", -(1 << 64), args.UINT64_MAX))
     return c, DATA_TYPE_SIZE[data_type]
+
+
+def not_same(api: str, send, recv) -> None:
+    """``sendBuf`` and ``recvBuf`` must differ where HCCL forbids in-place operation."""
+    if send and send == recv:
+        raise para(api, f"sendBuf and recvBuf are the same address 0x{send:x}: {api} does not run in place")
+
+
+def enqueue(api: str, comm, stream, nslaves: int, algo, *args, peers=None) -> None:
+    """Run ``algo`` now, or keep it for the end of the open group."""
+    def go():
+        run(comm, stream, nslaves, algo, *args, tag=api, peers=peers)
+    if group.active():
+        group.keep_collective(api, go)
+    else:
+        go()
 
 
 @c_api()
 def HcclAllGather(sendBuf, recvBuf, sendCount, dataType, comm, stream):  # noqa: N803
     """Every rank's ``sendCount`` elements, in rank order, into every rank's ``recvBuf``."""
     api = "HcclAllGather"
-    c, size = check_common(api, comm, sendCount, dataType, stream)
+    c, size = check_common(api, comm, sendCount, dataType, stream, count_name="sendCount")
     nbytes = sendCount * size
     check_buffer(api, sendBuf, nbytes, c.device, "sendBuf")
     check_buffer(api, recvBuf, nbytes * c.nranks, c.device, "recvBuf")
     if nbytes:
-        run(comm, stream, max(0, c.nranks - 2), allgather_mesh, sendBuf, recvBuf, nbytes, tag=api)
+        enqueue(api, comm, stream, max(0, c.nranks - 2), allgather_mesh, sendBuf, recvBuf, nbytes)
 
 
 # -- Broadcast, Scatter, AlltoAll, Send/Recv -------------------------------------------------------
@@ -98,8 +139,7 @@ def HcclBroadcast(buf, count, dataType, root, comm, stream):  # noqa: N803
     nbytes = count * size
     check_buffer(api, buf, nbytes, c.device, "buf")
     if nbytes and c.nranks > 1:
-        run(comm, stream, 0, _broadcast, buf, nbytes, root, tag=api,
-            peers=_broadcast_peers(c.nranks, c.rank, root))
+        enqueue(api, comm, stream, 0, _broadcast, buf, nbytes, root, peers=_broadcast_peers(c.nranks, c.rank, root))
 
 
 @c_api()
@@ -107,74 +147,67 @@ def HcclScatter(sendBuf, recvBuf, recvCount, dataType, root, comm, stream):  # n
     """Slice ``r`` (``recvCount`` elements) of rank ``root``'s ``sendBuf`` into rank ``r``'s
     ``recvBuf``; ``sendBuf`` is ignored (may be NULL) on the other ranks."""
     api = "HcclScatter"
-    c, size = check_common(api, comm, recvCount, dataType, stream)
+    c, size = check_common(api, comm, recvCount, dataType, stream, count_name="recvCount")
     check_rank(api, c, root, "root")
     nbytes = recvCount * size
     if c.rank == root:
         check_buffer(api, sendBuf, nbytes * c.nranks, c.device, "sendBuf")
     check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
     if nbytes:
-        ring = sorted({(c.rank - 1) % c.nranks, (c.rank + 1) % c.nranks})
-        run(comm, stream, 0, _scatter_ring, sendBuf if c.rank == root else 0, recvBuf, nbytes, root,
-            tag=api, peers=ring)
+        enqueue(api, comm, stream, 0, _scatter_ring, sendBuf if c.rank == root else 0, recvBuf, nbytes, root,
+                peers=_ring_peers(c.rank, c.nranks))
 
 
 @c_api()
 def HcclAlltoAll(sendBuf, sendCount, sendType, recvBuf, recvCount, recvType, comm, stream):  # noqa: N803
     """Slice ``j`` (``sendCount`` elements) of every rank's ``sendBuf`` to rank ``j``, where it lands
-    as slice ``i`` (the sender's rank) of ``recvBuf``."""
+    as slice ``i`` (the sender's rank) of ``recvBuf``. ``recvCount`` and ``recvType`` must equal
+    ``sendCount`` and ``sendType`` (HCCL's rule); no in-place operation."""
     api = "HcclAlltoAll"
-    c, send_size = check_common(api, comm, sendCount, sendType, stream)
-    _, recv_size = check_common(api, comm, recvCount, recvType, stream)
-    nbytes = sendCount * send_size
-    if recvCount * recv_size != nbytes:
-        raise para(api, f"sendCount {sendCount} x {send_size} B != recvCount {recvCount} x {recv_size} B: "
-                        "every rank must receive from each rank what it sends to each")
+    c, size = check_common(api, comm, sendCount, sendType, stream, count_name="sendCount")
+    check_common(api, comm, recvCount, recvType, stream, count_name="recvCount")
+    if (recvCount, recvType) != (sendCount, sendType):
+        raise para(api, f"recvCount {recvCount} / recvType {recvType!r} must equal sendCount {sendCount} / "
+                        f"sendType {sendType!r}")
+    nbytes = sendCount * size
+    not_same(api, sendBuf, recvBuf)
     check_buffer(api, sendBuf, nbytes * c.nranks, c.device, "sendBuf")
     check_buffer(api, recvBuf, nbytes * c.nranks, c.device, "recvBuf")
     if nbytes:
-        run(comm, stream, max(0, c.nranks - 2), _alltoall, sendBuf, recvBuf, nbytes, tag=api)
+        enqueue(api, comm, stream, max(0, c.nranks - 2), _alltoall, sendBuf, recvBuf, nbytes)
+
+
+def _p2p(api, buf, count, dataType, rank, comm, stream, is_send: bool) -> None:
+    name = "destRank" if is_send else "srcRank"
+    c, size = check_common(api, comm, count, dataType, stream)
+    check_rank(api, c, rank, name, other_than_self=True)
+    nbytes = count * size
+    check_buffer(api, buf, nbytes, c.device, "sendBuf" if is_send else "recvBuf")
+    if group.active():
+        group.keep_p2p(api, comm, stream, is_send, buf, nbytes, rank)
+    elif nbytes:
+        run(comm, stream, 0, _send if is_send else _recv, buf, nbytes, rank, tag=api, peers=[rank])
 
 
 @c_api()
 def HcclSend(sendBuf, count, dataType, destRank, comm, stream):  # noqa: N803
     """Send ``count`` elements at ``sendBuf`` to ``destRank`` (which calls :func:`HcclRecv`); the
     stream completes once the receiver has read them."""
-    api = "HcclSend"
-    c, size = check_common(api, comm, count, dataType, stream)
-    check_rank(api, c, destRank, "destRank", other_than_self=True)
-    nbytes = count * size
-    check_buffer(api, sendBuf, nbytes, c.device, "sendBuf")
-    if nbytes:
-        run(comm, stream, 0, _send, sendBuf, nbytes, destRank, tag=api, peers=[destRank])
+    _p2p("HcclSend", sendBuf, count, dataType, destRank, comm, stream, True)
 
 
 @c_api()
 def HcclRecv(recvBuf, count, dataType, srcRank, comm, stream):  # noqa: N803
     """Receive ``count`` elements from ``srcRank`` (which calls :func:`HcclSend`) into ``recvBuf``."""
-    api = "HcclRecv"
-    c, size = check_common(api, comm, count, dataType, stream)
-    check_rank(api, c, srcRank, "srcRank", other_than_self=True)
-    nbytes = count * size
-    check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
-    if nbytes:
-        run(comm, stream, 0, _recv, recvBuf, nbytes, srcRank, tag=api, peers=[srcRank])
+    _p2p("HcclRecv", recvBuf, count, dataType, srcRank, comm, stream, False)
 
 
-# -- ReduceScatter, AllReduce ----------------------------------------------------------------------
-# Where the local reduces run decides the supported (dataType, op) pairs: on the host path (A2)
-# and the A3 device path FP32, FP16, INT8, INT16, INT32, BFP16 x SUM, MAX, MIN; on the Atlas 350
-# device path the wider set of pyhcomm.hcomm.reduce. A pair outside it fails the call with
-# HCCL_E_PARA (HCCL_E_NOT_SUPPORT for types Atlas 350 maps but cannot reduce) before anything is
-# enqueued. HcclAllGather keeps the mesh on every product; the ring (collectives.allgather_ring)
-# is what HcclAllReduce gathers with.
+# -- ReduceScatter, AllReduce, Reduce --------------------------------------------------------------
+# The (dataType, op) pairs are HCCL's per product (collectives.support). A reduce step the HCOMM
+# primitive takes on this path is an HcommLocalReduceOnThread; the others (64-bit types, PROD) are
+# HCCL's own reduce, recorded as the same task (hcomm.reduce.hccl_reduce).
 
-__all__ += ["HcclReduceScatter", "HcclAllReduce"]
-
-
-def check_reduce(api: str, data_type, op) -> None:
-    """``(dataType, op)`` must be reducible where this product's collectives reduce."""
-    _check_dtype_op(data_type, op, _device_mode(), api)
+__all__ += ["HcclReduceScatter", "HcclAllReduce", "HcclReduce"]
 
 
 @c_api()
@@ -182,13 +215,12 @@ def HcclReduceScatter(sendBuf, recvBuf, recvCount, dataType, op, comm, stream): 
     """``op`` over all ranks of their slice ``r`` (``recvCount`` elements of ``sendBuf``) into rank
     ``r``'s ``recvBuf`` (mesh, hcomm-api S5). ``recvBuf == sendBuf + r * recvCount`` runs in place."""
     api = "HcclReduceScatter"
-    c, size = check_common(api, comm, recvCount, dataType, stream)
-    check_reduce(api, dataType, op)
+    c, size = check_common(api, comm, recvCount, dataType, stream, op, count_name="recvCount")
     nbytes = recvCount * size
     check_buffer(api, sendBuf, nbytes * c.nranks, c.device, "sendBuf")
     check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
     if nbytes:
-        run(comm, stream, c.nranks - 1, _reduce_scatter_mesh, sendBuf, recvBuf, recvCount, dataType, op, tag=api)
+        enqueue(api, comm, stream, c.nranks - 1, _reduce_scatter_mesh, sendBuf, recvBuf, recvCount, dataType, op)
 
 
 @c_api()
@@ -196,11 +228,42 @@ def HcclAllReduce(sendBuf, recvBuf, count, dataType, op, comm, stream):  # noqa:
     """``op`` over all ranks of their ``count`` elements into every rank's ``recvBuf`` (ring
     ReduceScatter + ring AllGather; ``count`` need not divide by the rank count). In place allowed."""
     api = "HcclAllReduce"
-    c, size = check_common(api, comm, count, dataType, stream)
-    check_reduce(api, dataType, op)
+    c, size = check_common(api, comm, count, dataType, stream, op)
     nbytes = count * size
     check_buffer(api, sendBuf, nbytes, c.device, "sendBuf")
     check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
     if nbytes:
-        run(comm, stream, 0, _all_reduce_ring, sendBuf, recvBuf, count, dataType, op, tag=api,
-            peers=_ring_peers(c.rank, c.nranks))
+        enqueue(api, comm, stream, 0, _all_reduce_ring, sendBuf, recvBuf, count, dataType, op,
+                peers=_ring_peers(c.rank, c.nranks))
+
+
+@c_api()
+def HcclReduce(sendBuf, recvBuf, count, dataType, op, root, comm, stream):  # noqa: N803
+    """``op`` over all ranks of their ``count`` elements into rank ``root``'s ``recvBuf``
+    (:mod:`pyhcomm.collectives.reduce`); ``recvBuf`` is ignored (may be NULL) on the other ranks.
+    ``recvBuf == sendBuf`` on the root runs in place."""
+    api = "HcclReduce"
+    c, size = check_common(api, comm, count, dataType, stream, op)
+    check_rank(api, c, root, "root")
+    nbytes = count * size
+    check_buffer(api, sendBuf, nbytes, c.device, "sendBuf")
+    if c.rank == root:
+        check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
+    if nbytes:
+        enqueue(api, comm, stream, 0, _reduce, sendBuf, recvBuf if c.rank == root else 0, count, dataType, op,
+                root, peers=_broadcast_peers(c.nranks, c.rank, root))
+
+
+# -- Barrier ---------------------------------------------------------------------------------------
+
+__all__ += ["HcclBarrier"]
+
+
+@c_api()
+def HcclBarrier(comm, stream):  # noqa: N803
+    """Hold every rank's ``stream`` until every rank of ``comm`` has reached the barrier on its
+    stream (a notify-only mesh; nothing moves)."""
+    api = "HcclBarrier"
+    c = check_comm(api, comm, stream)
+    if c.nranks > 1:
+        enqueue(api, comm, stream, max(0, c.nranks - 2), _barrier)

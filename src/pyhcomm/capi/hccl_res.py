@@ -1,7 +1,12 @@
 """``hccl_res.h``: threads and the HCCL buffer, in the flat C tier."""
 from __future__ import annotations
 
+from ..defs.hccl_res import HcclDedicatedThreadType  # noqa: F401
+from ..defs.res_defs import ThreadConfig, ThreadType  # noqa: F401
+from ..enums import ThreadResType  # noqa: F401
+from ..errors import ptr as _ptr
 from ..hccl import comm as _comm
+from ..sim import current_sim as _sim
 from ..hccl import engine_ctx as _ectx
 from ..hccl import thread as _thread
 from ._wrap import c_api
@@ -75,3 +80,43 @@ def HcclEngineCtxCopy(comm, engine, ctxTag, srcCtx, size, dstCtxOffset):
 def HcclEngineCtxDestroy(comm, ctxTag, engine):
     """``ret = HcclEngineCtxDestroy(comm, ctxTag, engine)``: release one engine context."""
     _ectx.destroy(comm, ctxTag, engine)
+
+
+# -- the cleared buffer, threads with configs, dedicated threads -------------------------------
+
+__all__ += ["HcclGetHcclBufferCleared", "HcclThreadAcquireWithConfig", "ThreadConfigInit", "HcclDedicatedThreadAcquire",
+            "ThreadConfig", "ThreadType", "ThreadResType", "HcclDedicatedThreadType"]
+
+
+@c_api(0, 0)
+def HcclGetHcclBufferCleared(comm):
+    """``ret, addr, size``: the rank's HCCL buffer, zero-filled now (the same buffer as
+    ``HcclGetHcclBuffer``; synchronous: do not call it while tasks use the buffer)."""
+    api = "HcclGetHcclBufferCleared"
+    c = _comm.get_comm(comm, api)
+    fresh = c.hccl_buffer is None
+    buf = _comm.hccl_buffer(c, api)
+    if not fresh and _sim().data:
+        _sim().backend.memset(buf.storage, 0, 0, buf.size)
+    return buf.addr, buf.size
+
+
+@c_api([])
+def HcclThreadAcquireWithConfig(comm, engine, threadNum, type, config):  # noqa: A002,N803
+    """``ret, threads``: threads with one ``ThreadConfig`` each (see
+    :func:`pyhcomm.hccl.thread.acquire_with_config`)."""
+    return [t.handle for t in _thread.acquire_with_config(comm, engine, threadNum, type, config)]
+
+
+@c_api()
+def ThreadConfigInit(config):
+    """Initialise a ``ThreadConfig`` (its ABI header; ``notifyNumPerThread`` 0)."""
+    if config is None:
+        raise _ptr("ThreadConfigInit", "config is NULL")
+    _thread.thread_config_init(config)
+
+
+@c_api(0)
+def HcclDedicatedThreadAcquire(comm, useType, notifyNumPerThread):  # noqa: N803
+    """``ret, thread``: the communicator's dedicated AICPU_TS thread for ``useType``."""
+    return _thread.dedicated(comm, useType, notifyNumPerThread).handle

@@ -5,7 +5,10 @@ naming the call and the argument). Hot paths are written out by hand (no generic
 """
 from __future__ import annotations
 
+import functools
+
 from ..errors import HcclError
+from ..hcomm import task_cache as _cache
 from ..hcomm import channel_ops as _chops
 from ..hcomm import launch as _launch
 from ..hcomm import notify as _notify
@@ -24,6 +27,8 @@ def HcommLocalCopyOnThread(thread, dst, src, len):  # noqa: A002 - the C paramet
         local_copy(thread, dst, src, len)
     except HcclError as exc:
         return failed(exc)
+    if _cache.recordings:
+        _cache.capture(local_copy, (thread, dst, src, len))
     return SUCCESS
 
 
@@ -36,6 +41,8 @@ def HcommLocalReduceOnThread(thread, dst, src, count, dataType, reduceOp):  # no
         local_reduce(thread, dst, src, count, dataType, reduceOp)
     except HcclError as exc:
         return failed(exc)
+    if _cache.recordings:
+        _cache.capture(local_reduce, (thread, dst, src, count, dataType, reduceOp))
     return SUCCESS
 
 
@@ -252,3 +259,59 @@ def HcommChannelDrainOnThread(thread, channel):
 @c_api()
 def HcommChannelFence(channel):
     _chops.channel_fence(channel)
+
+
+# -- the AI CPU task cache ----------------------------------------------------------------------
+
+__all__ += ["HcommAicpuTsTaskCacheLookup", "HcommAicpuTsTaskCacheStart", "HcommAicpuTsTaskCacheEnd",
+            "HcommAicpuTsTaskCacheExecute", "HcommAicpuTsTaskCacheClear"]
+
+
+@c_api(False)
+def HcommAicpuTsTaskCacheLookup(tag):
+    """``ret, isHit``: whether ``tag``'s expansion is cached (Atlas 350, inside a kernel)."""
+    return _cache.lookup(tag)
+
+
+@c_api()
+def HcommAicpuTsTaskCacheStart(tag, addrs, sizes):
+    """Start recording the data-plane calls of ``tag`` (addresses in ``addrs``/``sizes`` are the
+    ones a later Execute moves)."""
+    _cache.start(tag, addrs, sizes)
+
+
+@c_api()
+def HcommAicpuTsTaskCacheEnd(tag):
+    _cache.end(tag)
+
+
+@c_api()
+def HcommAicpuTsTaskCacheExecute(tag, addrs, sizes):
+    """Issue ``tag``'s recorded calls again with the addresses moved to ``addrs``."""
+    _cache.execute(tag, addrs, sizes)
+
+
+@c_api()
+def HcommAicpuTsTaskCacheClear(tag):
+    _cache.clear(tag)
+
+
+def _recorded(fn):
+    """``fn`` (a data-plane call returning ``ret``) also recorded by an open task-cache recording."""
+    impl = fn.raising
+
+    @functools.wraps(fn)
+    def call(*args):
+        ret = fn(*args)
+        if _cache.recordings and ret == SUCCESS:
+            _cache.capture(impl, args)
+        return ret
+
+    call.raising = impl
+    return call
+
+
+_HOT = ("HcommLocalCopyOnThread", "HcommLocalReduceOnThread")   # they record themselves
+for _name in [n for n in __all__ if n.startswith("Hcomm") and n.endswith(("OnThread", "Nbi", "Record", "Wait", "Fence"))
+              and n not in _HOT]:
+    globals()[_name] = _recorded(globals()[_name])

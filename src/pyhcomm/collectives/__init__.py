@@ -2,7 +2,8 @@
 product runs an algorithm, :mod:`.patterns` for the handshakes the algorithms share)."""
 from .allgather import allgather_mesh  # noqa: F401
 from .context import CollectiveContext, context, run  # noqa: F401
-from .alltoall import alltoall  # noqa: F401,E402
+from .pairwise import alltoall, alltoallv, batch_send_recv  # noqa: F401,E402
+from .reduce import barrier, reduce_to_root  # noqa: F401,E402
 from .broadcast import broadcast  # noqa: F401,E402
 from .scatter import scatter_ring  # noqa: F401,E402
 from .send_recv import recv, send  # noqa: F401,E402

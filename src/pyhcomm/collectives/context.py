@@ -7,8 +7,12 @@ the raising implementations (:mod:`pyhcomm.hcomm`, :mod:`pyhcomm.hccl`): a failu
 ``HcclError``; the flat C tier (:mod:`pyhcomm.capi`) wraps the collectives, not the other way round.
 :func:`run` executes it the way HCCL does on each product:
 
-* Atlas A2 (host orchestration): the main thread wraps the user's stream (CPU_TS); slave threads
-  and channels are CPU_TS; the algorithm runs now, on the calling host thread.
+* Atlas A2, Atlas training and inference series (host orchestration): the main thread wraps the
+  user's stream (CPU_TS); slave threads and channels are CPU_TS; the algorithm runs now, on the
+  calling host thread. Where the public HCOMM primitives are outside the seed's support table
+  (training and inference series, Atlas 800I A2) HCCL still runs its collectives: the algorithm
+  runs inside :class:`~pyhcomm.sim.runtime.library_calls`, over the product's own links
+  (:data:`PROTOCOL_PREFERENCE`).
 * Atlas A3 and Atlas 350 (AI CPU orchestration, hcomm-api §5.6): a CPU_TS thread on the user's
   stream records the AI CPU main thread's sync notify, an AI CPU kernel is launched on the user's
   stream, and the user's stream waits for the kernel's "done" record. The kernel runs the
@@ -36,11 +40,12 @@ from __future__ import annotations
 
 from .. import topology
 from ..sim import current_sim as _sim
-from ..sim.runtime import host_ctx
+from ..sim.runtime import host_ctx, library_calls
 from ..sim.task import attribute_to, call_site, end_attribution
 from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error
 from ..hccl import channel as channel_mod
+from ..hccl.comm_config import exec_timeout
 from ..hccl import comm as comm_mod
 from ..hccl import thread as thread_mod
 from ..hcomm import launch as launch_mod
@@ -61,6 +66,8 @@ PROTOCOL_PREFERENCE = {
     "A2": (P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_ROCE),
     "A3": (P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_ROCE),
     "950": (P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UBOE),
+    "910": (P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_PCIE, P.COMM_PROTOCOL_ROCE),
+    "310P": (P.COMM_PROTOCOL_PCIE, P.COMM_PROTOCOL_ROCE),
 }
 
 
@@ -206,7 +213,8 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
     host = host_ctx()
     batch, host.batch = host.batch, None  # the caller's open batch, kept aside (module docstring)
     try:
-        _run(comm_handle, stream, nslaves, algo, args, tag, peers, site)
+        with library_calls():
+            _run(comm_handle, stream, nslaves, algo, args, tag, peers, site)
     finally:
         host.batch = batch
         end_attribution(token)
@@ -225,9 +233,7 @@ def _run(comm_handle, stream, nslaves, algo, args, tag, peers, site) -> None:
         algo(ctx, *args)
         return
     cpu, cpu_on_aicpu, main, main_on_cpu, slaves, sync = ctx.device_threads(stream, nslaves)
-    cfg = _sim().config
-    cfg.check("HCCL_EXEC_TIMEOUT", "collective")
-    timeout = cfg.exec_timeout
+    timeout = exec_timeout(ctx.comm)            # the communicator's config, else HCCL_EXEC_TIMEOUT
 
     def kernel():
         token = attribute_to(site)

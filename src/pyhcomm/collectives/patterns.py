@@ -116,8 +116,9 @@ def mesh_groups(peers, width: int, order=None) -> list[list[int]]:
     return groups
 
 
-def mesh(ctx, exchange, main_too: bool = True, order=None) -> None:
-    """Run ``exchange(thread, peer)`` once for every peer of this rank.
+def mesh(ctx, exchange, main_too: bool = True, order=None, peers=None) -> None:
+    """Run ``exchange(thread, peer)`` once for every peer of this rank (or for ``peers``, ascending:
+    every rank must then pass a set in which ``b`` names ``a`` exactly when ``a``'s names ``b``).
 
     ``main_too``: the main thread serves the first peer of each group (S3: threads ``T0..``),
     else slaves only (S5: the main thread reduces afterwards). With ``k`` threads the peers go in
@@ -128,7 +129,7 @@ def mesh(ctx, exchange, main_too: bool = True, order=None) -> None:
     original one-thread-per-peer algorithm.
     """
     n, me = ctx.nranks, ctx.rank
-    peers = [p for p in range(n) if p != me]
+    peers = [p for p in range(n) if p != me] if peers is None else sorted(peers)
     threads = ([ctx.main] if main_too else []) + list(ctx.slaves)
     if not threads:
         raise para("collective", "this mesh algorithm runs on slave threads: run it with nslaves >= 1")

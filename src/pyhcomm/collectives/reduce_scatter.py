@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..enums import DATA_TYPE_SIZE
 from ..hcomm.local import local_copy
-from ..hcomm.reduce import local_reduce
+from ..hcomm.reduce import hccl_reduce
 from .context import buffer_parts, chunk_bytes
 from .patterns import mesh, mesh_exchange, ring_step
 
@@ -67,7 +67,7 @@ def reduce_scatter_mesh(ctx, send: int, recv: int, count: int, data_type: int, o
         mesh(ctx, send_to, main_too=False, order=lambda p: (p - me) % n)
         for t in range(n):
             if t != me:
-                local_reduce(ctx.main, recv + done, landed[t], cur // size, data_type, op)
+                hccl_reduce(ctx.main, recv + done, landed[t], cur // size, data_type, op)
 
 
 @buffer_parts(lambda n: 2)
@@ -133,6 +133,6 @@ def reduce_scatterv_ring(ctx, send: int, recv: int, counts, displs, data_type: i
             tx, rx = (s + 1) % 2, s % 2
             ring_step(t, left, right, (right_ccl + rx * elems * size, buf[tx], piece(fwd) * size))
             if piece(got):
-                local_reduce(t, buf[rx], source(got), piece(got), data_type, op)
+                hccl_reduce(t, buf[rx], source(got), piece(got), data_type, op)
         if piece(me):  # the last step received this rank's own slice
             local_copy(t, recv + done * size, buf[(n - 2) % 2], piece(me) * size)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import para, ptr
+from ..errors import not_found, para, ptr
+from ..sim import current_sim as _sim
 from ..sim import memory
 
 
@@ -33,3 +34,15 @@ def int_array(value, count: int, api: str, name: str, width: int = 8) -> list[in
     if len(items) < count:
         raise para(api, f"{name} holds {len(items)} elements, fewer than {count}")
     return items[:count]
+
+
+def live_object(handle, cls, api: str, name: str, what: str, missing=not_found):
+    """The live object of class ``cls`` behind an opaque handle of the Sim's ``misc`` table
+    (teams, windows, endpoints, configs, MC2 arguments): 0 is ``HCCL_E_PTR``; anything else that
+    is not a live ``cls`` is ``missing`` (``HCCL_E_NOT_FOUND`` by default), naming ``what``."""
+    if not handle:
+        raise ptr(api, f"{name} is NULL")
+    obj = _sim().handles.misc.get(handle) if isinstance(handle, int) else None
+    if not isinstance(obj, cls) or not getattr(obj, "live", True):
+        raise missing(api, f"{name} {handle!r} is not {what}")
+    return obj

@@ -21,6 +21,7 @@ from ..sched import ABORTED, TIMED_OUT
 from ..sim import current_sim as _sim
 from ..sim import memory
 from ..sim.notify import Notify
+from ..sim.runtime import in_library
 from ..enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
 from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
 from ..defs.hccl_channel import (HCCL_CHANNEL_MAGIC_WORD, HCCL_CHANNEL_VERSION, HcclChannelDesc,  # noqa: F401
@@ -46,6 +47,21 @@ CHANNEL_PROTOCOLS = {
                                 P.COMM_PROTOCOL_ROCE},
             E.COMM_ENGINE_CCU: {P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP}},
 }
+#: Channels HCCL's own collectives open on products outside the HCOMM support table (only inside
+#: :class:`pyhcomm.sim.runtime.library_calls`; users get ``HCCL_E_NOT_SUPPORT`` there).
+LIBRARY_CHANNEL_PROTOCOLS = {
+    "A2": {E.COMM_ENGINE_CPU_TS: _A2A3},
+    "910": {E.COMM_ENGINE_CPU_TS: {P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_PCIE, P.COMM_PROTOCOL_ROCE}},
+    "310P": {E.COMM_ENGINE_CPU_TS: {P.COMM_PROTOCOL_PCIE, P.COMM_PROTOCOL_ROCE}},
+}
+
+
+def channel_protocols() -> dict:
+    """``{engine: protocols}`` of the channels callers may open on this product now."""
+    product = _sim().runtime.product
+    if not product.hcomm and in_library():
+        return LIBRARY_CHANNEL_PROTOCOLS.get(product.family, {})
+    return CHANNEL_PROTOCOLS.get(product.family, {})
 
 
 def desc_init(descs) -> None:
@@ -134,7 +150,7 @@ def _check_desc(comm, engine, d, i, api):
         protocol = CommProtocol(d.channelProtocol)
     except ValueError:
         raise para(api, f"channelDescs[{i}].channelProtocol {d.channelProtocol} is not a CommProtocol") from None
-    allowed = CHANNEL_PROTOCOLS.get(_sim().runtime.product.family, {}).get(engine)
+    allowed = channel_protocols().get(engine)
     if protocol == P.COMM_PROTOCOL_RESERVED:
         raise para(api, f"channelDescs[{i}].channelProtocol is not set")
     if protocol not in allowed:
@@ -177,7 +193,7 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
         raise para(api, f"channelNum {channel_num} is outside (0, {CHANNEL_NUM_MAX}]")
     if len(descs) < channel_num:
         raise para(api, f"channelNum {channel_num} but only {len(descs)} descriptors")
-    if engine not in CHANNEL_PROTOCOLS.get(_sim().runtime.product.family, {}):
+    if engine not in channel_protocols():
         raise not_support(api, f"{engine.name} channels are not supported on {_sim().runtime.product.name}")
     checked = [_check_desc(comm, engine, descs[i], i, api) for i in range(channel_num)]
     comm_mod.hccl_buffer(comm, api)  # exchanged at connection

@@ -16,6 +16,7 @@ from .. import topology
 from ..sim import memory
 from ..enums import HCCL_ROOT_INFO_BYTES
 from ..errors import HcclResult, hccl_error, not_found, para, ptr
+from . import comm_config
 
 ROOT_MAGIC = b"PYHCOMM-ROOT\0"
 ENV_BUFFSIZE = "HCCL_BUFFSIZE"
@@ -72,6 +73,8 @@ class Communicator:
         self.mems: list = []            # MemHandle objects registered with HcclCommMemReg
         self.destroyed = False
         self.holds_device = False       # HcclCommInitAll opened the device for it: close it on destroy
+        self.settings = None            # comm_config.CommSettings of a ...Config init, else None
+        self.suspended = False          # HcclCommSuspend (comm_state)
         self.handle = _sim().handles.comms.add(self)
 
     @property
@@ -132,24 +135,24 @@ def _world_of(root_info, api: str) -> World:
     return world
 
 
-def init_root_info(nranks: int, root_info, rank: int) -> Communicator:
-    """``HcclCommInitRootInfo``: join rank ``rank`` of ``nranks``; collective, blocks the host."""
-    api = "HcclCommInitRootInfo"
+def init_root_info(nranks: int, root_info, rank: int, settings=None,
+                   api: str = "HcclCommInitRootInfo") -> Communicator:
+    """``HcclCommInitRootInfo``: join rank ``rank`` of ``nranks``; collective, blocks the host.
+    ``settings``: a :class:`.comm_config.CommSettings` (``HcclCommInitRootInfoConfig``)."""
     world = _world_of(root_info, api)
     nranks = args.integer(nranks, api, "nRanks", -(1 << 64), args.UINT64_MAX)
     if nranks < 1:
         raise para(api, f"nRanks {nranks} must be at least 1")
-    return _join(world, nranks, rank, api)
+    return _join(world, nranks, rank, api, settings)
 
 
-def init_cluster_info(cluster_info, rank: int) -> Communicator:
+def init_cluster_info(cluster_info, rank: int, settings=None, api: str = "HcclCommInitClusterInfo") -> Communicator:
     """``HcclCommInitClusterInfo``: join rank ``rank`` of the cluster a rank-table file describes.
 
     Ranks passing the same file join the same communicator (a new one once the previous is
     complete). The rank table gives each rank's server and super pod; the rank's simulated device
     is the calling thread's current one. Collective: blocks until every rank joined.
     """
-    api = "HcclCommInitClusterInfo"
     if cluster_info is None:
         raise ptr(api, "clusterInfo is NULL")
     path = os.path.abspath(str(cluster_info))
@@ -165,17 +168,18 @@ def init_cluster_info(cluster_info, rank: int) -> Communicator:
         if world is None or len(world.joined) >= table.nranks:
             world = sim.cluster_worlds[path] = World(table.nranks)
             world.rank_table = table
-    return _join(world, table.nranks, rank, api)
+    return _join(world, table.nranks, rank, api, settings)
 
 
-def _join(world: World, nranks: int, rank: int, api: str) -> Communicator:
-    """Join ``world`` as ``rank`` and wait for the other ranks (``HCCL_CONNECT_TIMEOUT``)."""
+def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=None) -> Communicator:
+    """Join ``world`` as ``rank`` and wait for the other ranks (``HCCL_CONNECT_TIMEOUT``); the
+    rank runs on ``device`` (an open device; default: the calling thread's current one)."""
     rank = args.integer(rank, api, "rank", -(1 << 64), args.UINT64_MAX)
     if not 0 <= rank < nranks:
         raise para(api, f"rank {rank} is outside [0, {nranks})")
     sim = _sim()
     check_comm_config(api)
-    dev = sim.runtime.current_device()
+    dev = sim.runtime.current_device() if device is None else sim.runtime.devices.get(device)
     if dev is None:
         raise hccl_error(HcclResult.HCCL_E_RUNTIME, api, "no current device: call aclrtSetDevice first")
     timeout = sim.config.connect_timeout
@@ -189,7 +193,11 @@ def _join(world: World, nranks: int, rank: int, api: str) -> Communicator:
         for other in world.comms.values():
             if other.device == dev.id:
                 raise para(api, f"rank {rank} and rank {other.rank} are both on device {dev.id}")
+        if settings is not None and settings.name:
+            comm_config.claim_name(world, settings.name, api)
         comm = Communicator(world, rank, dev.id)
+        if settings is not None:
+            comm_config.apply(comm, settings)
         world.comms[rank] = comm
         world.devices[rank] = dev.id
         world.joined.add(rank)
@@ -270,14 +278,24 @@ def init_all(devices) -> list[Communicator]:
     return comms
 
 
+#: Calls a suspended communicator still answers (``HcclCommSuspend``; the others: HCCL_E_SUSPENDING).
+USABLE_WHILE_SUSPENDED = frozenset({
+    "HcclCommResume", "HcclCommDestroy", "HcclCommSuspend", "HcclGetRankSize", "HcclGetRankId", "HcclGetCommName",
+    "HcclGetCommAsyncError", "HcclConfigGetInfo", "HcclGetHeterogMode"})
+
+
 def get_comm(handle, api: str) -> Communicator:
-    """Look a communicator up: NULL is ``HCCL_E_PTR``, unknown or destroyed ``HCCL_E_NOT_FOUND``."""
+    """Look a communicator up: NULL is ``HCCL_E_PTR``, unknown or destroyed ``HCCL_E_NOT_FOUND``,
+    suspended ``HCCL_E_SUSPENDING`` (but for :data:`USABLE_WHILE_SUSPENDED`)."""
     handle = args.handle(handle, api, "comm")
     if not handle:
         raise ptr(api, "comm is NULL")
     comm = _sim().handles.comms.get(handle)
     if comm is None:
         raise not_found(api, f"comm 0x{handle:x} is not a live communicator")
+    if comm.suspended and api not in USABLE_WHILE_SUSPENDED:
+        raise hccl_error(HcclResult.HCCL_E_SUSPENDING, api, f"{comm.name} rank {comm.rank} is suspended "
+                                                            "(HcclCommResume first)")
     return comm
 
 

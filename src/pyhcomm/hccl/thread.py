@@ -15,6 +15,10 @@ import threading
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim.notify import Notify
+from ..sim.runtime import in_library
+from ..defs.hccl_res import HcclDedicatedThreadType
+from ..defs.res_defs import (HCOMM_THREAD_CONFIG_MAGIC_WORD, HCOMM_THREAD_CONFIG_VERSION, CommAbiHeader,
+                             ThreadConfig, ThreadType)
 from ..enums import HOST_ENGINES, CommEngine, ThreadResType
 from ..errors import not_found, not_support, para, ptr
 from . import comm as comm_mod
@@ -70,8 +74,8 @@ def local_op_side(engine: CommEngine):
     (None: from neither). The product cannot change while threads exist, so this is computed once.
     """
     product = _sim().runtime.product
-    if not product.hcomm:
-        return None
+    if not product.hcomm:  # HCCL's own collectives drive host threads there (library_calls)
+        return HOST_SIDE if in_library() and engine in HOST_ENGINES else None
     if product.device_side_only:
         return DEVICE_SIDE if engine == CommEngine.COMM_ENGINE_AICPU_TS else None
     return HOST_SIDE if engine in HOST_ENGINES else DEVICE_SIDE
@@ -260,7 +264,11 @@ def res_get_info(comm_handle, thread_handle, res_type, info_len) -> int:
     """
     api = "HcclThreadResGetInfo"
     comm = comm_mod.get_comm(comm_handle, api)
-    t = _own_thread(comm, thread_handle, api, "thread")
+    return stream_info(_own_thread(comm, thread_handle, api, "thread"), res_type, info_len, api)
+
+
+def stream_info(t: HcommThread, res_type, info_len, api: str) -> int:
+    """The ``aclrtStream`` behind ``t`` for ``THREAD_RES_TYPE_STREAM`` (see :func:`res_get_info`)."""
     if isinstance(res_type, bool) or not isinstance(res_type, int):
         raise TypeError(f"{api}: resType must be a ThreadResType int, not {type(res_type).__name__}")
     if isinstance(info_len, bool) or not isinstance(info_len, int):
@@ -272,3 +280,125 @@ def res_get_info(comm_handle, thread_handle, res_type, info_len) -> int:
         raise para(api, f"infoLen {info_len} must be sizeof(aclrtStream) = {ACLRT_STREAM_SIZE} "
                         "for THREAD_RES_TYPE_STREAM")
     return t.stream.handle
+
+
+# -- HcclThreadAcquireWithConfig, HcclDedicatedThreadAcquire -----------------------------------
+
+#: ``(engine, ThreadType)`` of ``HcclThreadAcquireWithConfig`` -> the engine of the threads.
+_CONFIG_ENGINES = {(CommEngine.COMM_ENGINE_CPU, ThreadType.THREAD_TYPE_TS): CommEngine.COMM_ENGINE_CPU_TS,
+                   (CommEngine.COMM_ENGINE_AICPU, ThreadType.THREAD_TYPE_TS): CommEngine.COMM_ENGINE_AICPU_TS,
+                   (CommEngine.COMM_ENGINE_CPU, ThreadType.THREAD_TYPE_CPU): CommEngine.COMM_ENGINE_CPU}
+#: ``ThreadConfig.notifyNumPerThread`` is a ``uint16``.
+CONFIG_NOTIFY_MAX = 0xFFFF
+
+
+def acquire_with_config(comm_handle, engine, thread_num, thread_type, configs) -> list[HcommThread]:
+    """``HcclThreadAcquireWithConfig``: ``thread_num`` threads, thread ``i`` with
+    ``configs[i].notifyNumPerThread`` notifies (up to 65535; at most 65536 per communicator).
+    ``engine`` CPU or AICPU with ``THREAD_TYPE_TS`` gives CPU_TS / AICPU_TS threads, CPU with
+    ``THREAD_TYPE_CPU`` host CPU threads; a config not initialised with ``ThreadConfigInit`` is
+    ``HCCL_E_PARA``."""
+    api = "HcclThreadAcquireWithConfig"
+    comm = comm_mod.get_comm(comm_handle, api)
+    engine = check_engine(engine, api)
+    real = _CONFIG_ENGINES.get((engine, thread_type))
+    if real is None:
+        raise para(api, f"engine {engine.name} with thread type {thread_type!r}: use COMM_ENGINE_CPU or "
+                        "COMM_ENGINE_AICPU with THREAD_TYPE_TS (or COMM_ENGINE_CPU with THREAD_TYPE_CPU)")
+    _allowed(ACQUIRE_ENGINES, real, api)
+    if isinstance(thread_num, bool) or not isinstance(thread_num, int) or not 0 < thread_num <= HCOMM_THREADNUM_MAX_NUM:
+        raise para(api, f"threadNum {thread_num!r} is outside (0, {HCOMM_THREADNUM_MAX_NUM}]")
+    if configs is None:
+        raise ptr(api, "config is NULL")
+    configs = [configs] if isinstance(configs, ThreadConfig) else list(configs)
+    if len(configs) < thread_num:
+        raise para(api, f"config holds {len(configs)} ThreadConfig, fewer than threadNum {thread_num}")
+    counts = []
+    for i, cfg in enumerate(configs[:thread_num]):
+        if not isinstance(cfg, ThreadConfig):
+            raise TypeError(f"{api}: config[{i}] must be a ThreadConfig, not {type(cfg).__name__}")
+        if cfg.header.magicWord != HCOMM_THREAD_CONFIG_MAGIC_WORD:
+            raise para(api, f"config[{i}] was not initialised with ThreadConfigInit")
+        n = cfg.notifyNumPerThread
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= CONFIG_NOTIFY_MAX:
+            raise para(api, f"config[{i}].notifyNumPerThread {n!r} is outside [0, {CONFIG_NOTIFY_MAX}]")
+        counts.append(n)
+    if comm.notify_total + sum(counts) > HCCL_THREAD_NOTIFY_MAX_NUM:
+        raise para(api, f"{sum(counts)} more notifies would exceed {HCCL_THREAD_NOTIFY_MAX_NUM} per communicator "
+                        f"({comm.notify_total} in use)")
+    dev = _sim().runtime.devices[comm.device]
+    return [_new_thread(comm, real, dev.new_stream(f"{real.name} thread stream"), n, True) for n in counts]
+
+
+def thread_config_init(config) -> None:
+    """``ThreadConfigInit``: the ABI header, no notifies."""
+    config.header = CommAbiHeader(version=HCOMM_THREAD_CONFIG_VERSION, magicWord=HCOMM_THREAD_CONFIG_MAGIC_WORD,
+                                  size=32, reserved=0)
+    config.notifyNumPerThread = 0
+
+
+def dedicated(comm_handle, use_type, notify_num) -> HcommThread:
+    """``HcclDedicatedThreadAcquire``: the communicator's thread for ``use_type``, an AICPU_TS
+    thread made on the first call (with ``notify_num`` notifies) and returned by every later one."""
+    api = "HcclDedicatedThreadAcquire"
+    comm = comm_mod.get_comm(comm_handle, api)
+    try:
+        use_type = HcclDedicatedThreadType(use_type)
+    except ValueError:
+        raise para(api, f"useType {use_type!r} is not an HcclDedicatedThreadType") from None
+    if use_type == HcclDedicatedThreadType.HCCL_DED_THREAD_TYPE_INVALID:
+        raise para(api, "useType is HCCL_DED_THREAD_TYPE_INVALID")
+    cache = comm.__dict__.setdefault("dedicated_threads", {})
+    t = cache.get(use_type)
+    if t is None or _sim().handles.threads.get(t.handle) is not t:
+        t = cache[use_type] = acquire(comm_handle, CommEngine.COMM_ENGINE_AICPU_TS, 1, notify_num)[0]
+    return t
+
+
+# -- HcommThreadAlloc / HcommThreadFree (no communicator) ---------------------------------------
+
+
+def alloc(engine, notify_nums) -> list[HcommThread]:
+    """``HcommThreadAlloc``: threads of the current device (see :mod:`pyhcomm.hccl.endpoint`)."""
+    from .endpoint import current_device, scope
+    api = "HcommThreadAlloc"
+    engine = check_engine(engine, api)
+    _allowed(ACQUIRE_ENGINES, engine, api)
+    if notify_nums is None:
+        raise ptr(api, "notifyNumPerThread is NULL")
+    counts = list(notify_nums)
+    if not 0 < len(counts) <= HCOMM_THREADNUM_MAX_NUM:
+        raise para(api, f"threadNum {len(counts)} is outside (0, {HCOMM_THREADNUM_MAX_NUM}]")
+    owner = scope(current_device(api))
+    for n in counts:
+        _check_notify_num(owner, n, sum(c for c in counts if isinstance(c, int)), api)
+    dev = _sim().runtime.devices[owner.device]
+    return [_new_thread(owner, engine, dev.new_stream(f"{engine.name} thread stream"), n, True) for n in counts]
+
+
+def free(handles) -> None:
+    """``HcommThreadFree``: release threads of ``HcommThreadAlloc`` (all checked first)."""
+    from .endpoint import DeviceScope
+    api = "HcommThreadFree"
+    if handles is None:
+        raise ptr(api, "threads is NULL")
+    threads = [get_thread(h, api, f"threads[{i}]") for i, h in enumerate(list(handles))]
+    if not threads:
+        raise para(api, "threadNum is 0")
+    for i, t in enumerate(threads):
+        if not isinstance(t.comm, DeviceScope):
+            raise para(api, f"threads[{i}] 0x{t.handle:x} belongs to communicator {t.comm.name}: it is released "
+                            "with the communicator")
+    sim = _sim()
+    for t in threads:
+        owner = t.comm
+        if t not in owner.threads:
+            continue
+        owner.threads.remove(t)
+        owner.notify_total -= len(t.notifies)
+        sim.handles.threads.remove(t.handle)
+        dev = sim.runtime.devices.get(owner.device)
+        if dev is not None and t.owns_stream:
+            dev.streams.pop(t.stream.handle, None)
+            sim.handles.streams.remove(t.stream.handle)
+            sim.scheduler.drop_stream(t.stream)

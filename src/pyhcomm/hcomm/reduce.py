@@ -42,7 +42,7 @@ from ..sim.kernel import current_kernel
 from ..sim.runtime import on_device_side
 from ..sim.task import Task, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, HcommDataType, HcommReduceOp
-from ..errors import HcclResult, HcclRuntimeError, not_support, para
+from ..errors import HcclError, HcclResult, HcclRuntimeError, not_support, para
 from ..hccl.thread import get_thread
 from . import validate as v
 from .launch import enqueue
@@ -150,6 +150,33 @@ def local_reduce(thread: int, dst: int, src: int, count: int, data_type: int, re
     src = v.nonnull(src, API, "src")
     device_side = on_device_side()
     dt, op, _engine = check_dtype_op(data_type, reduce_op, device_side)
+    _enqueue(thread, dst, src, count, dt, op, device_side)
+
+
+def hccl_reduce(thread: int, dst: int, src: int, count: int, data_type: int, reduce_op: int) -> None:
+    """Enqueue the reduce step of an HCCL collective: :func:`local_reduce` where the primitive
+    takes ``(data_type, reduce_op)`` on this path, else HCCL's own reduce.
+
+    HCCL reduces what the SDMA inline reduce cannot (64-bit types, PROD, ...) itself: on the AI CPU
+    (``AicpuReduce``, after joining the threads) or, host-orchestrated, with a vector kernel on the
+    stream. pyhcomm records it as the same ``LocalReduce`` task, run in stream order with the same
+    arithmetic. The collective checked ``(data_type, reduce_op)`` against HCCL's tables first
+    (:mod:`pyhcomm.collectives.support`); any value the backend cannot reduce is ``HCCL_E_PARA``.
+    """
+    device_side = on_device_side()
+    try:
+        dt, op, _engine = check_dtype_op(data_type, reduce_op, device_side)
+    except HcclError:
+        if data_type not in NUMPY_DTYPE or reduce_op not in OPS_950:
+            raise
+        dt, op = _D(data_type), _O(reduce_op)
+    _enqueue(thread, dst, src, count, dt, op, device_side)
+
+
+def _enqueue(thread, dst, src, count, dt, op, device_side) -> None:
+    """Validate thread and ranges of a reduce whose data type and op are settled; enqueue it."""
+    v.nonnull(dst, API, "dst")
+    v.nonnull(src, API, "src")
     t = get_thread(thread, API)
     v.product_supports_hcomm(API)
     v.thread_side(t, API)

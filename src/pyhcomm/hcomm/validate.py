@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim import memory
-from ..sim.runtime import host_ctx, on_device_side
+from ..sim.runtime import host_ctx, in_library, on_device_side
 from ..enums import CommEngine
 from ..errors import not_support, para, ptr
 from ..hccl.thread import get_thread
@@ -31,9 +31,10 @@ def length(value, api: str, name: str = "len") -> int:
 
 
 def product_supports_hcomm(api: str) -> None:
-    """``HCCL_E_NOT_SUPPORT`` on products outside the seed's support table."""
+    """``HCCL_E_NOT_SUPPORT`` on products outside the seed's support table (except for HCCL's own
+    collectives, :class:`pyhcomm.sim.runtime.library_calls`)."""
     product = _sim().runtime.product
-    if not product.hcomm:
+    if not product.hcomm and not in_library():
         raise not_support(api, f"not supported on {product.name}: {product.why_not}")
 
 
@@ -58,7 +59,7 @@ def issuing_thread(handle, api: str):
     t = ctx.sim.handles.threads._objs.get(handle) if type(handle) is int else None
     if t is None or t.stream.destroyed:
         t = get_thread(handle, api)
-    if not ctx.sim.runtime.product.hcomm:
+    if not ctx.sim.runtime.product.hcomm and not ctx.library:
         product_supports_hcomm(api)
     kernels = ctx.kernels
     device_side = bool(kernels)

@@ -93,6 +93,15 @@ class Sim:
         self.open_batches: set = set()
         self.comm_holders: dict = {}            # Communicator -> KernelContext (HcommAcquireComm)
         self.module_ids = itertools.count()
+        self.control: dict = {}                 # further registries, one per feature (see registry())
+
+    def registry(self, feature: str, factory=dict):
+        """The control-plane registry of ``feature`` (made with ``factory`` on first use)."""
+        with self.lock:
+            reg = self.control.get(feature)
+            if reg is None:
+                reg = self.control[feature] = factory()
+            return reg
 
     def context(self) -> contextvars.Context:
         """A fresh context in which this Sim is current (for a host program or a kernel actor)."""

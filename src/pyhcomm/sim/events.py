@@ -294,7 +294,7 @@ def _local_reduce(b, t, f):
 def _transfer(b, t, f):
     args = t.args
     ch, _peer = t.detail
-    if len(args) == 7:  # copy: (api, d, d_off, s, s_off, nbytes, notify)
+    if "Reduce" not in t.kind:  # copy: (api, d, d_off, s, s_off, nbytes, notify, write)
         nbytes, count, dtype, op = args[5], None, None, None
     else:               # reduce: (api, d, d_off, s, s_off, count, np_dtype, op, notify)
         count, dtype, op = args[5], _DTYPE_OF.get(args[6]), args[7]

@@ -45,7 +45,7 @@ class HandleTable:
 class Handles:
     """The handle tables of one Sim: values restart with every Sim, so they are deterministic."""
 
-    __slots__ = ("streams", "threads", "comms", "notifies", "kernels", "channels")
+    __slots__ = ("streams", "threads", "comms", "notifies", "kernels", "channels", "misc")
 
     def __init__(self):
         self.streams = HandleTable("stream", 0x5710_0000_0000, 0x100)
@@ -54,3 +54,4 @@ class Handles:
         self.notifies = HandleTable("notify", 0x6E00_0000_0000, 0x40)
         self.kernels = HandleTable("kernel", 0x4B00_0000_0000, 0x100)
         self.channels = HandleTable("channel", 0xC4A0_0000_0000, 0x80)
+        self.misc = HandleTable("object", 0x0B1E_0000_0000, 0x40)   # endpoints, teams, windows, configs ...

@@ -84,3 +84,26 @@ def _run_blocks(ctx, kctx, fn, args) -> None:
         raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, "KernelLaunch",
                               f"AI CPU kernel {name} ended inside batch mode {batch.tag!r}: "
                               f"HcommBatchModeEnd was never called, {len(batch.tasks)} task(s) were never launched")
+
+
+def device_load(addr: int, n: int) -> bytes:
+    """A copy of ``n`` bytes of device memory at ``addr``, read now by the running AI CPU kernel:
+    what compiled kernel code does when it dereferences a device pointer (an engine context its
+    host filled before the launch, say). Not ordered with the streams: the bytes must be there.
+
+    Raises:
+        AclRuntimeError: ``ACL_ERROR_INVALID_PARAM`` outside a kernel, for a range that is not
+            device memory of the kernel's device, or in data-less mode (no bytes to read).
+    """
+    from . import current_sim, memory
+    kctx = current_kernel()
+    if kctx is None:
+        raise AclRuntimeError(AclError.ACL_ERROR_INVALID_PARAM, "device_load", "called outside an AI CPU kernel")
+    try:
+        alloc = memory.resolve(addr, n, memory.DEVICE, kctx.device)
+    except memory.BadRange as why:
+        raise AclRuntimeError(AclError.ACL_ERROR_INVALID_PARAM, "device_load", str(why)) from None
+    if alloc.storage is None:
+        raise AclRuntimeError(AclError.ACL_ERROR_INVALID_PARAM, "device_load",
+                              f"0x{addr:x}: device memory holds no bytes (data-less mode, or freed)")
+    return current_sim().backend.to_host(alloc.storage, addr - alloc.addr, n)

@@ -276,6 +276,16 @@ def hold(alloc: Allocation):
     return storage, owner
 
 
+def device_of_address(addr: int) -> int | None:
+    """The device whose address range holds the device address ``addr`` (None below the device
+    range). Device ``d`` owns ``[DEVICE_VA_BASE + d * DEVICE_VA_STRIDE, ... + DEVICE_VA_STRIDE)``;
+    host addresses are real process addresses and may fall anywhere: ask only about device ones
+    (a record :class:`~pyhcomm.sim.events.Range` whose ``host`` is None)."""
+    if addr < DEVICE_VA_BASE:
+        return None
+    return (addr - DEVICE_VA_BASE) // DEVICE_VA_STRIDE
+
+
 def describe_address(addr: int) -> str:
     """Say what ``addr`` is, for error messages about a pointer that is not usable memory."""
     space = _space()
@@ -292,4 +302,5 @@ def read_host(addr: int, n: int) -> bytes:
     """A copy of ``n`` bytes of host memory at ``addr`` (what a C API reads through a pointer
     argument); raises :class:`BadRange` if the range is not host memory known to pyhcomm."""
     alloc = resolve(addr, n, HOST)
-    return current_sim().backend.to_host(alloc.storage, addr - alloc.addr, n)
+    storage, _owner = hold(alloc)
+    return current_sim().backend.to_host(storage, addr - alloc.addr, n)

@@ -39,9 +39,11 @@ class Device:
 class HostContext:
     """What one host program (an OS thread, a rank's greenlet) or one AI CPU kernel has of its own:
     its current device, the kernel it runs in (device side when set), its open HCOMM batch, its
-    ``HcommSetNotifyWaitTimeOut`` and its most recent acl error message."""
+    ``HcommSetNotifyWaitTimeOut``, its most recent acl error message, whether HCCL's own
+    collectives are issuing data-plane calls now (``library``, see :func:`library_calls`) and its
+    open ``HcclGroupStart`` group (:mod:`pyhcomm.collectives.group`)."""
 
-    __slots__ = ("sim", "device", "kernels", "batch", "wait_timeout", "recent_error")
+    __slots__ = ("sim", "device", "kernels", "batch", "wait_timeout", "recent_error", "library", "group")
 
     def __init__(self, sim):
         self.sim = sim
@@ -50,6 +52,8 @@ class HostContext:
         self.batch = None            # the open HCOMM batch
         self.wait_timeout = None     # HcommSetNotifyWaitTimeOut (seconds)
         self.recent_error = ""       # aclGetRecentErrMsg
+        self.library = 0             # depth of library_calls() scopes
+        self.group = None            # collectives.group.Group, once HcclGroupStart was called
 
 
 _host_var: contextvars.ContextVar = contextvars.ContextVar("pyhcomm_host")
@@ -163,3 +167,29 @@ class Runtime:
 def on_device_side() -> bool:
     """True while the caller runs inside an AI CPU kernel."""
     return bool(host_ctx().kernels)
+
+
+class library_calls:
+    """Scope in which HCCL's own collectives issue data-plane calls (threads, channels, tasks).
+
+    HCCL runs its collectives on products whose public HCOMM primitives are outside the seed's
+    support table (Atlas training / inference series, Atlas 800I A2): there the library drives
+    the data plane itself. Inside this scope the product check of the primitives passes; user
+    calls outside it keep getting ``HCCL_E_NOT_SUPPORT``. Re-entrant; per host program.
+    """
+
+    __slots__ = ("ctx",)
+
+    def __enter__(self):
+        self.ctx = host_ctx()
+        self.ctx.library += 1
+        return self
+
+    def __exit__(self, *exc):
+        self.ctx.library -= 1
+        return False
+
+
+def in_library() -> bool:
+    """True inside :class:`library_calls` (HCCL's collectives drive the data plane)."""
+    return bool(host_ctx().library)

@@ -1,0 +1,102 @@
+"""The MC2 operator arguments (``hccl_mc2.h``: ``HcclKfc*``, ``HcclCreateOpResCtx``); the kernel
+launch of ``hccl_launch.h`` is :func:`pyhcomm.capi.hccl_launch.aicpu_kernel_launch` (it needs the
+acl runtime, a layer above).
+
+``HcclAicpuKernelLaunch`` (Atlas 350, as documented; ``HCCL_E_NOT_SUPPORT`` elsewhere) loads the
+kernel binary ``funcInfo.kernelSoName`` (in pyhcomm a Python kernel module: a ``.py`` path or an
+importable module name, as ``aclrtBinaryLoadFromFile``), finds ``funcInfo.kernelFuncName`` in it
+and enqueues it on ``userStream`` as an AI CPU kernel called with one argument, an
+``HcclP2pKernelParam`` whose ``sendRecvThread`` is ``aicpuThreadHandle`` (an AICPU_TS thread of
+``comm``) and whose ``opParams`` holds ``funcInfo.argSize`` bytes of ``funcInfo.args`` (a host
+pointer, or bytes). ``kernelLaunchCfg.timeOut`` (s; all ones: not set) bounds the kernel. The
+kernel is enqueued at once (a launch inside an ``HcclGroupStart`` group is not deferred to
+``HcclGroupEnd`` yet).
+
+MC2 arguments: ``HcclKfcAllocOpArgs`` gives an argument block (defaults FP16, FP16, SUM, count
+0, no algorithm config, engine AICPU); the setters check their value (a data type, a reduce op,
+an engine of AICPU or AIV: ``HCCL_E_NOT_SUPPORT`` for others, an algorithm string < 128 bytes).
+``HcclCreateOpResCtx`` returns the address of a communicator-owned device block (4 KiB) for the
+(operator type, arguments) pair, the same one for the same pair; pyhcomm runs no MC2 kernels and
+gives the block no contents.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..defs.hccl_types import HcclCMDType
+from ..enums import DATA_TYPE_SIZE, CommEngine, HcclDataType, HcclReduceOp
+from ..errors import not_support, para, ptr
+from ..sim import current_sim as _sim
+from . import comm as comm_mod
+from . import engine_ctx
+from .args import live_object
+
+ALG_CONFIG_SIZE = 128
+OP_RES_CTX_SIZE = 4096
+#: ``HCCL_CMD_MAX``: operator types are below it.
+CMD_MAX = int(HcclCMDType.HCCL_CMD_MAX)
+
+
+@dataclass
+class OpArgs:
+    """An MC2 argument block (``HcclKfcAllocOpArgs``)."""
+
+    srcDataType: int = int(HcclDataType.HCCL_DATA_TYPE_FP16)
+    dstDataType: int = int(HcclDataType.HCCL_DATA_TYPE_FP16)
+    reduceType: int = int(HcclReduceOp.HCCL_REDUCE_SUM)
+    count: int = 0
+    algConfig: str = ""
+    commEngine: int = int(CommEngine.COMM_ENGINE_AICPU)
+    handle: int = 0
+
+
+def alloc_op_args() -> int:
+    args = OpArgs()
+    args.handle = _sim().handles.misc.add(args)
+    return args.handle
+
+
+def op_args(handle, api: str) -> OpArgs:
+    return live_object(handle, OpArgs, api, "opArgs", "an argument block of HcclKfcAllocOpArgs", para)
+
+
+def free_op_args(handle) -> None:
+    op_args(handle, "HcclKfcFreeOpArgs")
+    _sim().handles.misc.remove(handle)
+
+
+def set_op_arg(handle, field: str, value, api: str) -> None:
+    """One ``HcclKfcOpArgsSet*`` call: check ``value`` for ``field`` and store it."""
+    args = op_args(handle, api)
+    if field in ("srcDataType", "dstDataType"):
+        if value not in DATA_TYPE_SIZE:
+            raise para(api, f"{field} {value!r} is not an HcclDataType")
+    elif field == "reduceType":
+        if value not in {int(op) for op in HcclReduceOp if op != HcclReduceOp.HCCL_REDUCE_RESERVED}:
+            raise para(api, f"reduceType {value!r} is not an HcclReduceOp")
+    elif field == "count":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 64:
+            raise para(api, f"count {value!r} must be a uint64")
+    elif field == "algConfig":
+        if value is None:
+            raise ptr(api, "algConfig is NULL")
+        if not isinstance(value, str) or len(value.encode()) >= ALG_CONFIG_SIZE:
+            raise para(api, f"algConfig must be a str of fewer than {ALG_CONFIG_SIZE} bytes")
+    elif field == "commEngine":
+        if value not in (CommEngine.COMM_ENGINE_AICPU, CommEngine.COMM_ENGINE_AIV):
+            raise not_support(api, f"commEngine {value!r}: MC2 operators run on COMM_ENGINE_AICPU or COMM_ENGINE_AIV")
+    setattr(args, field, value if isinstance(value, str) else int(value))
+
+
+def create_op_res_ctx(comm_handle, op_type, handle) -> int:
+    api = "HcclCreateOpResCtx"
+    c = comm_mod.get_comm(comm_handle, api)
+    args = op_args(handle, api)
+    if isinstance(op_type, bool) or not isinstance(op_type, int) or not 0 <= op_type < CMD_MAX:
+        raise para(api, f"opType {op_type!r} is not an operator type (below HCCL_CMD_MAX = {CMD_MAX})")
+    tag = (f"mc2_{op_type}_{args.srcDataType}_{args.dstDataType}_{args.reduceType}_{args.count}_"
+           f"{args.commEngine}_{args.algConfig}")[:255]
+    existing = c.engine_ctx.get((tag, CommEngine.COMM_ENGINE_AICPU))
+    if existing is not None:
+        return existing.addr
+    return engine_ctx.create(c.handle, tag, CommEngine.COMM_ENGINE_AICPU, OP_RES_CTX_SIZE).addr

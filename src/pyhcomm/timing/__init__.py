@@ -1,0 +1,13 @@
+"""The timing model: a cost model per product, a discrete-event replay of the record on a virtual
+clock, the alpha-beta closed forms it is checked against, and the outputs (the modeled time of
+every collective call, a Perfetto / Chrome trace, a PNG timeline).
+
+* :mod:`.costs`: :class:`CostModel` and :func:`cost_model` (every parameter and its source:
+  docs/timing.md);
+* :mod:`.engine`: the discrete-event engine (nodes, timed edges, flows sharing bandwidth);
+* :mod:`.closed_form`: alpha-beta forms of the ring and mesh collectives;
+* :mod:`.timeline`, :mod:`.trace`, :mod:`.png`: the replay's result and its writers.
+"""
+from .costs import CostModel, Link, cost_model  # noqa: F401
+from .timeline import Arrow, CallTime, Timeline  # noqa: F401
+from .trace import trace_dict, write_trace  # noqa: F401

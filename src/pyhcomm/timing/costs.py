@@ -1,0 +1,126 @@
+"""The cost model: what each link, engine and task costs on each simulated product.
+
+Every number here is a parameter of the timing model (:mod:`pyhcomm.timing.replay`) and of the
+closed forms (:mod:`pyhcomm.timing.closed_form`); docs/timing.md gives each one's public source,
+or says that none exists and what was assumed instead. Units: seconds and bytes per second.
+
+A :class:`CostModel` is frozen; ``model.with_values(task_dispatch=2e-6)`` gives a variant (for
+what-if studies and for tests that want round numbers). :func:`cost_model` returns the model of a
+product (by default the current Sim's).
+
+What is modelled (the replay applies it; see there for how):
+
+* links (:class:`Link`): a transfer of ``n`` bytes costs ``latency + n / bandwidth`` when alone;
+  transfers that share a resource (:func:`pyhcomm.topology.link_resources`: a dedicated pair link
+  or a device's port) share its bandwidth equally;
+* device memory: a local copy moves ``n`` bytes at ``copy_bandwidth``, a local reduce at
+  ``reduce_bandwidth``; concurrent local operations of one device share them;
+* per task: ``task_dispatch`` (the task scheduler starts a queued task), ``notify_record``,
+  ``notify_wait`` (after its record arrived), ``notify_latency`` (a record reaching a notify of the
+  same device; a channel notify crosses the link and costs the link's latency instead);
+* orchestration: a host program (Atlas A2, CPU_TS threads) spends ``host_submit`` per entry it
+  issues; an AI CPU kernel ``aicpu_submit`` per entry, or in batch mode ``batch_submit`` per task
+  plus ``batch_fixed`` per batch, all of a batch's tasks reaching their streams together at
+  ``HcommBatchModeEnd``; launching an AI CPU kernel costs ``kernel_launch`` before its body runs;
+  a blocking host call returns ``sync_return`` after what it waited for ended.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+GB = 1e9
+US = 1e-6
+
+
+@dataclass(frozen=True)
+class Link:
+    """One link class: bandwidth per direction (bytes/s) and one-way latency (s)."""
+
+    bandwidth: float
+    latency: float
+
+    def time(self, nbytes: int) -> float:
+        """Seconds to move ``nbytes`` alone on the link: ``latency + nbytes / bandwidth``."""
+        return self.latency + nbytes / self.bandwidth
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """The parameters of the timing model for one product (see the module docstring)."""
+
+    product: str
+    family: str
+    links: dict = field(default_factory=dict)   # CommProtocol name -> Link
+    host_link: Link = Link(25 * GB, 2 * US)     # PCIe between host and device (aclrtMemcpy H2D/D2H)
+    copy_bandwidth: float = 800 * GB            # LocalCopy, D2D memcpy (bytes moved per second)
+    reduce_bandwidth: float = 533 * GB          # LocalReduce (bytes of the result per second)
+    task_dispatch: float = 0.5 * US
+    notify_record: float = 0.5 * US
+    notify_wait: float = 0.5 * US
+    notify_latency: float = 0.2 * US
+    host_submit: float = 2.0 * US
+    aicpu_submit: float = 1.0 * US
+    batch_submit: float = 0.2 * US
+    batch_fixed: float = 5.0 * US
+    kernel_launch: float = 30.0 * US
+    sync_return: float = 5.0 * US
+
+    def link(self, protocol) -> Link:
+        """The :class:`Link` of ``protocol`` (a ``CommProtocol`` or its name); ``KeyError`` naming
+        the product when it has no such link."""
+        name = protocol if isinstance(protocol, str) else protocol.name
+        try:
+            return self.links[name]
+        except KeyError:
+            raise KeyError(f"{self.product}: the cost model has no {name} link "
+                           f"(it has {', '.join(sorted(self.links))})") from None
+
+    def with_values(self, **values) -> "CostModel":
+        """A copy with ``values`` replaced (``links=`` replaces the whole table; ``link_<NAME>=Link``
+        replaces one protocol's)."""
+        links = dict(values.pop("links", self.links))
+        for key in [k for k in values if k.startswith("link_")]:
+            links[key[5:]] = values.pop(key)
+        return dataclasses.replace(self, links=links, **values)
+
+
+def _links(**by_protocol) -> dict:
+    return {f"COMM_PROTOCOL_{k}": v for k, v in by_protocol.items()}
+
+
+# -- per family (docs/timing.md: sources and assumptions) --------------------------------------------
+_ROCE_200G = Link(25 * GB, 5 * US)      # 200 Gb/s per NPU
+_ROCE_400G_DIE = Link(25 * GB, 5 * US)  # 400 Gb/s per Ascend 910C package, split over its two dies
+_ROCE_400G = Link(50 * GB, 5 * US)
+
+_FAMILIES = {
+    # Atlas 800T A2 / 900 A2 PoD / 200T A2 Box16: Ascend 910B, 8 NPUs a server in an HCCS full mesh
+    "A2": dict(links=_links(HCCS=Link(56 * GB, 2 * US), HCCS_ONLY=Link(56 * GB, 2 * US), ROCE=_ROCE_200G,
+                            PCIE=Link(25 * GB, 2 * US)),
+               copy_bandwidth=1600 * GB / 2, reduce_bandwidth=1600 * GB / 3),
+    # Atlas A3 (900 A3 SuperPoD): Ascend 910C, two dies a package (one device each) joined by SIO,
+    # every die on the UB switches (HCCS protocol) of the super pod
+    "A3": dict(links=_links(SIO=Link(400 * GB, 1 * US), HCCS=Link(196 * GB, 1 * US),
+                            HCCS_ONLY=Link(196 * GB, 1 * US), ROCE=_ROCE_400G_DIE, PCIE=Link(64 * GB, 2 * US)),
+               host_link=Link(64 * GB, 2 * US), copy_bandwidth=1600 * GB / 2, reduce_bandwidth=1600 * GB / 3),
+    # Atlas 350: Ascend 950PR, UB links in a super node
+    "950": dict(links=_links(UBC_CTP=Link(1000 * GB, 1 * US), UBC_TP=Link(1000 * GB, 1 * US),
+                             UB_MEM=Link(1000 * GB, 1 * US), UBOE=Link(1000 * GB, 2 * US), ROCE=_ROCE_400G,
+                             PCIE=Link(64 * GB, 2 * US)),
+                host_link=Link(64 * GB, 2 * US), copy_bandwidth=1600 * GB / 2, reduce_bandwidth=1600 * GB / 3),
+}
+#: Products without HCOMM (their primitives return HCCL_E_NOT_SUPPORT): PCIe and RoCE only.
+_OTHER = dict(links=_links(PCIE=Link(25 * GB, 2 * US), ROCE=_ROCE_200G))
+
+
+def cost_model(product=None) -> CostModel:
+    """The cost model of ``product`` (a name or :class:`pyhcomm.products.Product`; default: the
+    current Sim's product)."""
+    from ..products import find_product
+    if product is None:
+        from ..sim import current_sim
+        product = current_sim().runtime.product
+    product = find_product(product)
+    return CostModel(product=product.name, family=product.family,
+                     **_FAMILIES.get(product.family, _OTHER))

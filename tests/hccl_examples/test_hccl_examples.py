@@ -1,0 +1,121 @@
+"""HCCL's own examples, ported call for call, with numpy checks of what they print, at 8 ranks on
+the products their READMEs list."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyhcomm
+import ex01_point_to_point as ex01
+import ex02_collectives as ex02
+import ex04_custom_ops_p2p as ex04
+import ex05_custom_allgather_aicpu as ex05
+from example_main import ExampleError
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.threads]
+
+A350, A3, A2, TRAINING, INFERENCE = ("Atlas 350", "Atlas A3", "Atlas 800T A2", "Atlas training series",
+                                     "Atlas inference series")
+N = 8
+
+
+@pytest.fixture
+def eight_devices():
+    """The examples use every device aclrtGetDeviceCount reports: make it 8."""
+    def select(product):
+        pyhcomm.set_product(product, device_count=N)
+    return select
+
+
+@pytest.mark.parametrize("product", [A350, A3, A2, TRAINING])
+def test_01_send_recv(eight_devices, product):
+    eight_devices(product)
+    out = ex01.run("01_send_recv")
+    for d in range(N):
+        if d % 2:
+            np.testing.assert_array_equal(out[d], np.full(N, d - 1, np.float32))
+        else:
+            assert out[d] is None
+
+
+@pytest.mark.parametrize("product", [A350, A3, A2, TRAINING])
+def test_02_batch_send_recv_ring(eight_devices, product):
+    eight_devices(product)
+    out = ex01.run("02_batch_send_recv_ring")
+    for d in range(N):
+        np.testing.assert_array_equal(out[d], np.full(N, (d - 1) % N, np.float32))
+
+
+# -- 02_collectives ------------------------------------------------------------------------------------------
+EVERYWHERE = [A350, A3, A2, TRAINING, INFERENCE]   # AllReduce, AllGather, ReduceScatter, AlltoAll, AlltoAllV
+NO_INFERENCE = [A350, A3, A2, TRAINING]            # Broadcast, Reduce, Scatter
+NEW_ONLY = [A350, A3, A2]                          # AlltoAllVC
+RANGE = np.arange(N, dtype=np.float32)
+EXPECTED = {   # what device d prints (the readme's sample output), None: not checked (not the root)
+    "01_allreduce": (EVERYWHERE, lambda d: RANGE * N),
+    "02_broadcast": (NO_INFERENCE, lambda d: RANGE),
+    "03_allgather": (EVERYWHERE, lambda d: RANGE),
+    "04_reduce_scatter": (EVERYWHERE, lambda d: np.array([d * N], np.float32)),
+    "05_reduce": (NO_INFERENCE, lambda d: RANGE * N if d == 0 else None),
+    "06_alltoall": (EVERYWHERE, lambda d: RANGE),
+    "07_alltoallv": (EVERYWHERE, lambda d: RANGE),
+    "08_alltoallvc": (NEW_ONLY, lambda d: RANGE),
+    "09_scatter": (NO_INFERENCE, lambda d: np.array([d], np.float32)),
+}
+CASES = [(name, product) for name, (products, _) in EXPECTED.items() for product in products]
+
+
+SHORT = {A350: "350", A3: "A3", A2: "A2", TRAINING: "training", INFERENCE: "inference"}
+
+
+@pytest.mark.parametrize("name, product", CASES, ids=[f"{n}-{SHORT[p]}" for n, p in CASES])
+def test_02_collectives(eight_devices, name, product):
+    eight_devices(product)
+    out = ex02.run(name)
+    for d in range(N):
+        want = EXPECTED[name][1](d)
+        if want is not None:
+            np.testing.assert_array_equal(out[d], want, err_msg=f"{name} on {product}, device {d}")
+
+
+@pytest.mark.parametrize("name", ["02_broadcast", "05_reduce", "08_alltoallvc"])
+def test_02_collectives_outside_their_readme_products_fail_with_not_supported(eight_devices, name):
+    eight_devices(INFERENCE if name != "08_alltoallvc" else TRAINING)
+    with pytest.raises(ExampleError, match=" returned 5"):   # HCCL_E_NOT_SUPPORT
+        ex02.run(name)
+
+
+# -- 04_custom_ops_p2p ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("product", [A3, A2])
+def test_04_custom_ops_p2p(eight_devices, product):
+    eight_devices(product)
+    out = ex04.run()
+    for d in range(N):
+        if d % 2:
+            np.testing.assert_array_equal(out[d], np.full(N, d - 1, np.float32))
+        else:
+            assert out[d] is None
+    launches = pyhcomm.record.tasks(kind="KernelLaunch")
+    assert len(launches) == N and all(t.detail == "HcclLaunchP2PAicpuKernel" for t in launches)
+    assert len(pyhcomm.record.tasks(kind="Read")) == N // 2     # one one-sided read per receiver
+
+
+# -- 05_custom_ops_allgather (AI CPU) -------------------------------------------------------------------------
+def test_05_custom_allgather_aicpu_twice_reusing_its_resources(eight_devices):
+    eight_devices(A350)
+    out = ex05.run()
+    want = np.repeat(np.arange(N, dtype=np.float32), N)   # device r's N copies of r, in rank order
+    for d in range(N):
+        np.testing.assert_array_equal(out[d], want)
+    assert len(pyhcomm.record.tasks(kind="KernelLaunch")) == 2 * N
+    assert len(pyhcomm.record.tasks(kind="Write")) == 2 * N * (N - 1)   # each call: every pair, once
+    # the second call found the engine contexts and reused their threads: N - 1 per rank, not 2 (N - 1)
+    for d in range(N):
+        assert len({t.thread for t in pyhcomm.record.tasks(rank=d, kind="Write")}) == N - 1
+
+
+@pytest.mark.parametrize("product", [A3, A2])
+def test_05_custom_allgather_aicpu_needs_an_ascend_950(eight_devices, product):
+    eight_devices(product)
+    with pytest.raises(ExampleError, match="HcclAllGatherCustom returned 4"):   # HCCL_E_INTERNAL
+        ex05.run()
