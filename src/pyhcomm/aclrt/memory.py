@@ -8,6 +8,8 @@ arbitrary process memory.
 """
 from __future__ import annotations
 
+import functools
+
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim import memory
@@ -247,6 +249,7 @@ def aclrtMemset(dev_ptr: int, max_count: int, value: int, count: int) -> None:
 
 
 def _run_memset(a, off, value, n, _keep=None):
+    """Task body of a fill; ``_keep`` holds a user array alive until it ran."""
     storage = a.storage  # read once: a free on another host thread clears it
     if storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, "aclrtMemsetAsync", "memory was freed before the fill ran")
@@ -257,5 +260,6 @@ def aclrtMemsetAsync(dev_ptr: int, max_count: int, value: int, count: int, strea
     api = "aclrtMemsetAsync"
     st = get_stream(stream, api)
     dev_ptr, value, count, (a, _storage, owner) = _check_set(api, dev_ptr, max_count, value, count)
-    _sim().scheduler.submit(Task("MemsetAsync", st, _run_memset, (a, dev_ptr - a.addr, value, count, owner),
+    fill = functools.partial(_run_memset, _keep=owner) if a.kind == memory.HOST else _run_memset
+    _sim().scheduler.submit(Task("MemsetAsync", st, fill, (a, dev_ptr - a.addr, value, count),
                                  writes=((dev_ptr, count),), site=call_site()))
