@@ -33,22 +33,18 @@ def _as_int(value, api: str, name: str, what: str) -> int:
         raise TypeError(f"{api}: {name} must be {what}, not {type(value).__name__}") from None
 
 
-def pointer(value, api: str, name: str) -> int:
+def pointer(value, api: str, name: str, what: str = "an int address (None for NULL)") -> int:
     """An address argument as an ``int``: ``None`` is NULL (0); the caller decides what NULL means."""
     if type(value) is int:
         return value
     if value is None:
         return 0
-    return _as_int(value, api, name, "an int address (None for NULL)")
+    return _as_int(value, api, name, what)
 
 
 def handle(value, api: str, name: str) -> int:
     """A handle argument as an ``int``: ``None`` is NULL (0); the caller looks the value up."""
-    if type(value) is int:
-        return value
-    if value is None:
-        return 0
-    return _as_int(value, api, name, "an int handle (None for NULL)")
+    return pointer(value, api, name, "an int handle (None for NULL)")
 
 
 def integer(value, api: str, name: str, lo: int = 0, hi: int = UINT64_MAX, error=para) -> int:

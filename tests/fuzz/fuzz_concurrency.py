@@ -3,11 +3,10 @@ host threads, collectives (every rank in its own host thread), and waits that ca
 
 Each rule first settles every stream, so that what it starts is the only work in flight, and
 checks the outcome of every call made on another OS thread or inside a kernel as the main
-thread does. A host thread that does not end within ``JOIN_S`` seconds is a finding (a hang).
+thread does. A host thread that does not end within 30 seconds is a finding (a hang).
 """
 from __future__ import annotations
 
-import threading
 import types
 
 import numpy as np
@@ -20,33 +19,9 @@ from pyhcomm import acl
 from fuzz_calls import ANY, FAIL, OK, Finding, call
 from fuzz_machine import D2H, CallsMachine
 from fuzz_model import apply_copy, apply_reduce
+from hcomm_testutil import run_threads   # a host thread alive after its timeout fails the example (a hang)
 
-JOIN_S = 60.0
 R = pyhcomm.HcclResult
-
-
-def run_threads(bodies):
-    """Run each body on its own OS thread; return their exceptions (a hang is a finding)."""
-    errors = [None] * len(bodies)
-
-    def wrap(i, body):
-        def run():
-            try:
-                body()
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
-                errors[i] = exc
-        return run
-
-    threads = [threading.Thread(target=wrap(i, b), name=f"fuzz-host-{i}", daemon=True) for i, b in enumerate(bodies)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(JOIN_S)
-    if any(t.is_alive() for t in threads):
-        raise Finding(f"a host thread did not end within {JOIN_S} s (a hang)")
-    for exc in errors:
-        if exc is not None:
-            raise exc
 
 
 def _kernel(ops, out):

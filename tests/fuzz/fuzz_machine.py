@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import pyhcomm
 from pyhcomm import acl
 
-from fuzz_calls import ANY, BAD_INTS, FAIL, OK, TYPE, WRONG_TYPE, Finding, call
+from fuzz_calls import BAD_INTS, FAIL, OK, TYPE, WRONG_TYPE, Finding, call
 from fuzz_model import REDUCE_DTYPES, REDUCE_UFUNCS, apply_copy, apply_fill, apply_reduce
 from fuzz_world import World
 
@@ -203,12 +203,15 @@ class CallsMachine(Base):
 
     @rule(data=st.data())
     def memcpy(self, data):
+        """aclrtMemcpy, or aclrtMemcpyAsync on a stream of some rank."""
         kind, dst, src = self.pick_copy(data)
         n = data.draw(st.integers(1, min(dst.size, src.size)), label="n")
         doff, _ = self.range_in(data, dst, n)
         soff, _ = self.range_in(data, src, n)
-        args = [dst.addr + doff, n, src.addr + soff, n, kind]
-        bad = self.mutation(data, "dst", "src", "count", "destMax", "kind", "numpy")
+        rk = self.rank(data)
+        stream = data.draw(st.one_of(st.none(), st.sampled_from(rk.streams)), label="stream (None: sync)")
+        args = [dst.addr + doff, n, src.addr + soff, n, kind] + ([] if stream is None else [stream])
+        bad = self.mutation(data, "dst", "src", "count", "destMax", "kind", "numpy", "stream")
         expect = OK
         if bad == "dst":
             args[0], expect = self.bad_pointer(data, dst)
@@ -223,44 +226,23 @@ class CallsMachine(Base):
             args[4], expect = data.draw(st.sampled_from([(-1, FAIL), (8, FAIL), (99, FAIL), (1.0, TYPE)]), label="kind")
         elif bad == "numpy":
             args = [self.as_numpy(a) for a in args]
-        self.settle(dst, src)
-        call(acl.rt.memcpy, *args, expect=expect, tier="acl")
-        if expect == OK:
-            apply_copy(dst, doff, src, soff, n)
-
-    @rule(data=st.data())
-    def memcpy_async(self, data):
-        kind, dst, src = self.pick_copy(data)
-        rk = self.rank(data)
-        stream = data.draw(st.sampled_from(rk.streams), label="stream")
-        n = data.draw(st.integers(1, min(dst.size, src.size)), label="n")
-        doff, _ = self.range_in(data, dst, n)
-        soff, _ = self.range_in(data, src, n)
-        args = [dst.addr + doff, n, src.addr + soff, n, kind, stream]
-        bad = self.mutation(data, "dst", "src", "count", "stream", "numpy")
-        expect = OK
-        if bad == "dst":
-            args[0], expect = self.bad_pointer(data, dst)
-        elif bad == "src":
-            args[2], expect = self.bad_pointer(data, src)
-        elif bad == "count":
-            args[3], expect = self.bad_count(data)
-        elif bad == "stream":
+        elif bad == "stream" and stream is not None:
             args[5], expect = self.bad_handle(data, [rk.thread_of[stream], rk.comm])
-            if args[5] in (0, None):
-                expect = OK   # NULL is the current device's default stream
-                self.settle(dst, src)
-                call(acl.rt.memcpy_async, *args, expect=OK, tier="acl")
-                call(acl.rt.synchronize_stream, 0, tier="acl")
+            if args[5] in (0, None):   # NULL is the current device's default stream
+                stream, expect = 0, OK
+        if stream is None:
+            self.settle(dst, src)
+            call(acl.rt.memcpy, *args, expect=expect, tier="acl")
+            if expect == OK:
                 apply_copy(dst, doff, src, soff, n)
-                return
-        elif bad == "numpy":
-            args = [self.as_numpy(a) for a in args]
+            return
         if expect == OK:
             self.touch(stream, dst, src)
         call(acl.rt.memcpy_async, *args, expect=expect, tier="acl")
         if expect == OK:
             self.queue(stream, lambda: apply_copy(dst, doff, src, soff, n))
+            if stream == 0:
+                self.quiesce(0)
 
     @rule(data=st.data())
     def memset(self, data):

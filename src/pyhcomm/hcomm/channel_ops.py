@@ -23,10 +23,9 @@ from ..sim.runtime import host_ctx
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..sim.record import outcome
 from ..sim.task import NotifyingTask, Task, call_site
-from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine, HcommReduceOp
+from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine
 from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para, ptr
 from ..hccl.channel import connected_peer, get_channel
-from ..hccl.thread import get_thread
 from ..defs.primitives import HcommBatchTransferDesc, HcommTransferType  # noqa: F401
 from ..topology import CommProtocol
 from . import validate as v
