@@ -64,6 +64,32 @@ def host_setup(device: int = 0, notify: int = 2):
     return comms[0], stream, thread
 
 
+def device_thread_setup(notify: int = 1):
+    """:func:`host_setup`, and one AICPU_TS thread for kernels: ``(comm, user stream, thread)``."""
+    comm, stream, _ = host_setup()
+    ret, (thread,) = pyhcomm.HcclThreadAcquire(comm, pyhcomm.COMM_ENGINE_AICPU_TS, 1, notify)
+    assert ret == 0
+    return comm, stream, thread
+
+
+def two_rank_channels(engine, protocol, notify_num: int = 1):
+    """``HcclCommInitAll([0, 1])`` and one channel between the two ranks; device 0 is current
+    after. Returns ``(comms, [rank 0's channel end, rank 1's], rank 1's HCCL buffer address)``."""
+    from pyhcomm import HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit, HcclChannelGetHcclBuffer
+    assert acl.init() == 0
+    _, comms = pyhcomm.HcclCommInitAll([0, 1])
+    chans = []
+    for r in (0, 1):
+        d = HcclChannelDesc()
+        HcclChannelDescInit(d)
+        d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, protocol, notify_num
+        _, (ch,) = HcclChannelAcquire(comms[r], engine, [d])
+        chans.append(ch)
+    assert acl.rt.set_device(0) == 0
+    _, remote, _ = HcclChannelGetHcclBuffer(comms[0], chans[0])
+    return comms, chans, remote
+
+
 def run_threads(targets, timeout: float = JOIN_TIMEOUT):
     """Run each callable on its own OS thread; join with a timeout; re-raise the first failure."""
     errors = [None] * len(targets)

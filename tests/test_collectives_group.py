@@ -192,3 +192,43 @@ def test_barrier_checks_comm_and_stream_and_is_refused_on_the_inference_series()
         return [pyhcomm.HcclBarrier(comm.handle, 0), pyhcomm.HcclBarrier(0, s), pyhcomm.HcclBarrier(comm.handle, s)]
     assert launch(A2, 1, body) == [[R.HCCL_E_PTR, R.HCCL_E_PTR, R.HCCL_SUCCESS]]
     assert launch("Atlas inference series", 2, body)[0][2] == R.HCCL_E_NOT_SUPPORT
+
+
+# -- communicator management in a group ------------------------------------------------------------------------
+def test_one_host_thread_inits_and_destroys_the_communicators_of_four_devices_in_a_group():
+    """HCCL's first group example: per device, aclrtSetDevice + HcclCommInitRootInfo, between
+    HcclGroupStart and HcclGroupEnd, on one thread (outside a group the first init would wait
+    for the other three ranks forever)."""
+    n = 4
+    assert acl.init() == 0
+    ret, root = pyhcomm.HcclGetRootInfo()
+    assert ret == 0
+    assert pyhcomm.HcclGroupStart() == 0
+    comms = []
+    for d in range(n):
+        assert acl.rt.set_device(d) == 0
+        ret, comm = pyhcomm.HcclCommInitRootInfo(n, root, d)
+        assert ret == 0 and comm
+        comms.append(comm)
+    mixed = pyhcomm.HcclBarrier(comms[0], 1)           # a collective cannot join this group
+    assert pyhcomm.HcclGroupEnd() == 0
+    assert mixed == R.HCCL_E_PARA
+    assert [pyhcomm.HcclGetRankId(c) for c in comms] == [(0, d) for d in range(n)]
+    assert all(pyhcomm.HcclGetRankSize(c) == (0, n) for c in comms)
+    assert pyhcomm.HcclGroupStart() == 0
+    for c in comms:
+        assert pyhcomm.HcclCommDestroy(c) == 0
+    assert pyhcomm.HcclGetRankId(comms[0])[0] == R.HCCL_SUCCESS   # destroyed at the end only
+    assert pyhcomm.HcclGroupEnd() == 0
+    assert pyhcomm.HcclGetRankId(comms[0])[0] != R.HCCL_SUCCESS
+
+
+def test_a_group_end_whose_ranks_never_all_join_times_out(env):
+    env("HCCL_CONNECT_TIMEOUT", "1")
+    assert acl.init() == 0 and acl.rt.set_device(0) == 0
+    ret, root = pyhcomm.HcclGetRootInfo()
+    assert pyhcomm.HcclGroupStart() == 0
+    ret, comm = pyhcomm.HcclCommInitRootInfo(2, root, 0)   # rank 1 never comes
+    assert ret == 0
+    assert pyhcomm.HcclGroupEnd() == R.HCCL_E_TIMEOUT
+    assert pyhcomm.HcclGetRankId(comm)[0] != R.HCCL_SUCCESS

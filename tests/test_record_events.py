@@ -15,7 +15,7 @@ from pyhcomm import (HcclEngineCtxCopy, HcclEngineCtxCreate, HcommBatchModeEnd, 
 from pyhcomm.collectives import allgather_ring, ring_peers, run
 from pyhcomm.sim.events import (Event, KernelLaunchEvent, LocalCopyEvent, MemcpyEvent, NotifyEvent, NotifyId,
                                 Range, SyncEvent, TransferEvent)
-from hcomm_testutil import D2D, D2H, H2D, host_setup, malloc, pattern, read, write
+from hcomm_testutil import D2D, D2H, H2D, device_thread_setup, host_setup, malloc, pattern, read, two_rank_channels, write
 
 THIS = os.path.abspath(__file__)
 E = pyhcomm.CommEngine
@@ -97,8 +97,7 @@ def test_transfer_events_name_the_channel_peer_and_protocol():
 
 def test_device_side_tasks_carry_their_kernel_and_batch_and_the_launch_lists_them(product):
     product("Atlas A3")
-    comm, stream, _ = host_setup()
-    _, (t,) = pyhcomm.HcclThreadAcquire(comm, E.COMM_ENGINE_AICPU_TS, 1, 1)
+    _comm, stream, t = device_thread_setup()
     src, mid, dst = malloc(64), malloc(64), malloc(64)
 
     def kernel():
@@ -177,19 +176,8 @@ def test_engine_context_copies_are_host_effects():
 
 def test_thread_join_and_channel_drain_in_a_kernel_are_host_effects(product):
     product("Atlas 350")
-    assert acl.init() == 0
-    _, comms = pyhcomm.HcclCommInitAll([0, 1])
-    from pyhcomm import (HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit, HcclChannelGetHcclBuffer,
-                         HcommChannelDrainOnThread, HcommThreadJoin, HcommWriteOnThread)
-    chans = []
-    for r in (0, 1):
-        d = HcclChannelDesc()
-        HcclChannelDescInit(d)
-        d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, P.COMM_PROTOCOL_UBC_CTP, 1
-        _, (ch,) = HcclChannelAcquire(comms[r], E.COMM_ENGINE_AICPU_TS, [d])
-        chans.append(ch)
-    assert acl.rt.set_device(0) == 0
-    _, remote, _ = HcclChannelGetHcclBuffer(comms[0], chans[0])
+    from pyhcomm import HcommChannelDrainOnThread, HcommThreadJoin, HcommWriteOnThread
+    comms, chans, remote = two_rank_channels(E.COMM_ENGINE_AICPU_TS, P.COMM_PROTOCOL_UBC_CTP)
     _, (t, u) = pyhcomm.HcclThreadAcquire(comms[0], E.COMM_ENGINE_AICPU_TS, 2, 1)
     src, dst = malloc(64), malloc(64)
     stream, _ = acl.rt.create_stream()
@@ -220,20 +208,8 @@ def test_thread_join_and_channel_drain_in_a_kernel_are_host_effects(product):
 
 def test_nbi_transfers_and_threadless_channel_notifies_are_host_effects(product):
     product("Atlas 350")
-    assert acl.init() == 0
-    _, comms = pyhcomm.HcclCommInitAll([0, 1])
-    from pyhcomm import (HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit, HcclChannelGetHcclBuffer,
-                         HcommChannelNotifyRecord, HcommChannelNotifyWait, HcommReadNbi, HcommWriteNbi,
-                         HcommWriteWithNotifyNbi)
-    chans = []
-    for r in (0, 1):
-        d = HcclChannelDesc()
-        HcclChannelDescInit(d)
-        d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, P.COMM_PROTOCOL_ROCE, 2
-        _, (ch,) = HcclChannelAcquire(comms[r], E.COMM_ENGINE_CPU, [d])
-        chans.append(ch)
-    assert acl.rt.set_device(0) == 0
-    _, remote, _ = HcclChannelGetHcclBuffer(comms[0], chans[0])
+    from pyhcomm import HcommChannelNotifyRecord, HcommChannelNotifyWait, HcommReadNbi, HcommWriteNbi, HcommWriteWithNotifyNbi
+    _comms, chans, remote = two_rank_channels(E.COMM_ENGINE_CPU, P.COMM_PROTOCOL_ROCE, 2)
     src, dst = malloc(128), malloc(128)
     assert HcommWriteNbi(chans[0], remote, src, 128) == 0
     assert HcommReadNbi(chans[0], dst, remote, 64) == 0
@@ -334,7 +310,7 @@ def test_export_jsonl_writes_one_object_per_event_with_symbolic_host_addresses(t
     objs = [json.loads(line) for line in lines]
     assert [o["kind"] for o in objs] == ["Memcpy", "LocalCopy", "Synchronize", "Memcpy"]
     common = ["seq", "kind", "entry", "api", "state", "step", "rank", "device", "side", "engine", "thread",
-              "stream", "kernel", "batch", "site", "reads", "writes"]
+              "stream", "kernel", "batch", "program", "site", "reads", "writes"]
     assert all(list(o)[:len(common)] == common for o in objs)
     assert list(objs[1])[len(common):] == ["nbytes"]
     assert objs[0]["reads"] == [["host#0+0", 64]] and objs[0]["writes"] == [[f"0x{a:x}", 64]]

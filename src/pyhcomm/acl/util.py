@@ -53,8 +53,11 @@ def _host(ptr, nbytes: int, fn: str):
     return alloc, storage, owner, ptr - alloc.addr
 
 
-#: numpy's type numbers (``NPY_FLOAT32`` = 11, ...), as pyACL's ``ptr_to_numpy`` takes them.
-NPY_TYPES = {np.dtype(t).num: np.dtype(t) for t in set(np.sctypeDict.values())}
+#: numpy's type numbers (``NPY_BOOL`` = 0 ... ``NPY_FLOAT32`` = 11 ... ``NPY_HALF`` = 23), as pyACL's
+#: ``ptr_to_numpy`` takes them: the number types only (no object, string or time types, and none of
+#: the numbers extension types such as ml_dtypes' get at run time, which differ between runs).
+NPY_TYPES = {np.dtype(t).num: np.dtype(t) for t in set(np.sctypeDict.values())
+             if np.dtype(t).num < 24 and np.dtype(t).kind in "biufc"}
 
 
 def ptr_to_numpy(ptr: int, shape, npy_type) -> np.ndarray:
@@ -65,7 +68,8 @@ def ptr_to_numpy(ptr: int, shape, npy_type) -> np.ndarray:
     if isinstance(npy_type, (int, np.integer)) and not isinstance(npy_type, bool):
         dtype = NPY_TYPES.get(int(npy_type))
         if dtype is None:
-            raise ValueError(f"{api}: {int(npy_type)} is not a numpy type number")
+            raise ValueError(f"{api}: {int(npy_type)} is not a numpy type number of a number type "
+                             "(NPY_FLOAT32 is 11)")
     else:
         try:
             dtype = np.dtype(npy_type)

@@ -13,6 +13,7 @@ import functools
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim import memory
+from ..sim.runtime import host_ctx
 from ..sim.task import Task, call_site
 from ..enums import MALLOC_KNOWN_BITS, aclrtMallocAttrType, aclrtMemcpyKind
 from ..errors import AclError, HcclResult, HcclRuntimeError, acl_error
@@ -219,9 +220,10 @@ def aclrtMemcpyAsync(dst: int, dest_max: int, src: int, count: int, kind: int, s
     st = get_stream(stream, api)
     dst, src, kind, count, (d, _d_st, d_owner), (s, _s_st, s_owner) = _check_copy(
         api, dst, dest_max, src, count, kind)
-    _sim().scheduler.submit(Task("MemcpyAsync", st, _run_async_copy,
-                                 (d, dst - d.addr, s, src - s.addr, count, (d_owner, s_owner)),
-                                 reads=((src, count),), writes=((dst, count),), site=call_site(), detail=kind))
+    task = Task("MemcpyAsync", st, _run_async_copy, (d, dst - d.addr, s, src - s.addr, count, (d_owner, s_owner)),
+                reads=((src, count),), writes=((dst, count),), site=call_site(), detail=kind)
+    task.program = host_ctx().program
+    _sim().scheduler.submit(task)
 
 
 def _check_set(api, dev_ptr, max_count, value, count):
@@ -261,5 +263,7 @@ def aclrtMemsetAsync(dev_ptr: int, max_count: int, value: int, count: int, strea
     st = get_stream(stream, api)
     dev_ptr, value, count, (a, _storage, owner) = _check_set(api, dev_ptr, max_count, value, count)
     fill = functools.partial(_run_memset, _keep=owner) if a.kind == memory.HOST else _run_memset
-    _sim().scheduler.submit(Task("MemsetAsync", st, fill, (a, dev_ptr - a.addr, value, count),
-                                 writes=((dev_ptr, count),), site=call_site()))
+    task = Task("MemsetAsync", st, fill, (a, dev_ptr - a.addr, value, count), writes=((dev_ptr, count),),
+                site=call_site())
+    task.program = host_ctx().program
+    _sim().scheduler.submit(task)

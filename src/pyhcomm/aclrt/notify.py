@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim.notify import Notify
-from ..sim.runtime import finalize_hooks
+from ..sim.runtime import finalize_hooks, host_ctx
 from ..errors import AclError, acl_error
 from .device import current_device
 from .stream import get_stream
@@ -84,7 +84,9 @@ def aclrtRecordNotify(notify, stream) -> None:
     api = "aclrtRecordNotify"
     n = _get(notify, api)
     st = _stream_of(n, stream, api)
-    _sim().scheduler.submit(NotifyRecordTask("AclrtNotifyRecord", st, None, None, "host", n.notify, n.id, 3))
+    task = NotifyRecordTask("AclrtNotifyRecord", st, None, None, "host", n.notify, n.id, 3)
+    task.program = host_ctx().program
+    _sim().scheduler.submit(task)
 
 
 def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
@@ -96,7 +98,9 @@ def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
     if isinstance(timeout, float):
         raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, f"timeout {timeout!r} must be 0..{UINT32_MAX} seconds")
     timeout = args.integer(timeout, api, "timeout (s)", 0, UINT32_MAX, _invalid)
-    _sim().scheduler.submit(NotifyWaitTask("AclrtNotifyWait", st, None, None, "host", n.notify, n.id, timeout, 3))
+    task = NotifyWaitTask("AclrtNotifyWait", st, None, None, "host", n.notify, n.id, timeout, 3)
+    task.program = host_ctx().program
+    _sim().scheduler.submit(task)
 
 
 def _release_device(device_id: int) -> None:

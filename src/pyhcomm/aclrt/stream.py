@@ -43,7 +43,9 @@ def aclrtDestroyStream(stream: int) -> None:
     dev = _sim().runtime.devices.get(st.device)
     if dev is not None and st is dev.default_stream:
         raise acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api, "the default stream cannot be destroyed")
-    _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None, api, (st,))
+    status = _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None, api, (st,))
+    _sim().record.host_effect("Synchronize", api, ok=status == DONE_OK and st.error is None, device=st.device,
+                              streams=(st.handle,), result=outcome(status, st.error))
     st.error = None
     _sim().scheduler.drop_stream(st)
     _sim().handles.streams.remove(st.handle)

@@ -99,21 +99,18 @@ class CollectiveContext:
         todo = [p for p in peers if p != self.rank and p not in self._channels]
         if not todo:
             return
-        descs = [channel_mod.HcclChannelDesc() for _ in todo]
-        channel_mod.desc_init(descs)
-        for p, d in zip(todo, descs):
-            d.remoteRank = p
-            d.channelProtocol = self._protocol(p)
-            d.notifyNum = CHANNEL_NOTIFIES
-        ends = channel_mod.acquire(self.handle, self.engine, descs, len(descs))
-        for p, end in zip(todo, ends):
-            self._channels[p] = end.handle
+        desc = channel_mod.HcclChannelDesc()   # one descriptor, reused: acquire keeps none
+        channel_mod.desc_init(desc)
+        desc.notifyNum = CHANNEL_NOTIFIES
+        for p in todo:
+            desc.remoteRank, desc.channelProtocol = p, self._protocol(p)
+            self._channels[p] = channel_mod.acquire(self.handle, self.engine, [desc], 1)[0].handle
         for p in todo:
             self._peer_ccl[p], _size = channel_mod.peer_hccl_buffer(self.handle, self._channels[p])
 
     def _protocol(self, peer: int) -> int:
         world = self.comm.world
-        have = {link.linkAttr.linkProtocol for link in topology.links(world.place(self.rank), world.place(peer))}
+        have = set(topology.protocols_between(world.place(self.rank), world.place(peer)))
         for p in PROTOCOL_PREFERENCE.get(_sim().runtime.product.family, ()):
             if p in have:
                 return p

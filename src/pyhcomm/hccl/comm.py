@@ -42,6 +42,7 @@ class World:
         self.rank_table = None          # topology.RankTable from HcclCommInitClusterInfo, else None
         self.barrier_arrived = 0        # host_barrier: ranks arrived in this round, and the round
         self.barrier_gen = 0
+        self.programs: dict = {}        # rank -> its host program, in the rendezvous now forming
         self.devices: dict[int, int] = {}  # rank -> simulated device (kept after destroy)
 
     def place(self, rank: int):
@@ -58,6 +59,8 @@ class World:
 
 class Communicator:
     """One rank of a communicator (``HcclComm``)."""
+
+    l3 = False      # resources of a communicator (HCOMM's comm-less owners say True)
 
     def __init__(self, world: World, rank: int, device: int):
         self.world = world
@@ -136,17 +139,19 @@ def _world_of(root_info, api: str) -> World:
 
 
 def init_root_info(nranks: int, root_info, rank: int, settings=None,
-                   api: str = "HcclCommInitRootInfo") -> Communicator:
-    """``HcclCommInitRootInfo``: join rank ``rank`` of ``nranks``; collective, blocks the host.
+                   api: str = "HcclCommInitRootInfo", wait: bool = True) -> Communicator:
+    """``HcclCommInitRootInfo``: join rank ``rank`` of ``nranks``; collective, blocks the host
+    (unless ``wait`` is False: then :func:`wait_joined` completes it, at ``HcclGroupEnd``).
     ``settings``: a :class:`.comm_config.CommSettings` (``HcclCommInitRootInfoConfig``)."""
     world = _world_of(root_info, api)
     nranks = args.integer(nranks, api, "nRanks", -(1 << 64), args.UINT64_MAX)
     if nranks < 1:
         raise para(api, f"nRanks {nranks} must be at least 1")
-    return _join(world, nranks, rank, api, settings)
+    return _join(world, nranks, rank, api, settings, wait=wait)
 
 
-def init_cluster_info(cluster_info, rank: int, settings=None, api: str = "HcclCommInitClusterInfo") -> Communicator:
+def init_cluster_info(cluster_info, rank: int, settings=None, api: str = "HcclCommInitClusterInfo",
+                      wait: bool = True) -> Communicator:
     """``HcclCommInitClusterInfo``: join rank ``rank`` of the cluster a rank-table file describes.
 
     Ranks passing the same file join the same communicator (a new one once the previous is
@@ -168,12 +173,14 @@ def init_cluster_info(cluster_info, rank: int, settings=None, api: str = "HcclCo
         if world is None or len(world.joined) >= table.nranks:
             world = sim.cluster_worlds[path] = World(table.nranks)
             world.rank_table = table
-    return _join(world, table.nranks, rank, api, settings)
+    return _join(world, table.nranks, rank, api, settings, wait=wait)
 
 
-def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=None) -> Communicator:
+def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=None,
+          wait: bool = True) -> Communicator:
     """Join ``world`` as ``rank`` and wait for the other ranks (``HCCL_CONNECT_TIMEOUT``); the
-    rank runs on ``device`` (an open device; default: the calling thread's current one)."""
+    rank runs on ``device`` (an open device; default: the calling thread's current one). With
+    ``wait`` False, return the joined communicator at once (:func:`wait_joined` waits later)."""
     rank = args.integer(rank, api, "rank", -(1 << 64), args.UINT64_MAX)
     if not 0 <= rank < nranks:
         raise para(api, f"rank {rank} is outside [0, {nranks})")
@@ -182,7 +189,6 @@ def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=
     dev = sim.runtime.current_device() if device is None else sim.runtime.devices.get(device)
     if dev is None:
         raise hccl_error(HcclResult.HCCL_E_RUNTIME, api, "no current device: call aclrtSetDevice first")
-    timeout = sim.config.connect_timeout
     with sim.lock:
         if world.nranks is None:
             world.nranks = nranks
@@ -201,16 +207,28 @@ def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=
         world.comms[rank] = comm
         world.devices[rank] = dev.id
         world.joined.add(rank)
+        _arrive(world, rank, len(world.joined) >= nranks, api)
+    sim.scheduler.poke()
+    if wait:
+        wait_joined(comm, api)
+    return comm
+
+
+def wait_joined(comm: Communicator, api: str = "HcclGroupEnd") -> None:
+    """Wait until every rank of ``comm``'s communicator joined (``HCCL_CONNECT_TIMEOUT``); on a
+    timeout, ``comm`` leaves its communicator again and is released."""
+    sim, world, rank, nranks = _sim(), comm.world, comm.rank, comm.world.nranks
+    timeout = sim.config.connect_timeout
     sched = sim.scheduler
-    sched.poke()
     status = sched.run_until(lambda: len(world.joined) >= nranks, timeout, f"{api}(rank {rank} of {world.name})",
                              detect_stuck=False)
     if status == DONE_OK:
-        return comm
+        return
     with sim.lock:
         missing = sorted(set(range(nranks)) - world.joined)
         del world.comms[rank]
         world.joined.discard(rank)
+        world.programs.pop(rank, None)
         world.devices.pop(rank, None)
         sim.handles.comms.remove(comm.handle)
     if status == ABORTED:
@@ -218,6 +236,18 @@ def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=
     why = (f"within {timeout:g} s ({ENV_CONNECT_TIMEOUT})" if status == TIMED_OUT
            else "and no other rank can run any more")
     raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"ranks {missing} of {world.name} did not join {why}")
+
+
+def _arrive(world: World, rank: int, last: bool, api: str) -> None:
+    """Note the calling host program at a rendezvous of ``world`` (under the Sim's lock); the
+    ``last`` to arrive records it (a ``Rendezvous`` in the record: everything each program did
+    before it happens before what every one of them does after)."""
+    world.programs[rank] = host_ctx().program
+    if last:
+        ranks = tuple(sorted(world.programs))
+        _sim().record.host_effect("Rendezvous", api, group=world.name, ranks=ranks,   # of no one rank
+                                  programs=tuple(world.programs[r] for r in ranks))
+        world.programs = {}
 
 
 def host_barrier(comm: Communicator, api: str = "Comm.barrier") -> None:
@@ -229,6 +259,7 @@ def host_barrier(comm: Communicator, api: str = "Comm.barrier") -> None:
     with sim.lock:
         gen = world.barrier_gen
         world.barrier_arrived += 1
+        _arrive(world, comm.rank, world.barrier_arrived == world.nranks, api)
         if world.barrier_arrived == world.nranks:
             world.barrier_arrived = 0
             world.barrier_gen += 1

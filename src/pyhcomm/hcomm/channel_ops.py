@@ -52,7 +52,7 @@ def _thread_and_channel(thread, channel, api):
     ch = ctx.sim.handles.channels._objs.get(channel) if type(channel) is int else None
     if ch is None:
         ch = get_channel(channel, api)
-    if ch.comm is not t.comm:
+    if ch.comm is not t.comm and not (ch.comm.device == t.device and (ch.comm.l3 or t.comm.l3)):
         raise para(api, f"channel 0x{ch.handle:x} belongs to rank {ch.comm.rank}, thread 0x{t.handle:x} to "
                         f"rank {t.rank}")
     if ch.host_side == device_side:
@@ -297,7 +297,9 @@ def channel_fence_on_thread(thread, channel):
     """``HcommChannelFenceOnThread``: tasks of a thread already run in order, so nothing to add."""
     api = "HcommChannelFenceOnThread"
     if _sim().runtime.product.is_950:
-        get_channel(channel, api)
+        ch = get_channel(channel, api)
+        if not host_ctx().kernels:  # the host's fence completes the channel's NBI operations
+            _record_fence(ch, api)
         return
     t, ch, _, _ctx = _thread_and_channel(thread, channel, api)
     if not host_ctx().kernels:
@@ -306,7 +308,13 @@ def channel_fence_on_thread(thread, channel):
 
 def channel_fence(channel):
     """``HcommChannelFence``: Atlas 350 host CPU only (NBI calls complete when posted)."""
-    _nbi_check(channel, "HcommChannelFence")
+    _record_fence(_nbi_check(channel, "HcommChannelFence"), "HcommChannelFence")
+
+
+def _record_fence(ch, api) -> None:
+    """The record's ``Fence`` of a channel: the NBI operations posted on it are complete."""
+    _sim().record.host_effect("Fence", api, rank=ch.comm.rank, device=ch.comm.device, engine=ch.engine.name,
+                              result="done", channel=ch.handle)
 
 
 def channel_drain(thread, channel):

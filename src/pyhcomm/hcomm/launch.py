@@ -52,6 +52,7 @@ def enqueue(task, api: str | None = None, ctx=None) -> None:
         ctx = host_ctx()
     batch = ctx.batch
     kernels = ctx.kernels
+    task.program = ctx.program
     if kernels:
         task.kernel = kernels[-1].seq   # the record's kernel id: the launch that issued it
     if batch is None:
@@ -100,9 +101,12 @@ def batch_end(tag) -> None:
         batch.abandon()
         raise not_found(api, f"batch {batch.tag!r} (started at {site_text(batch.site)}) launches nothing: {gone}")
     bid = batch.id
+    submit = _sim().scheduler.submit
     for task in batch.tasks:
         task.batch = bid
-        _sim().scheduler.submit(task)
+        submit(task)
+    if batch.tasks:
+        _sim().record.note_batch(bid, host_ctx().program, batch.tasks[0].seq, batch.tasks[-1].seq)
 
 
 def _dead_owner(tasks):

@@ -97,6 +97,7 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
         v.no_partial_overlap(dst, src, n, API)
     task = LocalCopyTask(t, side, d, dst - d.addr, s, src - s.addr, n)
     if not kernels and ctx.batch is None:
+        task.program = ctx.program
         ctx.sim.scheduler.submit(task)
     else:
         enqueue(task, API, ctx)

@@ -48,11 +48,14 @@ def thread_join(thread, timeout) -> None:
 
 
 def fence(thread) -> None:
-    """``HcommFenceOnThread``: host CPU engine only; with no non-blocking operation posted it
-    returns at once."""
+    """``HcommFenceOnThread``: host CPU engine only; the NBI operations posted before it are
+    complete when it returns (here they complete when posted, so it returns at once)."""
     api = "HcommFenceOnThread"
     t = get_thread(thread, api)
     if host_ctx().kernels or t.engine != CommEngine.COMM_ENGINE_CPU:
         raise not_support(api, "supported for COMM_ENGINE_CPU threads on the host only "
                                f"(thread 0x{t.handle:x} is {t.engine.name}"
                                + (", called inside a kernel)" if host_ctx().kernels else ")"))
+    # the record's Fence: the NBI operations this host program posted are complete from here on
+    _sim().record.host_effect("Fence", api, rank=t.rank, device=t.device, engine=t.engine.name, thread=t.handle,
+                              stream=t.stream.handle, result="done")

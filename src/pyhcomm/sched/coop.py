@@ -40,14 +40,23 @@ from .base import ABORTED, DONE_OK, DRAIN_DEPTH, STUCK, TIMED_OUT, Scheduler, _m
 
 
 class SeededPolicy:
-    """Chooses among ``n`` runnable choices. Seed 0 always takes the oldest (first-come, first
-    served: the cheapest and the most readable order); any other seed chooses pseudo-randomly."""
+    """Chooses among the runnable choices. Seed 0 always takes the oldest (first-come, first
+    served: the cheapest and the most readable order); any other seed chooses pseudo-randomly.
+
+    The policy interface (what the verifier's schedule exploration replaces): ``pick(choices)``
+    gets the runnable choices, oldest first, and returns the index of the one to run. The
+    choices are all streams (:class:`pyhcomm.sim.stream.Stream`: runnable tasks) or all actors
+    (:class:`Actor`: host programs and kernels to resume); a policy tells them apart by
+    ``stream.handle`` and ``actor.name``, which are the same on every run of a program. It must
+    not change ``choices``.
+    """
 
     def __init__(self, seed: int = 0):
         self.seed = seed
         self._rng = random.Random(seed) if seed else None
 
-    def pick(self, n: int) -> int:
+    def pick(self, choices) -> int:
+        n = len(choices)
         if n == 1 or self._rng is None:
             return 0
         return self._rng.randrange(n)
@@ -55,7 +64,7 @@ class SeededPolicy:
 
 def _take(queue: deque, pick):
     """Remove and return the entry of ``queue`` the policy picks (the oldest for index 0)."""
-    i = pick(len(queue))
+    i = pick(queue)
     if not i:
         return queue.popleft()
     queue.rotate(-i)

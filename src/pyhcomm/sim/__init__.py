@@ -93,6 +93,7 @@ class Sim:
         self.open_batches: set = set()
         self.comm_holders: dict = {}            # Communicator -> KernelContext (HcommAcquireComm)
         self.module_ids = itertools.count()
+        self.program_ids = itertools.count(1)   # host programs and kernels (HostContext.program)
         self.control: dict = {}                 # further registries, one per feature (see registry())
 
     def registry(self, feature: str, factory=dict):

@@ -83,6 +83,7 @@ COMMON = (
     ("stream", Optional[int], None, True),
     ("kernel", Optional[int], None, False),  # seq of the KernelLaunch whose kernel issued it
     ("batch", Optional[int], None, False),   # id of the HCOMM batch it was launched from
+    ("program", Optional[int], None, False),  # the host program or kernel that issued it
     ("site", Optional[str], None, False),    # file:line of the user's call
     ("reads", tuple, (), False),             # Range values
     ("writes", tuple, (), False),            # Range values
@@ -140,10 +141,15 @@ KernelLaunchEvent = _event_type("KernelLaunchEvent", "An AI CPU kernel launch.",
     ("blocks", int, 1, False),
     ("issued", tuple, (), False)))             # seqs of the entries its kernel issued
 SyncEvent = _event_type("SyncEvent", "Blocking host calls, recorded when they return: ``Synchronize`` (stream and "
-                        "device synchronize), ``ThreadJoin``, ``ChannelDrain``.", (
+                        "device synchronize, stream destroy), ``ThreadJoin``, ``ChannelDrain``, ``Fence``.", (
     ("streams", tuple, (), True),
     ("timeout", Optional[float], None, False),  # seconds (None: forever)
     ("result", Optional[str], None, False)) + _CHANNEL)  # done, timeout, stuck, aborted, or an error code name
+RendezvousEvent = _event_type("RendezvousEvent", "A host rendezvous of several host programs (communicator init, "
+                              "``Comm.barrier``), recorded once, by the program that completed it.", (
+    ("group", Optional[str], None, False),      # the communicator's name
+    ("ranks", tuple, (), False),                # the ranks that met
+    ("programs", tuple, (), False)))            # their host programs, in rank order
 
 
 #: The event class of each kind (any other kind gets :class:`TaskEvent`).
@@ -164,6 +170,8 @@ EVENT_TYPES = {
     "Synchronize": SyncEvent,
     "ThreadJoin": SyncEvent,
     "ChannelDrain": SyncEvent,
+    "Fence": SyncEvent,
+    "Rendezvous": RendezvousEvent,
 }
 
 
@@ -242,7 +250,7 @@ class Builder:
         return dict(seq=e.seq, kind=e.kind, state=e.state, step=self.steps.get(e.seq), rank=e.rank,
                     device=e.device, side=e.side, engine=engine, thread=thread, stream=stream,
                     kernel=getattr(e, "kernel", None), batch=getattr(e, "batch", None),
-                    site=e.where if e.site else None)
+                    program=getattr(e, "program", None), site=e.where if e.site else None)
 
     def channel(self, handle) -> dict:
         info = self.record.channel_info.get(handle)

@@ -63,7 +63,7 @@ class HostEffect:
     logs. ``extra`` holds the kind-specific fields of its event (see :mod:`.events`)."""
 
     __slots__ = ("seq", "kind", "api", "state", "rank", "device", "side", "engine", "thread", "stream",
-                 "kernel", "site", "reads", "writes", "extra")
+                 "kernel", "site", "reads", "writes", "extra", "program")
     entry = "host"
     batch = None
 
@@ -74,6 +74,7 @@ class HostEffect:
         self.rank, self.device, self.side, self.engine = rank, device, side, engine
         self.thread, self.stream, self.kernel, self.site = thread, stream, kernel, site
         self.reads, self.writes, self.extra = reads, writes, extra
+        self.program = None
 
     @property
     def where(self) -> str:
@@ -122,6 +123,9 @@ class Record:
         #: registries for reading the record after the objects are gone (handles are never reused)
         self.thread_engines: dict = {}  # thread handle -> CommEngine name
         self.channel_info: dict = {}    # channel handle -> (CommProtocol name, peer rank)
+        #: HCOMM batches that ended: (batch id, program, first seq, last seq); a task is in the
+        #: batch when its program is that one and its seq is in that range
+        self.batches: list = []
 
     # -- recording ---------------------------------------------------------------------------------
     def append(self, task) -> None:
@@ -132,6 +136,11 @@ class Record:
 
     def note_channel(self, end) -> None:
         self.channel_info[end.handle] = (end.protocol.name, end.peer_rank)
+
+    def note_batch(self, batch_id: int, program, first: int, last: int) -> None:
+        """A batch ended: its tasks, issued by ``program``, got the seqs ``first .. last``."""
+        if self.enabled:
+            self.batches.append((batch_id, program, first, last))
 
     def ran(self, task) -> None:
         """Log that ``task`` starts running (the scheduler inlines this on its hot path)."""
@@ -172,6 +181,7 @@ class Record:
                        thread, stream, kernels[-1].seq if kernels else None, call_site(), tuple(reads),
                        tuple(writes), extra)
         e.seq = seq
+        e.program = ctx.program
         self._host.append(e)
         self.xlog.append(seq if ok else -seq)
         if self.capacity and len(self.xlog) > 2 * self.capacity:
@@ -211,6 +221,24 @@ class Record:
             seq = decode(v)[0]
             if seq not in out:
                 out[seq] = base + i
+        return out
+
+    def step_table(self) -> dict:
+        """seq -> the step of its first execution-log entry, positive when that entry says it
+        ran, negative when it failed or was skipped (cheaper than :meth:`exec_log` for analyses)."""
+        out = {}
+        step = self._exec_dropped
+        for v in self.xlog:
+            step += 1
+            if v > 0:
+                if v not in out:
+                    out[v] = step
+            else:
+                seq = -v
+                if seq & SKIP_FLAG:
+                    seq ^= SKIP_FLAG
+                if seq not in out:
+                    out[seq] = -step
         return out
 
     def events(self, *, rank=None, device=None, kind=None) -> list:
@@ -265,6 +293,7 @@ class Record:
             self._partial = True
         self._tasks.clear()
         self._host.clear()
+        self.batches.clear()
         self._exec_dropped += len(self.xlog)
         del self.xlog[:]
         self._base = _peek(self.counter) - 1

@@ -41,12 +41,14 @@ class HostContext:
     its current device, the kernel it runs in (device side when set), its open HCOMM batch, its
     ``HcommSetNotifyWaitTimeOut``, its most recent acl error message, whether HCCL's own
     collectives are issuing data-plane calls now (``library``, see :func:`library_calls`) and its
-    open ``HcclGroupStart`` group (:mod:`pyhcomm.collectives.group`)."""
+    open ``HcclGroupStart`` group (:mod:`pyhcomm.collectives.group`). ``program`` numbers it (1, 2,
+    ... per Sim, in order of creation): the record's ``program`` of what it issues."""
 
-    __slots__ = ("sim", "device", "kernels", "batch", "wait_timeout", "recent_error", "library", "group")
+    __slots__ = ("sim", "device", "kernels", "batch", "wait_timeout", "recent_error", "library", "group", "program")
 
     def __init__(self, sim):
         self.sim = sim
+        self.program = next(sim.program_ids)
         self.device: int | None = None
         self.kernels: list = []      # the running kernel launch (device side when non-empty)
         self.batch = None            # the open HCOMM batch

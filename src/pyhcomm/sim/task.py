@@ -14,16 +14,19 @@ import sys
 from ..sched.base import DONE, FAILED, PENDING, RUNNING, SKIPPED  # noqa: F401  (the task states)
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OPTIONAL = frozenset(("kernel", "batch", "program", "gen"))
 
 
 
 class TaskBase:
     """What every task has; kind-specific fields live in subclasses (class attributes give defaults)."""
 
-    # ``kernel`` (the seq of the KernelLaunch whose kernel issued the task) and ``batch`` (the id
-    # of the HCOMM batch it was launched from) are set only when they apply: read them with
-    # ``getattr(task, "kernel", None)``.
-    __slots__ = ("seq", "stream", "thread", "rank", "device", "t_head", "state", "side", "kernel", "batch")
+    # ``kernel`` (the seq of the KernelLaunch whose kernel issued the task: set on device-side
+    # tasks), ``batch`` (the id of the HCOMM batch it was launched from) and ``program`` (the
+    # issuing host program or kernel, ``HostContext.program``) are set where the task is issued;
+    # an unset one reads None (``__getattr__``; reading a set slot costs nothing more).
+    __slots__ = ("seq", "stream", "thread", "rank", "device", "t_head", "state", "side", "kernel", "batch",
+                 "program")
     entry = "task"      # an entry of the record's issue log that runs on a stream (see HostEffect)
     kind = "Task"
     reads = ()
@@ -36,6 +39,13 @@ class TaskBase:
 
     def run(self) -> None:  # pragma: no cover - every kind implements it
         raise NotImplementedError
+
+    def __getattr__(self, name):
+        """The optional fields (``kernel``, ``batch``, ``program``, ``gen``) read None while unset
+        (the hot-path kinds set them in ``__init__``; this is the net for any other kind)."""
+        if name in _OPTIONAL:
+            return None
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def where(self) -> str:

@@ -1,0 +1,263 @@
+"""The happens-before graph of a record, edge by edge, on small hand-written programs; and, on the
+collectives, that every edge goes forward in execution order and every wait that ran has the
+record it consumed."""
+import pytest
+
+import pyhcomm
+from pyhcomm import (HcommBatchModeEnd, HcommBatchModeStart, HcommLocalCopyOnThread, HcommThreadJoin,
+                     HcommThreadNotifyRecordOnThread, HcommThreadNotifyWaitOnThread, acl)
+from pyhcomm.analysis import happens_before as hb
+from pyhcomm.analysis.happens_before import Edge
+from hcomm_testutil import D2D, device_thread_setup, host_setup, malloc, pattern, read, two_rank_channels, write
+
+E = pyhcomm.CommEngine
+P = pyhcomm.CommProtocol
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _graph():
+    return hb.build(pyhcomm.current_sim().record)
+
+
+def _preds(g, entry):
+    return set(g.preds(entry.seq))
+
+
+def _kinds(entries):
+    return [e.kind for e in entries]
+
+
+def test_one_thread_gives_stream_program_and_sync_edges():
+    _comm, stream, thread = host_setup()
+    src, dst = malloc(64), malloc(64)
+    write(src, pattern(64))
+    assert HcommLocalCopyOnThread(thread, dst, src, 64) == 0
+    assert HcommLocalCopyOnThread(thread, src, dst, 64) == 0
+    assert acl.rt.synchronize_stream(stream) == 0
+    read(dst, 64)
+    g = _graph()
+    memcpy, c1, c2, sync, back = pyhcomm.record.entries()
+    assert _kinds([memcpy, c1, c2, sync, back]) == ["Memcpy", "LocalCopy", "LocalCopy", "Synchronize", "Memcpy"]
+    assert _preds(g, memcpy) == set()
+    assert _preds(g, c1) == {Edge(memcpy.seq, "program")}
+    assert _preds(g, c2) == {Edge(memcpy.seq, "program"), Edge(c1.seq, "stream")}
+    assert _preds(g, sync) == {Edge(memcpy.seq, "program"), Edge(c2.seq, "sync")}
+    assert _preds(g, back) == {Edge(sync.seq, "program")}
+    assert g.happens_before(c1.seq, back.seq) and not g.happens_before(back.seq, c1.seq)
+    assert set(g.succs(c1.seq)) == {Edge(c2.seq, "stream")}
+    assert g.order() == [e.seq for e in (memcpy, c1, c2, sync, back)]
+    assert all(g.ran(e.seq) for e in (memcpy, c1, c2, sync, back))
+    assert g.program(c1.seq) == g.program(back.seq) and g.stream(c1.seq) == stream and g.stream(sync.seq) is None
+    assert g.complete and len(g) == 5
+    assert g.event(c2.seq).kind == "LocalCopy"
+
+
+def test_a_thread_notify_orders_two_streams():
+    comm, _stream, _ = host_setup()
+    _, (a, b) = pyhcomm.HcclThreadAcquire(comm, E.COMM_ENGINE_CPU_TS, 2, 1)
+    src, mid, dst = malloc(64), malloc(64), malloc(64)
+    assert HcommThreadNotifyWaitOnThread(b, 0, 0) == 0
+    assert HcommLocalCopyOnThread(a, mid, src, 64) == 0
+    assert HcommThreadNotifyRecordOnThread(a, b, 0) == 0
+    assert HcommLocalCopyOnThread(b, dst, mid, 64) == 0
+    assert HcommLocalCopyOnThread(a, src, dst, 64) == 0      # after the record: not ordered with b's copy
+    assert acl.rt.synchronize_device() == 0
+    g = _graph()
+    wait, c1, rec, c2, c3, sync = pyhcomm.record.entries()
+    assert _preds(g, wait) == {Edge(rec.seq, "notify")}
+    assert _preds(g, c1) == set()
+    assert _preds(g, rec) == {Edge(c1.seq, "stream")}
+    assert _preds(g, c2) == {Edge(wait.seq, "stream")}
+    assert _preds(g, c3) == {Edge(rec.seq, "stream")}
+    assert _preds(g, sync) == {Edge(c2.seq, "sync"), Edge(c3.seq, "sync")}
+    assert g.happens_before(c1.seq, c2.seq)
+    assert not g.happens_before(c2.seq, c3.seq) and not g.happens_before(c3.seq, c2.seq)
+
+
+def test_two_records_before_one_wait_both_precede_it():
+    comm, _stream, _ = host_setup()
+    _, (a, b) = pyhcomm.HcclThreadAcquire(comm, E.COMM_ENGINE_CPU_TS, 2, 1)
+    assert HcommThreadNotifyRecordOnThread(a, b, 0) == 0
+    assert HcommThreadNotifyRecordOnThread(a, b, 0) == 0
+    assert HcommThreadNotifyWaitOnThread(b, 0, 0) == 0
+    assert acl.rt.synchronize_device() == 0
+    g = _graph()
+    r1, r2, wait, _sync = pyhcomm.record.entries()
+    assert (r1.gen, r2.gen, wait.gen) == (1, 2, 2)      # the notify holds one bit: r1 was lost
+    assert _preds(g, wait) == {Edge(r1.seq, "notify"), Edge(r2.seq, "notify")}
+
+
+def test_a_kernel_gives_launch_join_and_kernel_end_edges(product):
+    product("Atlas 350")
+    _comm, stream, u = device_thread_setup()
+    src, dst, out = malloc(64), malloc(64), malloc(64)
+
+    def kernel():
+        assert HcommLocalCopyOnThread(u, dst, src, 64) == 0
+        assert HcommThreadJoin(u, 10) == 0
+        assert HcommLocalCopyOnThread(u, src, dst, 64) == 0     # nobody waits for this one
+
+    pyhcomm.Stream(stream, owned=False).launch(kernel)
+    assert acl.rt.memcpy_async(out, 64, dst, 64, D2D, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == 0
+    g = _graph()
+    by_kind = {}
+    for e in pyhcomm.record.entries():
+        by_kind.setdefault(e.kind, []).append(e)
+    (launch,), (copy, late), (join,), (after,), (sync,) = (by_kind[k] for k in (
+        "KernelLaunch", "LocalCopy", "ThreadJoin", "MemcpyAsync", "Synchronize"))
+    assert _preds(g, launch) == set()
+    assert _preds(g, copy) == {Edge(launch.seq, "launch")}
+    assert _preds(g, join) == {Edge(launch.seq, "launch"), Edge(copy.seq, "join")}
+    assert _preds(g, late) == {Edge(join.seq, "program"), Edge(copy.seq, "stream")}
+    assert _preds(g, after) == {Edge(launch.seq, "stream"), Edge(join.seq, "kernel_end")}
+    assert _preds(g, sync) == {Edge(after.seq, "sync")}
+    assert g.happens_before(copy.seq, sync.seq)
+    assert not g.happens_before(late.seq, sync.seq)      # the host synchronized the launch stream only
+    prog = g.programs[g.program(copy.seq)]
+    assert prog.kernel == launch.seq and prog.label == f"kernel kernel of rank 0 (launch #{launch.seq})"
+    assert g.programs[g.program(launch.seq)].label == f"host program {g.program(launch.seq)}"   # no rank: acl calls
+
+
+def test_tasks_of_a_batch_follow_the_last_host_effect_before_its_end(product):
+    product("Atlas 350")
+    _comm, stream, u = device_thread_setup()
+    a, b = malloc(64), malloc(64)
+
+    def kernel():
+        assert HcommLocalCopyOnThread(u, b, a, 64) == 0     # eager
+        assert HcommBatchModeStart("t") == 0
+        assert HcommLocalCopyOnThread(u, a, b, 64) == 0     # kept until the end
+        assert HcommThreadJoin(u, 10) == 0                  # waits for the eager copy only
+        assert HcommLocalCopyOnThread(u, b, a, 64) == 0
+        assert HcommBatchModeEnd("t") == 0
+
+    pyhcomm.Stream(stream, owned=False).launch(kernel)
+    assert acl.rt.synchronize_device() == 0
+    g = _graph()
+    launch, eager, join, first, second, _sync = pyhcomm.record.entries()
+    assert _kinds([launch, eager, join, first, second]) == ["KernelLaunch", "LocalCopy", "ThreadJoin", "LocalCopy",
+                                                            "LocalCopy"]
+    assert first.batch is not None and getattr(eager, "batch", None) is None
+    assert _preds(g, join) == {Edge(launch.seq, "launch"), Edge(eager.seq, "join")}
+    assert _preds(g, first) == {Edge(join.seq, "batch"), Edge(eager.seq, "stream")}
+    assert _preds(g, second) == {Edge(join.seq, "batch"), Edge(first.seq, "stream")}
+
+
+def _pair(comm, protocol=P.COMM_PROTOCOL_HCCS, engine=E.COMM_ENGINE_CPU_TS, notifies=1):
+    from pyhcomm import HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit, HcclChannelGetHcclBuffer
+    d = HcclChannelDesc()
+    HcclChannelDescInit(d)
+    d.remoteRank, d.channelProtocol, d.notifyNum = 1 - comm.rank, protocol, notifies
+    _, (ch,) = HcclChannelAcquire(comm.handle, engine, [d])
+    _, remote, _ = HcclChannelGetHcclBuffer(comm.handle, ch)
+    return ch, remote
+
+
+def test_a_channel_notify_orders_a_write_before_the_peers_read_and_comm_init_is_a_rendezvous():
+    from pyhcomm import (HcclThreadAcquireWithStream, HcommChannelNotifyRecordOnThread,
+                         HcommChannelNotifyWaitOnThread, HcommWriteOnThread)
+
+    def body(comm):
+        ch, remote = _pair(comm)
+        stream, _ = acl.rt.create_stream()
+        _, t = HcclThreadAcquireWithStream(comm.handle, E.COMM_ENGINE_CPU_TS, stream, 1)
+        own = comm.hccl_buffer().addr
+        if comm.rank == 0:
+            src = malloc(64)
+            write(src, pattern(64))
+            assert HcommWriteOnThread(t, ch, remote, src, 64) == 0
+            assert HcommChannelNotifyRecordOnThread(t, ch, 0) == 0
+        else:
+            dst = malloc(64)
+            assert HcommChannelNotifyWaitOnThread(t, ch, 0, 0) == 0
+            assert HcommLocalCopyOnThread(t, dst, own, 64) == 0
+        assert acl.rt.synchronize_stream(stream) == 0
+
+    sim = pyhcomm.current_sim()
+    pyhcomm.launch(body, 2, sim=sim, timeout=60)
+    g = hb.build(sim)
+    ents = {e.kind: e for e in sim.record.entries()}
+    rdv, memcpy, wr, rec, wait, copy = (ents[k] for k in ("Rendezvous", "Memcpy", "Write", "ChannelNotifyRecord",
+                                                          "ChannelNotifyWait", "LocalCopy"))
+    syncs = {e.rank if e.rank is not None else e.device: e for e in sim.record.entries() if e.kind == "Synchronize"}
+    assert rdv.extra["programs"] == (g.program(wr.seq), g.program(copy.seq)) and rdv.extra["ranks"] == (0, 1)
+    assert _preds(g, memcpy) == {Edge(rdv.seq, "program")}
+    assert _preds(g, wr) == {Edge(memcpy.seq, "program")}
+    assert _preds(g, rec) == {Edge(memcpy.seq, "program"), Edge(wr.seq, "stream")}
+    assert _preds(g, wait) == {Edge(rdv.seq, "program"), Edge(rec.seq, "notify")}
+    assert _preds(g, copy) == {Edge(rdv.seq, "program"), Edge(wait.seq, "stream")}
+    assert _preds(g, syncs[1]) == {Edge(rdv.seq, "program"), Edge(copy.seq, "sync")}
+    assert g.happens_before(wr.seq, copy.seq) and g.happens_before(memcpy.seq, syncs[1].seq)
+    assert not g.happens_before(copy.seq, syncs[0].seq)
+    assert {p.label for p in g.programs.values()} == {"rank 0's host program", "rank 1's host program"}
+
+
+def test_a_host_barrier_orders_what_came_before_it_on_every_rank():
+    def body(comm):
+        buf = malloc(64)
+        if comm.rank == 0:
+            write(buf, pattern(64))
+        comm.barrier()
+        if comm.rank == 1:
+            read(buf, 64)
+
+    sim = pyhcomm.current_sim()
+    pyhcomm.launch(body, 2, sim=sim, timeout=60)
+    g = hb.build(sim)
+    init, put, barrier, get = sim.record.entries()
+    assert _kinds([init, put, barrier, get]) == ["Rendezvous", "Memcpy", "Rendezvous", "Memcpy"]
+    assert barrier.api == "Comm.barrier"
+    # whoever recorded the barrier, the other member's last host effect precedes it
+    assert Edge(put.seq, "program" if g.program(barrier.seq) == g.program(put.seq) else "rendezvous") in _preds(
+        g, barrier)
+    assert _preds(g, get) == {Edge(barrier.seq, "program")}
+    assert g.happens_before(put.seq, get.seq)
+
+
+def test_nbi_transfers_complete_at_the_fence(product):
+    product("Atlas 350")
+    from pyhcomm import HcommChannelFence, HcommWriteNbi
+    _comms, chans, remote = two_rank_channels(E.COMM_ENGINE_CPU, P.COMM_PROTOCOL_ROCE)
+    src = malloc(64)
+    write(src, pattern(64))
+    assert HcommWriteNbi(chans[0], remote, src, 64) == 0
+    write(src, pattern(64, 2))                     # reuses src before the fence: not ordered after the write
+    assert HcommChannelFence(chans[0]) == 0
+    read(src, 64)
+    g = _graph()
+    put, nbi, put2, fence, get = pyhcomm.record.entries()
+    assert _kinds([put, nbi, put2, fence, get]) == ["Memcpy", "WriteNbi", "Memcpy", "Fence", "Memcpy"]
+    assert _preds(g, nbi) == {Edge(put.seq, "program")}
+    assert _preds(g, put2) == {Edge(put.seq, "program")}
+    assert _preds(g, fence) == {Edge(put2.seq, "program"), Edge(nbi.seq, "fence")}
+    assert not g.happens_before(nbi.seq, put2.seq) and g.happens_before(nbi.seq, get.seq)
+    assert fence.api == "HcommChannelFence" and fence.extra["channel"] == chans[0]
+
+
+@pytest.mark.parametrize("product_name", ["Atlas 800T A2", "Atlas A3", "Atlas 350"])
+def test_on_the_collectives_edges_go_forward_and_every_wait_has_its_record(product_name):
+    fp32, total = pyhcomm.HcclDataType.HCCL_DATA_TYPE_FP32, pyhcomm.HcclReduceOp.HCCL_REDUCE_SUM
+
+    def body(comm):
+        n = comm.size
+        send, recv = malloc(4 * 64), malloc(4 * 64 * n)
+        stream, _ = acl.rt.create_stream()
+        assert pyhcomm.HcclAllGather(send, recv, 64, fp32, comm.handle, stream) == 0
+        assert pyhcomm.HcclAllReduce(recv, recv, 64 * n, fp32, total, comm.handle, stream) == 0
+        assert acl.rt.synchronize_stream(stream) == 0
+
+    sim = pyhcomm.Sim(scheduler="coop", seed=3, product=product_name)
+    pyhcomm.launch(body, 4, sim=sim, timeout=60)
+    g = hb.build(sim)
+    order = {s: k for k, s in enumerate(g.order())}
+    assert len(order) == len(g)
+    for src, dst, kind in g.edges():
+        assert order[src] < order[dst], (src, dst, kind)
+    waits = [e for e in sim.record.entries() if getattr(e, "waits", False)]
+    assert waits and all(any(p.kind == "notify" for p in g.preds(w.seq)) for w in waits)
+    kinds = {k for _s, _d, k in g.edges()}
+    assert {"stream", "notify", "program", "sync"} <= kinds
+    if product_name != "Atlas 800T A2":
+        assert "batch" in kinds     # the collectives run their kernels in batch mode
