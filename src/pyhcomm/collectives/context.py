@@ -209,9 +209,14 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
     token = attribute_to(site)
     host = host_ctx()
     batch, host.batch = host.batch, None  # the caller's open batch, kept aside (module docstring)
+    record = _sim().record
+    first = record.next_seq()
     try:
         with library_calls():
             _run(comm_handle, stream, nslaves, algo, args, tag, peers, site)
+        # the marker of the call (its entries: this program's from ``first`` on, and its kernel's)
+        record.host_effect("Collective", tag, rank=comm_mod.get_comm(comm_handle, tag).rank, name=tag,
+                           first=first)
     finally:
         host.batch = batch
         end_attribution(token)
