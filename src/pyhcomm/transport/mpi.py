@@ -121,6 +121,7 @@ class MpiTransport(Transport):
         self.exposers: dict = {}        # allocation -> the ends exposing it
         self.local: dict = {}           # channel key -> {rank: end of this process}
         self.remote_descs: dict = {}    # channel key -> {rank: _Desc of another process}
+        self.results: dict = {}         # root -> {rank: result} (pyhcomm.launch)
 
     # -- worlds ----------------------------------------------------------------------------------
     def _route(self, root) -> _World:
@@ -334,11 +335,18 @@ class MpiTransport(Transport):
         if end is not None and not end.closed and end.peer_rank == rank:
             self._connect(end, d)
 
+    def _facing(self, key, rank):
+        """This process's end of channel ``key`` whose peer is ``rank``, or None."""
+        for end in self.local.get(key, {}).values():
+            if end.peer_rank == rank:
+                return end
+        return None
+
     def _ctrl_closed(self, src, key, rank, tid):
         d = self.remote_descs.get(key, {}).get(rank)
         if d is not None and d.tid == tid:
             d.closed = True
-        end = self.local.get(key, {}).get(self._peer_rank_of(key, rank))
+        end = self._facing(key, rank)
         if end is not None and end.peer_ref is not None and end.peer_ref.end == tid:
             end.peer = PeerInfo(end.peer_ref, (), (), True)
 
@@ -346,16 +354,10 @@ class MpiTransport(Transport):
         d = self.remote_descs.get(key, {}).get(rank)
         if d is not None and d.tid == tid:
             d.regions = regions
-        end = self.local.get(key, {}).get(self._peer_rank_of(key, rank))
+        end = self._facing(key, rank)
         if end is not None and end.peer_ref is not None and end.peer_ref.end == tid and not end.peer.closed:
             p = end.peer
             end.peer = PeerInfo(p.ref, p.notifies, regions, False)
-
-    @staticmethod
-    def _peer_rank_of(key, rank):
-        """The other rank of a channel key ``(world, engine, protocol, low, high)``."""
-        lo, hi = key[-2], key[-1]
-        return hi if rank == lo else lo
 
     def _tell_peer(self, end, msg) -> None:
         proc = self._proc_of(end.world_id, end.peer_rank)
@@ -523,6 +525,7 @@ class MpiTransport(Transport):
 
     def on_abort(self, reason: str) -> None:
         self.sim.scheduler.abort(reason)
+        self.sim.scheduler.poke()
 
     # -- progress --------------------------------------------------------------------------------
     def progress(self) -> bool:
@@ -538,11 +541,34 @@ class MpiTransport(Transport):
 
     def _snapshot(self):
         from ..sched.base import hang_report
-        return hang_report.snapshot(self.sim)
+        return hang_report.snapshot(self.sim, proc=self.me)
 
-    def abort_all(self, reason: str) -> None:
-        """This process failed: every other process's blocking calls give up with ``reason``."""
-        self.link.abort_all(reason)
+    # -- whole-job services (pyhcomm.launch) -----------------------------------------------------
+    def processes(self):
+        """``(number of processes of the job, this one's)``."""
+        return self.link.nprocs, self.me
 
-    def local_ranks(self):
-        return sorted(self.link.owners.get(self.me, ()))
+    def abort_all(self, reason: str, rank=None) -> None:
+        """``rank`` of this process failed: every process's blocking calls give up with ``reason``."""
+        self.sim.scheduler.abort(reason)
+        self.link.abort_all(reason, rank)
+
+    def abort_origin(self):
+        """``(reason, rank)`` when an abort began in another process (or with a death), else None."""
+        ln = self.link
+        return (ln.abort_reason, ln.abort_rank) if ln.abort_remote else None
+
+    def gather_results(self, root: int, nranks: int, mine: dict) -> list:
+        """Every rank's result of ``root``'s world, given this process's ``mine`` (rank -> result);
+        blocks until every process sent its own. Raises :class:`~.mpi_link.LinkError` when the
+        job is aborted or a process dies first."""
+        got = self.results.setdefault(root, {})
+        got.update(mine)
+        for p in sorted(set(self.worlds[root].procs.values()) - {self.me}):
+            self.link.send_ctrl(p, ("results", root, mine))
+        self.link.wait(lambda: len(got) >= nranks, "every rank's result")
+        del self.results[root]
+        return [got[r] for r in range(nranks)]
+
+    def _ctrl_results(self, src, root, theirs):
+        self.results.setdefault(root, {}).update(theirs)

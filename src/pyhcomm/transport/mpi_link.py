@@ -50,7 +50,23 @@ _link = None
 _link_lock = threading.Lock()
 
 
-class LinkError(Exception):
+def _unlink_mpi_segments() -> None:
+    """Remove the shared-memory files of MPICH this process maps (``/dev/shm/mpich_shm_*``):
+    leaving without ``MPI_Finalize`` (after a death) would leave them behind. Linux only."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            paths = {line.split(None, 5)[5].strip() for line in f if "/dev/shm/mpich_shm_" in line}
+    except OSError:
+        return
+    for path in paths:
+        if not path.endswith("(deleted)"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+class LinkError(RuntimeError):
     """The link cannot go on: the job was aborted, or a process died."""
 
 
@@ -62,6 +78,21 @@ def mpi_module():
         raise ImportError("pyhcomm's MPI transport needs mpi4py and an MPI library: "
                           "pip install 'pyhcomm[mpi]'") from exc
     return MPI
+
+
+def mpiexec() -> list:
+    """The command that starts an MPI job: the ``mpiexec`` installed beside this Python (the
+    ``mpich`` wheel puts it there), else the first on ``PATH``."""
+    import shutil
+    import sysconfig
+    for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        path = os.path.join(folder, "mpiexec")
+        if os.access(path, os.X_OK):
+            return [path]
+    found = shutil.which("mpiexec")
+    if found is None:
+        raise FileNotFoundError("no mpiexec: pip install 'pyhcomm[mpi]' brings MPICH's")
+    return [found]
 
 
 def link(liveness: float = 10.0) -> "Link":
@@ -101,9 +132,12 @@ class Link:
         self.routes_end: dict = {}     # channel end id -> transport
         self.handlers = None           # the transport that handles what has no route (set by transports)
         self.last_seen: dict = {}      # process -> monotonic time of its last message
-        self.gone: set = set()         # processes that left the job cleanly
+        self.gone: set = set()         # processes that are leaving the job (said ``exit``)
+        self.byes: set = set()         # processes that sent their last message (said ``bye``)
         self.dead: dict = {}           # process -> why it is considered dead
         self.abort_reason = None
+        self.abort_rank = None         # the rank whose failure began the abort (None: unknown)
+        self.abort_remote = False      # the abort began in another process (or with a death)
         self.owners: dict = {}         # process -> the ranks it hosts (for messages)
         self.idle_spins = 0
         # global idleness
@@ -121,6 +155,14 @@ class Link:
             self.beat = threading.Thread(target=self._beat, name="pyhcomm-mpi-heartbeat", daemon=True)
             self.beat.start()
         atexit.register(self.close)
+        self._hook = sys.excepthook
+        sys.excepthook = self._uncaught
+
+    def _uncaught(self, kind, exc, tb) -> None:
+        """An exception nobody caught ends this process: the others give up naming its ranks."""
+        if self.abort_reason is None and not issubclass(kind, KeyboardInterrupt):
+            self.abort_all(f"{self.ranks_of(self.me)} failed: {exc!r}")
+        self._hook(kind, exc, tb)
 
     # -- sending ---------------------------------------------------------------------------------
     def _isend(self, buf, proc) -> None:
@@ -290,7 +332,9 @@ class Link:
         elif kind == "stuck":
             self.verdict = (msg[1], msg[2])
         elif kind == "abort":
-            self._on_abort(msg[1])
+            self._on_abort(msg[1], msg[2])
+        elif kind == "bye":
+            self.byes.add(src)
         elif kind == "exit":
             if src == self.coordinator():
                 self.idle_state = None  # the next coordinator has not heard this process yet
@@ -332,20 +376,21 @@ class Link:
             time.sleep(0)
 
     # -- failures --------------------------------------------------------------------------------
-    def abort_all(self, reason: str) -> None:
-        """This process failed: tell every other process (their blocking calls give up naming it)."""
+    def abort_all(self, reason: str, rank=None) -> None:
+        """This process failed (``rank`` of it, when known): tell every other process (their
+        blocking calls give up naming it)."""
         if self.abort_reason is None:
-            self.abort_reason = reason
+            self.abort_reason, self.abort_rank = reason, rank
         for p in range(self.nprocs):
-            if p != self.me and p not in self.gone and p not in self.dead:
+            if p != self.me and p not in self.dead:
                 try:
-                    self.send_ctrl(p, ("abort", reason), counted=False, fence=False)
+                    self.send_ctrl(p, ("abort", reason, rank), counted=False, fence=False)
                 except Exception:  # noqa: BLE001 - best effort: the job is failing anyway
                     pass
 
-    def _on_abort(self, reason: str) -> None:
+    def _on_abort(self, reason: str, rank=None) -> None:
         if self.abort_reason is None:
-            self.abort_reason = reason
+            self.abort_reason, self.abort_rank, self.abort_remote = reason, rank, True
             for t in set(self.routes_root.values()) | ({self.handlers} - {None}):
                 t.on_abort(reason)
 
@@ -370,11 +415,13 @@ class Link:
             return
         now = time.monotonic()
         for p, seen in list(self.last_seen.items()):
-            if p in self.gone or p in self.dead or now - seen < self.liveness:
+            if p in self.byes or p in self.dead or now - seen < self.liveness:
                 continue
             why = f"{self.ranks_of(p)} died: no sign of life for {self.liveness:g} s (PYHCOMM_MPI_LIVENESS)"
             self.dead[p] = why
-            self._on_abort(why)
+            self.idle_state = None
+            ranks = sorted(self.owners.get(p, ()))
+            self._on_abort(why, ranks[0] if ranks else None)
 
     def _beat(self) -> None:
         buf = np.zeros(8, np.uint8)
@@ -383,30 +430,60 @@ class Link:
         while not self._stop.wait(period):
             reqs = [r for r in reqs if not r.Test()]
             for p in range(self.nprocs):
-                if p != self.me and p not in self.gone:
+                if p != self.me and p not in self.byes and p not in self.dead:
                     reqs.append(self.comm.Isend(buf, p, TAG_BEAT))
+        for r in reqs:
+            r.Test()
 
     def close(self) -> None:
-        """At exit: tell the others this process is gone, stop the heartbeats. After a process died,
-        leave at once (``MPI_Finalize`` would wait for it forever)."""
+        """At exit, in two phases, so that no message is left unreceived (``MPI_Finalize`` of
+        MPICH then never returns): say ``exit`` and serve until every other process said it too
+        (this process's memory stays readable meanwhile); stop the heartbeats, say ``bye`` and
+        take everything until each other process's ``bye``. A dead process is not waited for;
+        after a death, leave at once (``MPI_Finalize`` would wait for the dead process forever)."""
         if self._stop.is_set():
             return
-        self._stop.set()
         try:
-            for p in range(self.nprocs):
-                if p != self.me and p not in self.gone and p not in self.dead:
-                    self.send_ctrl(p, ("exit", (self.sent, self.received)), counted=False, fence=False)
+            told = None
+            while True:
+                others = self._others()
+                counts = (self.sent, self.received)
+                if told != counts:
+                    told = counts
+                    for p in others:
+                        self.send_ctrl(p, ("exit", counts), counted=False, fence=False)
+                if all(p in self.gone for p in others):
+                    break
+                self._idle_wait()
+            self._stop.set()
+            if self.beat is not None:
+                self.beat.join(5.0)
+            for p in self._others():
+                self.send_ctrl(p, ("bye",), counted=False, fence=False)
+            while not all(p in self.byes for p in self._others()):
+                self._idle_wait()
+            self.serve()
+            self._hear_beats()
             deadline = time.monotonic() + 5.0
-            while self.sends and time.monotonic() < deadline and not self.dead:
-                self.serve()
+            while self.sends and time.monotonic() < deadline:
                 self._reap()
                 time.sleep(0.001)
         except Exception:  # noqa: BLE001 - leaving anyway
             pass
+        self._stop.set()
         if self.dead:
             sys.stdout.flush()
             sys.stderr.flush()
+            _unlink_mpi_segments()
             os._exit(1)
+
+    def _others(self):
+        return [p for p in range(self.nprocs) if p != self.me and p not in self.dead]
+
+    def _idle_wait(self) -> None:
+        if not self.serve():
+            self._check_liveness()
+            time.sleep(0.002)
 
     # -- global idleness (termination detection) -------------------------------------------------
     def coordinator(self) -> int:
