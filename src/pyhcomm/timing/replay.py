@@ -35,6 +35,7 @@ that timed out, tasks behind a failure) get no times (``nan``).
 """
 from __future__ import annotations
 
+import gc
 from array import array
 from math import inf
 
@@ -74,7 +75,14 @@ def replay(source, model=None, graph=None, exact: bool = False) -> Timeline:
         model = cost_model(runtime.product if runtime is not None else None)
     if graph is None:
         graph = happens_before.build(record)
-    return _Replay(model, graph, record).run(exact)
+    paused = gc.isenabled()     # the record's millions of objects form no cycles: a collection
+    if paused:                  # would scan them all, again and again, while the replay allocates
+        gc.disable()
+    try:
+        return _Replay(model, graph, record).run(exact)
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _pred_codes(graph):
