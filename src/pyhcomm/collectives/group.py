@@ -92,6 +92,12 @@ def keep_collective(api: str, enqueue) -> None:
     _kind(api, COLLECTIVE).ops.append(enqueue)
 
 
+def keep_operator(enqueue) -> None:
+    """Keep an operator of ``HcclGroupEnqueueOp`` (``enqueue()`` launches it): any kind of group,
+    on every product that has groups; it runs after the group's point-to-point batches."""
+    _group().ops.append(enqueue)
+
+
 def keep_management(api: str, finish) -> None:
     """Keep the rest of a communicator init or destroy (``finish()``) for the end of the group."""
     _kind(api, MANAGEMENT).ops.append(finish)
