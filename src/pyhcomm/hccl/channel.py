@@ -16,6 +16,7 @@ a protocol with no link between the two devices is ``HCCL_E_NOT_FOUND``.
 """
 from __future__ import annotations
 
+from .. import args
 from ..sched import ABORTED, TIMED_OUT
 from ..sim import current_sim as _sim
 from ..sim import memory
@@ -64,12 +65,19 @@ def channel_protocols() -> dict:
 
 
 def desc_init(descs) -> None:
-    """``HcclChannelDescInit``: set every descriptor (one, or a list) to the C defaults."""
+    """``HcclChannelDescInit``: set every descriptor (one, or a list) to the C defaults. Anything
+    but descriptors is ``HCCL_E_PARA``; every element is checked before any is changed."""
+    api = "HcclChannelDescInit"
     if descs is None:
-        raise ptr("HcclChannelDescInit", "channelDesc is NULL")
-    for i, d in enumerate([descs] if isinstance(descs, HcclChannelDesc) else descs):
+        raise ptr(api, "channelDesc is NULL")
+    if isinstance(descs, HcclChannelDesc):
+        descs = [descs]
+    elif not isinstance(descs, (list, tuple)):
+        raise para(api, f"channelDesc must be an HcclChannelDesc or a list of them, not {type(descs).__name__}")
+    for i, d in enumerate(descs):
         if not isinstance(d, HcclChannelDesc):
-            raise TypeError(f"HcclChannelDescInit: channelDesc[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
+            raise para(api, f"channelDesc[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
+    for d in descs:
         channel_desc_init(d)
 
 
@@ -131,8 +139,10 @@ def _key(comm, engine, protocol, a, b):
 
 def _check_desc(comm, engine, d, i, api):
     if not isinstance(d, HcclChannelDesc):
-        raise TypeError(f"{api}: channelDescs[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
-    if d.header.magicWord != HCCL_CHANNEL_MAGIC_WORD or d.header.version < 1:
+        raise para(api, f"channelDescs[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
+    version = getattr(d.header, "version", None)
+    if (getattr(d.header, "magicWord", None) != HCCL_CHANNEL_MAGIC_WORD or type(version) is not int
+            or version < 1):
         raise para(api, f"channelDescs[{i}] was not initialised with HcclChannelDescInit")
     if not isinstance(d.remoteRank, int) or not 0 <= d.remoteRank < comm.nranks:
         raise para(api, f"channelDescs[{i}].remoteRank {d.remoteRank} is outside [0, {comm.nranks})")
@@ -163,7 +173,7 @@ def _check_desc(comm, engine, d, i, api):
     mems = int_array(d.memHandles, d.memHandleNum, api, f"channelDescs[{i}].memHandles")
     resolved = []
     for h in mems:
-        m = _sim().handles.kernels.get(h)
+        m = _sim().handles.kernels.get(h) if type(h) is int else None
         if not isinstance(m, MemHandle) or m.comm is not comm:
             raise para(api, f"channelDescs[{i}]: memHandle {h!r} was not registered on this communicator")
         resolved.append(m)
@@ -179,6 +189,8 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
         raise ptr(api, "channelDescs is NULL")
     if isinstance(descs, HcclChannelDesc):
         descs = [descs]
+    elif not isinstance(descs, (list, tuple)):
+        raise para(api, f"channelDescs must be a list of HcclChannelDesc, not {type(descs).__name__}")
     if not isinstance(channel_num, int) or not 0 < channel_num <= CHANNEL_NUM_MAX:
         raise para(api, f"channelNum {channel_num} is outside (0, {CHANNEL_NUM_MAX}]")
     if len(descs) < channel_num:
@@ -204,12 +216,12 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
 
 def get_channel(handle, api: str, name: str = "channel") -> ChannelEnd:
     """Look a channel up: 0 is ``HCCL_E_PTR``, unknown or released ``HCCL_E_NOT_FOUND``."""
+    handle = args.handle(handle, api, name)
     if not handle:
         raise ptr(api, f"{name} is 0 (NULL)")
     ch = _sim().handles.channels.get(handle)
     if ch is None:
-        raise not_found(api, f"{name} 0x{handle:x} is not a live channel handle" if isinstance(handle, int)
-                        else f"{name} {handle!r} is not a channel handle")
+        raise not_found(api, f"{name} 0x{handle:x} is not a live channel handle")
     return ch
 
 
@@ -259,7 +271,7 @@ def peer_hccl_buffer(comm_handle, channel):
 def _own(comm, channel, api):
     ch = get_channel(channel, api)
     if ch.comm is not comm:
-        raise para(api, f"channel 0x{channel:x} belongs to rank {ch.comm.rank} of {ch.comm.name}, "
+        raise para(api, f"channel 0x{ch.handle:x} belongs to rank {ch.comm.rank} of {ch.comm.name}, "
                         f"not rank {comm.rank} of {comm.name}")
     return ch
 
@@ -285,18 +297,22 @@ def mem_reg(comm_handle, tag, mem) -> int:
         raise para(api, f"memTag must be 1..{HCCL_RES_TAG_MAX_LEN} characters")
     if any(m.tag == tag for m in comm.mems):
         raise para(api, f"memTag {tag!r} is already registered on rank {comm.rank}")
+    if not isinstance(mem, CommMem):
+        raise para(api, f"mem must be a CommMem, not {type(mem).__name__}")
     if mem.type != CommMemType.COMM_MEM_TYPE_DEVICE:
         raise not_support(api, "only device memory (COMM_MEM_TYPE_DEVICE) can be registered")
-    if not mem.addr:
+    addr = args.pointer(mem.addr, api, "mem.addr")
+    if not addr:
         raise ptr(api, "mem.addr is NULL")
-    if not isinstance(mem.size, int) or mem.size <= 0:
-        raise para(api, f"mem.size {mem.size} must be positive")
+    size = args.integer(mem.size, api, "mem.size", -(1 << 64), args.UINT64_MAX)
+    if size <= 0:
+        raise para(api, f"mem.size {size} must be positive")
     try:
-        alloc = memory.resolve(mem.addr, mem.size, memory.DEVICE, comm.device)
+        alloc = memory.resolve(addr, size, memory.DEVICE, comm.device)
     except memory.BadRange as why:
-        raise para(api, f"mem 0x{mem.addr:x} + {mem.size} is not device memory of rank {comm.rank} "
+        raise para(api, f"mem 0x{addr:x} + {size} is not device memory of rank {comm.rank} "
                         f"(device {comm.device}): {why}") from None
-    m = MemHandle(comm, tag, alloc, mem.addr, mem.size)
+    m = MemHandle(comm, tag, alloc, addr, size)
     comm.mems.append(m)
     return m.handle
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from .. import args
 from ..sim import current_sim as _sim
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..sim.runtime import finalize_hooks, host_ctx
@@ -100,10 +101,31 @@ def get_root_info() -> bytes:
     return world.root_info()
 
 
-def _world_of(root_info, api: str) -> World:
-    if root_info is None:
+def _root_bytes(root_info, api: str) -> bytes:
+    """The bytes of an ``HcclRootInfo`` given as bytes-like, or as any object that exports its
+    bytes (a buffer, or ``bytes()`` of it). NULL (None, 0) is ``HCCL_E_PTR``; anything else,
+    an int included, is ``HCCL_E_PARA`` (never ``bytes(int)``, which would build a zero block)."""
+    if root_info is None or (type(root_info) is int and root_info == 0):
         raise ptr(api, "rootInfo is NULL")
-    raw = bytes(root_info)
+    if isinstance(root_info, (int, float, str, bool)):
+        raise para(api, f"rootInfo must be the HcclRootInfo from HcclGetRootInfo, not {type(root_info).__name__}")
+    try:
+        return bytes(memoryview(root_info).cast("B"))
+    except (TypeError, ValueError):
+        pass
+    convert = getattr(type(root_info), "__bytes__", None)
+    if convert is not None:
+        try:
+            raw = convert(root_info)
+        except Exception:  # noqa: BLE001 - whatever the object raises, it is no root info
+            raw = None
+        if isinstance(raw, bytes):
+            return raw
+    raise para(api, f"rootInfo must be the HcclRootInfo from HcclGetRootInfo, not {type(root_info).__name__}")
+
+
+def _world_of(root_info, api: str) -> World:
+    raw = _root_bytes(root_info, api)
     if not raw.startswith(ROOT_MAGIC):
         raise para(api, "rootInfo was not produced by HcclGetRootInfo")
     try:
@@ -122,7 +144,8 @@ def init_root_info(nranks: int, root_info, rank: int, settings=None,
     (unless ``wait`` is False: then :func:`wait_joined` completes it, at ``HcclGroupEnd``).
     ``settings``: a :class:`.comm_config.CommSettings` (``HcclCommInitRootInfoConfig``)."""
     world = _world_of(root_info, api)
-    if not isinstance(nranks, int) or nranks < 1:
+    nranks = args.integer(nranks, api, "nRanks", -(1 << 64), args.UINT64_MAX)
+    if nranks < 1:
         raise para(api, f"nRanks {nranks} must be at least 1")
     return _join(world, nranks, rank, api, settings, wait=wait)
 
@@ -158,7 +181,8 @@ def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=
     """Join ``world`` as ``rank`` and wait for the other ranks (``HCCL_CONNECT_TIMEOUT``); the
     rank runs on ``device`` (an open device; default: the calling thread's current one). With
     ``wait`` False, return the joined communicator at once (:func:`wait_joined` waits later)."""
-    if not isinstance(rank, int) or not 0 <= rank < nranks:
+    rank = args.integer(rank, api, "rank", -(1 << 64), args.UINT64_MAX)
+    if not 0 <= rank < nranks:
         raise para(api, f"rank {rank} is outside [0, {nranks})")
     sim = _sim()
     check_comm_config(api)
@@ -257,14 +281,19 @@ def init_all(devices) -> list[Communicator]:
     api = "HcclCommInitAll"
     if devices is None:
         raise ptr(api, "devices is NULL")
+    if not isinstance(devices, (list, tuple, range)):
+        raise para(api, f"devices must be a list of device ids, not {type(devices).__name__}")
     devices = list(devices)
     if not devices:
         raise para(api, "ndev must be at least 1")
+    count = _sim().runtime.device_count
+    for i, d in enumerate(devices):
+        try:
+            devices[i] = args.integer(d, api, f"devices[{i}]", 0, count - 1)
+        except TypeError:  # an element of a list: a code, as for every other bad element
+            raise para(api, f"devices[{i}] {d!r} is not a device id in [0, {count})") from None
     if len(set(devices)) != len(devices):
         raise para(api, f"devices {devices} repeat a device")
-    for d in devices:
-        if not isinstance(d, int) or not 0 <= d < _sim().runtime.device_count:
-            raise para(api, f"device {d} is outside [0, {_sim().runtime.device_count})")
     check_comm_config(api)
     world = World(len(devices))
     saved = host_ctx().device
@@ -289,12 +318,12 @@ USABLE_WHILE_SUSPENDED = frozenset({
 def get_comm(handle, api: str) -> Communicator:
     """Look a communicator up: NULL is ``HCCL_E_PTR``, unknown or destroyed ``HCCL_E_NOT_FOUND``,
     suspended ``HCCL_E_SUSPENDING`` (but for :data:`USABLE_WHILE_SUSPENDED`)."""
+    handle = args.handle(handle, api, "comm")
     if not handle:
         raise ptr(api, "comm is NULL")
     comm = _sim().handles.comms.get(handle)
     if comm is None:
-        raise not_found(api, f"comm 0x{handle:x} is not a live communicator" if isinstance(handle, int)
-                        else f"comm {handle!r} is not a communicator handle")
+        raise not_found(api, f"comm 0x{handle:x} is not a live communicator")
     if comm.suspended and api not in USABLE_WHILE_SUSPENDED:
         raise hccl_error(HcclResult.HCCL_E_SUSPENDING, api, f"{comm.name} rank {comm.rank} is suspended "
                                                             "(HcclCommResume first)")

@@ -17,6 +17,7 @@ host, device engines inside a kernel).
 """
 from __future__ import annotations
 
+from .. import args
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
@@ -29,7 +30,7 @@ from ..defs.primitives import HcommBatchTransferDesc, HcommTransferType  # noqa:
 from ..topology import CommProtocol
 from . import validate as v
 from .launch import enqueue
-from .notify import NotifyRecordTask, NotifyWaitTask, _check_timeout, default_timeout
+from .notify import DEFAULT_TIMEOUT, NotifyRecordTask, NotifyWaitTask, _check_timeout, default_timeout
 from .reduce import check_dtype_op
 
 P = CommProtocol
@@ -48,15 +49,15 @@ def _thread_and_channel(thread, channel, api):
     """Check a thread and a channel of one rank, used from their side; return
     ``(thread, channel end, peer end, the caller's host context)``."""
     t, ctx, device_side = v.issuing_thread(thread, api)
-    ch = ctx.sim.handles.channels._objs.get(channel) if channel else None
+    ch = ctx.sim.handles.channels._objs.get(channel) if type(channel) is int else None
     if ch is None:
         ch = get_channel(channel, api)
     if ch.comm is not t.comm and not (ch.comm.device == t.device and (ch.comm.l3 or t.comm.l3)):
-        raise para(api, f"channel 0x{channel:x} belongs to rank {ch.comm.rank}, thread 0x{thread:x} to "
+        raise para(api, f"channel 0x{ch.handle:x} belongs to rank {ch.comm.rank}, thread 0x{t.handle:x} to "
                         f"rank {t.rank}")
     if ch.host_side == device_side:
         where = "inside a kernel" if device_side else "from the host"
-        raise not_support(api, f"channel 0x{channel:x} is a {ch.engine.name} channel: it cannot be used {where}")
+        raise not_support(api, f"channel 0x{ch.handle:x} is a {ch.engine.name} channel: it cannot be used {where}")
     peer = ch.peer
     if peer is None or peer.closed:
         peer = connected_peer(ch, api, wait=not device_side)
@@ -70,10 +71,11 @@ def _data_protocol(ch, api):
 
 
 def remote_range(peer, addr, n, api, name):
-    """Resolve a remote range to ``(allocation, offset)``: it must lie in memory ``peer`` exposed."""
+    """Resolve a remote range to ``(allocation, offset)``: it must lie in memory ``peer`` exposed
+    (a zero-length range needs an address inside it, as :func:`pyhcomm.sim.memory.resolve`)."""
     regions = peer.exposed()
     for start, size, alloc, _label in regions:
-        if start <= addr and addr + n <= start + size:
+        if start <= addr < start + size and addr + n <= start + size:
             if alloc.storage is None:
                 break
             return alloc, addr - alloc.addr
@@ -83,7 +85,8 @@ def remote_range(peer, addr, n, api, name):
 
 
 def _run_copy(api, d_alloc, d_off, s_alloc, s_off, n, notify=None, write=True):
-    """Task body of a write (local -> peer) or read (peer -> local): through the transport."""
+    """Task body of a write (local -> peer) or read (peer -> local): through the transport (which
+    refuses memory freed meanwhile, also by another host thread)."""
     if d_alloc.storage is None or s_alloc.storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
     transport = _sim().transport
@@ -102,19 +105,23 @@ def _run_reduce(api, d_alloc, d_off, s_alloc, s_off, count, np_dtype, op, notify
 
 
 def _peer_notify(peer, idx, api, name="remoteNotifyIdx"):
-    if isinstance(idx, bool) or not isinstance(idx, int):
-        raise TypeError(f"{api}: {name} must be an int, not {type(idx).__name__}")
+    idx = args.integer(idx, api, name, -(1 << 64), args.UINT64_MAX)
     if not 0 <= idx < len(peer.notifies):
         raise para(api, f"{name} {idx} is out of range: the channel end of rank {peer.comm.rank} has "
                         f"{len(peer.notifies)} notifies")
     return peer.notifies[idx]
 
 
-def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None, notify_idx=None,
+#: ``notify_idx`` of a transfer that records no notify (a ``WithNotify`` call's index is checked,
+#: ``None`` included: it is not "no notify").
+NO_NOTIFY = object()
+
+
+def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None, notify_idx=NO_NOTIFY,
               require_950=False, now=False, defer=False):
     """Validate and issue one transfer (``write``: local src -> remote dst; else remote -> local)."""
-    v.nonnull(dst, api, "dst")
-    v.nonnull(src, api, "src")
+    dst = v.nonnull(dst, api, "dst")
+    src = v.nonnull(src, api, "src")
     dt = op = None
     if reduce is not None:
         dt, op, _eng = check_dtype_op(reduce[0], reduce[1], bool(host_ctx().kernels), api)
@@ -140,7 +147,7 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
     else:
         d_alloc, d_off = v.device_range(dst, nbytes, device, api, "dst")
         s_alloc, s_off = remote_range(peer, src, nbytes, api, "src")
-    notify = _peer_notify(peer, notify_idx, api) if notify_idx is not None else None
+    notify = _peer_notify(peer, notify_idx, api) if notify_idx is not NO_NOTIFY else None
     if reduce is None:
         fn, args = _run_copy, (api, d_alloc, d_off, s_alloc, s_off, nbytes, notify, write)
     else:
@@ -207,10 +214,10 @@ def _nbi_check(channel, api):
     return ch
 
 
-def nbi(api, channel, dst, src, n, write_: bool, notify_idx=None):
+def nbi(api, channel, dst, src, n, write_: bool, notify_idx=NO_NOTIFY):
     """The NBI family: the transfer is done when the call returns (completion = fence)."""
-    v.nonnull(dst, api, "dst")
-    v.nonnull(src, api, "src")
+    dst = v.nonnull(dst, api, "dst")
+    src = v.nonnull(src, api, "src")
     _nbi_check(channel, api)
     if isinstance(n, int) and not isinstance(n, bool) and n == 0:
         raise para(api, "len must be greater than 0")
@@ -224,7 +231,7 @@ def notify_record(thread, channel, remote_notify_idx, defer=False):
     t, ch, peer, ctx = _thread_and_channel(thread, channel, api)
     n = _peer_notify(peer, remote_notify_idx, api)
     task = NotifyRecordTask("ChannelNotifyRecord", t.stream, t.handle, t.rank, "device" if ctx.kernels else "host",
-                            n, (ch.handle, peer.comm.rank, remote_notify_idx))
+                            n, (ch.handle, peer.comm.rank, n.index))
     if defer:
         return task
     enqueue(task, api, ctx)
@@ -233,13 +240,12 @@ def notify_record(thread, channel, remote_notify_idx, defer=False):
 def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNotifyWaitOnThread"):
     """``HcommChannelNotifyWaitOnThread``: enqueue a wait for this end's notify."""
     t, ch, _peer, ctx = _thread_and_channel(thread, channel, api)
-    if type(local_notify_idx) is not int:
-        raise TypeError(f"{api}: localNotifyIdx must be an int")
+    local_notify_idx = args.integer(local_notify_idx, api, "localNotifyIdx", -(1 << 64), args.UINT64_MAX)
     if not 0 <= local_notify_idx < len(ch.notifies):
         raise para(api, f"localNotifyIdx {local_notify_idx} is out of range: this channel end has "
                         f"{len(ch.notifies)} notifies")
     side = "device" if ctx.kernels else "host"
-    timeout = default_timeout(side, api) if timeout is None else _check_timeout(timeout, api)
+    timeout = default_timeout(side, api) if timeout is DEFAULT_TIMEOUT else _check_timeout(timeout, api)
     if timeout == 0 and ch.engine == CommEngine.COMM_ENGINE_CPU and ch.protocol == P.COMM_PROTOCOL_ROCE:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     enqueue(NotifyWaitTask("ChannelNotifyWait", t.stream, t.handle, t.rank, side, ch.notifies[local_notify_idx],
@@ -247,7 +253,7 @@ def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNot
 
 
 def notify_wait_default(thread, channel, local_notify_idx):
-    notify_wait(thread, channel, local_notify_idx, None, "HcommChannelNotifyWaitOnThreadWithDefaultTimeout")
+    notify_wait(thread, channel, local_notify_idx, DEFAULT_TIMEOUT, "HcommChannelNotifyWaitOnThreadWithDefaultTimeout")
 
 
 def notify_record_now(channel, remote_notify_idx):
@@ -265,13 +271,14 @@ def notify_wait_now(channel, local_notify_idx, timeout):
     """``HcommChannelNotifyWait`` (no thread): block the host until this end's notify is set."""
     api = "HcommChannelNotifyWait"
     ch = _nbi_check(channel, api)
+    local_notify_idx = args.integer(local_notify_idx, api, "localNotifyIdx", -(1 << 64), args.UINT64_MAX)
     if not 0 <= local_notify_idx < len(ch.notifies):
         raise para(api, f"localNotifyIdx {local_notify_idx} is out of range ({len(ch.notifies)} notifies)")
     timeout = _check_timeout(timeout, api)
     if timeout == 0:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     n = ch.notifies[local_notify_idx]
-    status = _sim().scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{channel:x})")
+    status = _sim().scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{ch.handle:x})")
     _sim().record.host_effect("ChannelNotifyWaitNow", api, ok=status == DONE_OK, rank=ch.comm.rank,
                               device=ch.comm.device, engine=ch.engine.name, channel=ch.handle, notify=n,
                               gen=n.gen if status == DONE_OK else None, timeout=float(timeout), waits=True)
@@ -280,7 +287,7 @@ def notify_wait_now(channel, local_notify_idx, timeout):
     if status == ABORTED:
         raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {_sim().scheduler.abort_reason}")
     if status != DONE_OK:
-        raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"notify {local_notify_idx} of channel 0x{channel:x} can "
+        raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"notify {local_notify_idx} of channel 0x{ch.handle:x} can "
                                                          "never be recorded: every host thread is blocked")
     n.consume()
 
@@ -320,22 +327,31 @@ def channel_drain(thread, channel):
     if st is host_ctx().kernels[-1].stream:
         raise para(api, "the thread runs on the stream of the calling kernel: it can never drain")
     status = _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None,
-                                        f"{api}(thread 0x{thread:x})", (st,))
+                                        f"{api}(thread 0x{t.handle:x})", (st,))
     _sim().record.host_effect("ChannelDrain", api, ok=status == DONE_OK and st.error is None, rank=t.rank,
                               device=t.device, engine=t.engine.name, thread=t.handle, stream=st.handle,
                               streams=(st.handle,), result=outcome(status, st.error), channel=ch.handle)
 
 
 # -- batch transfer -----------------------------------------------------------------------------------
-def batch_transfer(thread, channel, descs, num):
-    """``HcommBatchTransferOnThread``: issue ``num`` descriptors in array order (device side)."""
+def batch_transfer(thread, channel, descs, num=None):
+    """``HcommBatchTransferOnThread``: issue ``num`` descriptors (default: all) in array order
+    (device side). Every descriptor is checked before any is issued."""
     api = "HcommBatchTransferOnThread"
     if descs is None:
         raise ptr(api, "transferDescs is NULL")
-    if not isinstance(num, int) or num <= 0:
+    if isinstance(descs, HcommBatchTransferDesc):
+        descs = [descs]
+    elif not isinstance(descs, (list, tuple)):
+        raise para(api, f"transferDescs must be a list of HcommBatchTransferDesc, not {type(descs).__name__}")
+    num = len(descs) if num is None else args.integer(num, api, "transferDescNum", -(1 << 64), args.UINT64_MAX)
+    if num <= 0:
         raise para(api, f"transferDescNum {num} must be greater than 0")
     if len(descs) < num:
         raise para(api, f"transferDescNum {num} but only {len(descs)} descriptors")
+    for i, d in enumerate(descs[:num]):
+        if not isinstance(d, HcommBatchTransferDesc):
+            raise para(api, f"transferDescs[{i}] must be an HcommBatchTransferDesc, not {type(d).__name__}")
     if not host_ctx().kernels:
         raise not_support(api, "the host implementation does not support batch transfers")
     t, ch, _, _ctx = _thread_and_channel(thread, channel, api)
