@@ -258,7 +258,7 @@ class ThreadedScheduler(Scheduler):
         self.lock.release()
 
     def _world_stuck(self, me) -> bool:
-        for ident, t in list(self.hosts.items()):
+        for ident, t in tuple(self.hosts.copy().items()):  # copy(): atomic, hosts change without the lock
             if ident == me:
                 continue
             if ident in self.sleepers:
