@@ -28,6 +28,7 @@ from ..defs.hccl_channel import (HCCL_CHANNEL_MAGIC_WORD, HCCL_CHANNEL_VERSION, 
                                  channel_desc_init)
 from ..defs.res_defs import CommMem, CommMemType, CommProtocol
 from ..topology import protocols_between
+from ..transport.base import PeerInfo, Region
 from . import comm as comm_mod
 from .args import int_array
 from .thread import HCOMM_NOTIFY_MAX_NUM, check_engine
@@ -94,6 +95,8 @@ class ChannelEnd:
 
     def __init__(self, comm, engine, protocol, peer_rank, notify_num, mems):
         self.comm = comm
+        self.rank = comm.rank
+        self.world_id = comm.world.id
         self.engine = CommEngine(engine)
         self.protocol = CommProtocol(protocol)
         self.peer_rank = peer_rank
@@ -101,30 +104,28 @@ class ChannelEnd:
         self.host_side = self.engine in HOST_ENGINES   # used from the host (else inside a kernel)
         self._exposed = None
         self.peer_ref = None    # transport.PeerRef, set by the transport when both ends exist
+        self.peer = None        # transport.PeerInfo: what this end knows of its peer's (the
+                                # transport's, kept current; None until connected)
         self.waiters = None     # the scheduler's: who waits for this end to connect
-        self.key = None
-        self._transport = _sim().transport
+        self.key = None         # the channel key and the transport's number of this end (publish)
+        self.tid = None
         self.closed = False
         self.handle = _sim().handles.channels.add(self)
         _sim().record.note_channel(self)       # the record names the protocol and peer of its tasks
         self.notifies = [Notify(f"rank {comm.rank} channel 0x{self.handle:x} (to rank {peer_rank})", i,
                                 _sim().runtime.notify_counting) for i in range(notify_num)]
 
-    @property
-    def peer(self):
-        """The peer's end as the transport sees it (None until connected)."""
-        return self._transport.peer_of(self) if self.peer_ref is not None else None
-
     def exposed(self):
-        """``(addr, size, allocation, label)`` of every range this end exposes to its peer (fixed
-        when the end is acquired: its HCCL buffer and the memories its descriptor listed)."""
+        """``(Region, allocation)`` of every range this end exposes to its peer (fixed when the end
+        is acquired: its HCCL buffer and the memories its descriptor listed); for the transport,
+        which tells the peer the :class:`~pyhcomm.transport.base.Region` values only."""
         out = self._exposed
         if out is None:
             out = []
             if not getattr(self.comm, "l3", False):   # an HCOMM channel (no communicator) has no HCCL buffer
                 buf = comm_mod.hccl_buffer(self.comm, "HcclChannelAcquire")
-                out.append((buf.addr, buf.size, buf, "its HCCL buffer"))
-            out += [(m.addr, m.size, m.alloc, f"memory {m.tag!r}") for m in self.mems]
+                out.append((Region(buf.addr, buf.size, "its HCCL buffer"), buf))
+            out += [(Region(m.addr, m.size, f"memory {m.tag!r}", m.tag), m.alloc) for m in self.mems]
             self._exposed = out
         return out
 
@@ -225,8 +226,9 @@ def get_channel(handle, api: str, name: str = "channel") -> ChannelEnd:
     return ch
 
 
-def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> ChannelEnd:
-    """The peer's end; waits for it (host calls) up to ``HCCL_CONNECT_TIMEOUT`` seconds."""
+def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> PeerInfo:
+    """What ``ch`` knows of the peer's end (a transport value); waits for the peer to connect
+    (host calls) up to ``HCCL_CONNECT_TIMEOUT`` seconds."""
     peer = ch.peer
     if peer is not None and not peer.closed:
         return peer
@@ -237,10 +239,10 @@ def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> ChannelEnd:
                         f"the matching {ch.engine.name} {ch.protocol.name} channel")
     sim = _sim()
     timeout = sim.config.connect_timeout
-    world = ch.comm.world
+    transport, root = sim.transport, ch.world_id
 
     def settled():
-        return ch.peer is not None or (ch.peer_rank in world.joined and ch.peer_rank not in world.comms)
+        return ch.peer_ref is not None or ch.peer_rank in transport.left(root)
 
     status = sim.scheduler.run_until(settled, timeout, f"{api}(channel 0x{ch.handle:x} to rank {ch.peer_rank})",
                                      (ch,), detect_stuck=False)
@@ -264,8 +266,8 @@ def peer_hccl_buffer(comm_handle, channel):
     api = "HcclChannelGetHcclBuffer"
     comm = comm_mod.get_comm(comm_handle, api)
     ch = _own(comm, channel, api)
-    buf = comm_mod.hccl_buffer(connected_peer(ch, api).comm, api)
-    return buf.addr, buf.size
+    buf = connected_peer(ch, api).regions[0]   # its HCCL buffer comes first
+    return buf.start, buf.size
 
 
 def _own(comm, channel, api):
@@ -281,8 +283,9 @@ def remote_mems(comm_handle, channel):
     api = "HcclChannelGetRemoteMems"
     comm = comm_mod.get_comm(comm_handle, api)
     peer = connected_peer(_own(comm, channel, api), api)
-    mems = [CommMem(type=CommMemType.COMM_MEM_TYPE_DEVICE, addr=m.addr, size=m.size) for m in peer.mems]
-    return len(mems), mems, [m.tag for m in peer.mems]
+    regs = [r for r in peer.regions if r.tag is not None]
+    mems = [CommMem(type=CommMemType.COMM_MEM_TYPE_DEVICE, addr=r.start, size=r.size) for r in regs]
+    return len(mems), mems, [r.tag for r in regs]
 
 
 def mem_reg(comm_handle, tag, mem) -> int:

@@ -28,6 +28,7 @@ from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para
 from ..hccl.channel import connected_peer, get_channel
 from ..defs.primitives import HcommBatchTransferDesc, HcommTransferType  # noqa: F401
 from ..topology import CommProtocol
+from ..transport.base import TransportError
 from . import validate as v
 from .launch import enqueue
 from .notify import DEFAULT_TIMEOUT, NotifyRecordTask, NotifyWaitTask, _check_timeout, default_timeout
@@ -70,46 +71,64 @@ def _data_protocol(ch, api):
                                f"not {ch.protocol.name}")
 
 
-def remote_range(peer, addr, n, api, name):
-    """Resolve a remote range to ``(allocation, offset)``: it must lie in memory ``peer`` exposed
-    (a zero-length range needs an address inside it, as :func:`pyhcomm.sim.memory.resolve`)."""
-    regions = peer.exposed()
-    for start, size, alloc, _label in regions:
+def remote_range(peer, addr, n, api, name) -> None:
+    """Check a remote range: it must lie in memory ``peer`` (a PeerInfo) exposed (a zero-length
+    range needs an address inside it, as :func:`pyhcomm.sim.memory.resolve`)."""
+    for start, size, _label, _tag in peer.regions:
         if start <= addr < start + size and addr + n <= start + size:
-            if alloc.storage is None:
-                break
-            return alloc, addr - alloc.addr
-    shown = ", ".join(f"{label} 0x{start:x} + {size}" for start, size, _a, label in regions)
-    raise para(api, f"{name} 0x{addr:x} + {n} is not memory rank {peer.comm.rank} exposed on this channel "
+            return
+    shown = ", ".join(f"{label} 0x{start:x} + {size}" for start, size, label, _tag in peer.regions)
+    raise para(api, f"{name} 0x{addr:x} + {n} is not memory rank {peer.ref.rank} exposed on this channel "
                     f"({shown})")
 
 
-def _run_copy(api, d_alloc, d_off, s_alloc, s_off, n, notify=None, write=True):
-    """Task body of a write (local -> peer) or read (peer -> local): through the transport (which
-    refuses memory freed meanwhile, also by another host thread)."""
-    if d_alloc.storage is None or s_alloc.storage is None:
+def _run_copy(api, peer, remote, alloc, off, n, notify=None, write=True):
+    """Task body of a write (local -> the peer's ``remote``) or a read (the peer's ``remote`` ->
+    local), then the peer's ``notify`` if any: through the transport. Returns the generation the
+    notify got (when known)."""
+    if alloc.storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
     transport = _sim().transport
-    (transport.put if write else transport.get)(d_alloc, d_off, s_alloc, s_off, n)
+    try:
+        (transport.put if write else transport.get)(peer, remote, alloc, off, n)
+    except TransportError as why:
+        raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, f"the transfer did not land: {why}") from None
     if notify is not None:
-        transport.remote_notify(notify)
+        return transport.remote_notify(peer, notify.index)
+    return None
 
 
-def _run_reduce(api, d_alloc, d_off, s_alloc, s_off, count, np_dtype, op, notify=None):
-    if d_alloc.storage is None or s_alloc.storage is None:
+def _run_reduce(api, peer, remote, alloc, off, count, np_dtype, op, notify=None, into_peer=True):
+    if alloc.storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
     transport = _sim().transport
-    transport.accumulate(d_alloc, d_off, s_alloc, s_off, count, np_dtype, op)
+    try:
+        transport.accumulate(peer, remote, alloc, off, count, np_dtype, op, into_peer)
+    except TransportError as why:
+        raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, f"the transfer did not land: {why}") from None
     if notify is not None:
-        transport.remote_notify(notify)
+        return transport.remote_notify(peer, notify.index)
+    return None
 
 
 def _peer_notify(peer, idx, api, name="remoteNotifyIdx"):
+    """The peer's notify ``idx`` as a value (:class:`~pyhcomm.transport.base.RemoteNotify`)."""
     idx = args.integer(idx, api, name, -(1 << 64), args.UINT64_MAX)
     if not 0 <= idx < len(peer.notifies):
-        raise para(api, f"{name} {idx} is out of range: the channel end of rank {peer.comm.rank} has "
+        raise para(api, f"{name} {idx} is out of range: the channel end of rank {peer.ref.rank} has "
                         f"{len(peer.notifies)} notifies")
     return peer.notifies[idx]
+
+
+class RemoteRecordTask(NotifyRecordTask):
+    """``ChannelNotifyRecord``: record a notify of the peer's end (``notify`` is a
+    :class:`~pyhcomm.transport.base.RemoteNotify` value) through the transport."""
+
+    __slots__ = ("transport",)    # the Sim's transport (set at issue: a lookup less per run)
+
+    def run(self) -> None:
+        n = self.notify
+        self.gen = self.transport.remote_notify(n.peer, n.index)
 
 
 #: ``notify_idx`` of a transfer that records no notify (a ``WithNotify`` call's index is checked,
@@ -142,31 +161,36 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         raise para(api, f"count {count} x {DATA_TYPE_SIZE[dt]} bytes overflows uint64")
     device = ch.comm.device
     if write:
-        d_alloc, d_off = remote_range(peer, dst, nbytes, api, "dst")
-        s_alloc, s_off = v.device_range(src, nbytes, device, api, "src")
+        remote, name = dst, "dst"
     else:
-        d_alloc, d_off = v.device_range(dst, nbytes, device, api, "dst")
-        s_alloc, s_off = remote_range(peer, src, nbytes, api, "src")
+        remote, name = src, "src"
+        alloc, off = v.device_range(dst, nbytes, device, api, "dst")
+    for start, size, _label, _tag in peer.regions:   # remote_range's check, inline: every transfer
+        if start <= remote < start + size and remote + nbytes <= start + size:
+            break
+    else:
+        remote_range(peer, remote, nbytes, api, name)   # raises
+    if write:
+        alloc, off = v.device_range(src, nbytes, device, api, "src")
     notify = _peer_notify(peer, notify_idx, api) if notify_idx is not NO_NOTIFY else None
-    if reduce is None:
-        fn, args = _run_copy, (api, d_alloc, d_off, s_alloc, s_off, nbytes, notify, write)
+    if reduce is None:  # (the record reads these arguments: pyhcomm.sim.events)
+        fn, args = _run_copy, (api, peer.ref, remote, alloc, off, nbytes, notify, write)
     else:
-        fn, args = _run_reduce, (api, d_alloc, d_off, s_alloc, s_off, count, NUMPY_DTYPE[dt], int(op), notify)
+        fn, args = _run_reduce, (api, peer.ref, remote, alloc, off, count, NUMPY_DTYPE[dt], int(op), notify, write)
     if now:  # NBI: the host CPU posts the request and it completes at once here
-        fn(*args)
+        gen = fn(*args)
         _sim().record.host_effect(("WriteWithNotifyNbi" if notify is not None else "WriteNbi") if write else "ReadNbi",
                                   api, rank=ch.comm.rank, device=device, engine=ch.engine.name,
                                   reads=((src, nbytes),), writes=((dst, nbytes),), channel=ch.handle,
-                                  peer=peer.comm.rank, nbytes=nbytes, notify=notify,
-                                  gen=notify.gen if notify is not None else None)
+                                  peer=peer.ref.rank, nbytes=nbytes, notify=notify, gen=gen)
         return
     reads = ((src, nbytes),) if reduce is None else ((src, nbytes), (dst, nbytes))
     if notify is None:
         task = Task(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(),
-                    detail=(ch.handle, peer.comm.rank), side=_side())
+                    detail=(ch.handle, ch.peer_rank), side=_side())
     else:  # the notify it sets is a field: hang reports see the task as a recorder
         task = NotifyingTask(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(),
-                             detail=(ch.handle, peer.comm.rank), side=_side(), notify=notify)
+                             detail=(ch.handle, ch.peer_rank), side=_side(), notify=notify)
     if defer:
         return task
     enqueue(task, api)
@@ -229,9 +253,14 @@ def notify_record(thread, channel, remote_notify_idx, defer=False):
     """``HcommChannelNotifyRecordOnThread``: enqueue a record of the peer's notify."""
     api = "HcommChannelNotifyRecordOnThread"
     t, ch, peer, ctx = _thread_and_channel(thread, channel, api)
-    n = _peer_notify(peer, remote_notify_idx, api)
-    task = NotifyRecordTask("ChannelNotifyRecord", t.stream, t.handle, t.rank, "device" if ctx.kernels else "host",
-                            n, (ch.handle, peer.comm.rank, n.index))
+    notifies = peer.notifies
+    if type(remote_notify_idx) is int and 0 <= remote_notify_idx < len(notifies):
+        n = notifies[remote_notify_idx]
+    else:
+        n = _peer_notify(peer, remote_notify_idx, api)   # raises
+    task = RemoteRecordTask("ChannelNotifyRecord", t.stream, t.handle, t.rank, "device" if ctx.kernels else "host",
+                            n, (ch.handle, ch.peer_rank, n.index))
+    task.transport = ctx.sim.transport
     if defer:
         return task
     enqueue(task, api, ctx)
@@ -262,9 +291,9 @@ def notify_record_now(channel, remote_notify_idx):
     ch = _nbi_check(channel, api)
     peer = connected_peer(ch, api)
     n = _peer_notify(peer, remote_notify_idx, api)
-    n.record()
+    gen = _sim().transport.remote_notify(n.peer, n.index)
     _sim().record.host_effect("ChannelNotifyRecordNow", api, rank=ch.comm.rank, device=ch.comm.device,
-                              engine=ch.engine.name, channel=ch.handle, peer=peer.comm.rank, notify=n, gen=n.gen)
+                              engine=ch.engine.name, channel=ch.handle, peer=ch.peer_rank, notify=n, gen=gen)
 
 
 def notify_wait_now(channel, local_notify_idx, timeout):
@@ -307,8 +336,13 @@ def channel_fence_on_thread(thread, channel):
 
 
 def channel_fence(channel):
-    """``HcommChannelFence``: Atlas 350 host CPU only (NBI calls complete when posted)."""
-    _record_fence(_nbi_check(channel, "HcommChannelFence"), "HcommChannelFence")
+    """``HcommChannelFence``: Atlas 350 host CPU only: every NBI call issued on the channel has
+    landed when it returns (the transport's fence)."""
+    api = "HcommChannelFence"
+    ch = _nbi_check(channel, api)
+    if ch.peer_ref is not None:
+        _sim().transport.fence(ch.peer_ref)
+    _record_fence(ch, api)
 
 
 def _record_fence(ch, api) -> None:

@@ -150,6 +150,7 @@ def free_device(alloc: Allocation) -> None:
         alloc.freed = True
         space.freed_map.add(Allocation(alloc.addr, alloc.size, alloc.device, DEVICE, None, alloc.owner))
         alloc.storage = None
+        current_sim().transport.memory_freed(alloc)   # a peer it was exposed to no longer sees it
 
 
 class OutOfHostMemory(Exception):
