@@ -19,6 +19,7 @@ DEFAULT_BUFFSIZE_MB = 200
 DEFAULT_CONNECT_TIMEOUT = 120.0
 DEFAULT_EXEC_TIMEOUT = 1836
 DEFAULT_RECORD_CAPACITY = 1_000_000
+DEFAULT_QUEUE_BUDGET = 1024
 SCHEDULERS = ("threaded", "coop")
 
 def _parse_int(raw: str, minimum: int) -> int:
@@ -61,6 +62,7 @@ _VARS = {
     "PYHCOMM_DATA": ("data", _parse_bool, "0 (data-less) or 1"),
     "PYHCOMM_SCHEDULER": ("scheduler", lambda r: _choice(r.strip().lower(), SCHEDULERS), "threaded or coop"),
     "PYHCOMM_SEED": ("seed", lambda r: _parse_int(r, 0), "an integer >= 0"),
+    "PYHCOMM_QUEUE_BUDGET": ("queue_budget", lambda r: _parse_int(r, 0), "an integer >= 0 (0: unbounded)"),
 }
 
 
@@ -88,6 +90,7 @@ class Config:
     data: bool = True
     scheduler: str | None = None            # None: threaded, but coop for pyhcomm.launch
     seed: int = 0
+    queue_budget: int = DEFAULT_QUEUE_BUDGET   # coop: tasks an actor issues before it yields
     #: variable -> message, for every variable whose value did not parse
     errors: dict = field(default_factory=dict, compare=False)
 

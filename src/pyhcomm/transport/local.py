@@ -117,10 +117,8 @@ class LocalTransport(Transport):
         if other is not None and not other.closed:
             to_other = PeerRef(other.world_id, other.rank, key, other.tid)
             to_end = PeerRef(end.world_id, end.rank, key, end.tid)
-            # what each end sees of the other first, the references last: a host thread waiting
-            # for ``other`` to connect (another OS thread) goes on once ``peer_ref`` is set
-            end.peer = self._describe(other, to_other)
-            other.peer = self._describe(end, to_end)
+            end.peer = self._describe(other, to_other)     # ``peer`` first: a host thread that sees
+            other.peer = self._describe(end, to_end)       # ``peer_ref`` set finds ``peer`` set too
             end.peer_ref, other.peer_ref = to_other, to_end
             self.sim.scheduler.settle(other)   # who waits for ``other`` to connect goes on
 
