@@ -19,6 +19,7 @@ DEFAULT_BUFFSIZE_MB = 200
 DEFAULT_CONNECT_TIMEOUT = 120.0
 DEFAULT_EXEC_TIMEOUT = 1836
 DEFAULT_RECORD_CAPACITY = 1_000_000
+DEFAULT_QUEUE_BUDGET = 1024
 SCHEDULERS = ("threaded", "coop")
 TRANSPORTS = ("auto", "local", "mpi")
 DEFAULT_MPI_LIVENESS = 10.0
@@ -67,6 +68,7 @@ _VARS = {
     "PYHCOMM_SEED": ("seed", lambda r: _parse_int(r, 0), "an integer >= 0"),
     "PYHCOMM_TRANSPORT": ("transport", lambda r: _choice(r.strip().lower(), TRANSPORTS), "auto, local or mpi"),
     "PYHCOMM_MPI_LIVENESS": ("mpi_liveness", lambda r: _parse_seconds(r), "a number of seconds >= 0"),
+    "PYHCOMM_QUEUE_BUDGET": ("queue_budget", lambda r: _parse_int(r, 0), "an integer >= 0 (0: unbounded)"),
 }
 
 
@@ -97,6 +99,7 @@ class Config:
     transport: str = "auto"                 # auto: mpi when an MPI launcher started several processes
     mpi_liveness: float = DEFAULT_MPI_LIVENESS  # seconds of silence after which a process is dead
     launcher_size: int = 1                  # processes an MPI launcher started (PMI_SIZE, ...)
+    queue_budget: int = DEFAULT_QUEUE_BUDGET   # coop: tasks an actor issues before it yields
     #: variable -> message, for every variable whose value did not parse
     errors: dict = field(default_factory=dict, compare=False)
 
