@@ -54,9 +54,23 @@ def _job(n, args, timeout=150, cleanup=True, **env):
     before = _segments()
     cmd = mpiexec() + ([] if cleanup else ["-disable-auto-cleanup"]) + ["-n", str(n), sys.executable] + args
     proc = subprocess.run(cmd, env=_env(**env), capture_output=True, text=True, timeout=timeout, cwd=HERE)
-    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    lines = _objects(proc.stdout)
     assert _segments() <= before, f"shared memory left behind: {sorted(_segments() - before)}"
     return proc.returncode, lines, proc.stdout + proc.stderr
+
+
+def _objects(text):
+    """The JSON objects the processes printed (mpiexec may put two processes' lines on one)."""
+    out, dec, i = [], json.JSONDecoder(), text.find("{")
+    while i >= 0:
+        try:
+            obj, end = dec.raw_decode(text, i)
+        except json.JSONDecodeError:
+            end = i + 1
+        else:
+            out.append(obj)
+        i = text.find("{", end)
+    return [o for o in out if isinstance(o, dict)]
 
 
 def _segments():

@@ -378,9 +378,12 @@ class Link:
     # -- failures --------------------------------------------------------------------------------
     def abort_all(self, reason: str, rank=None) -> None:
         """This process failed (``rank`` of it, when known): tell every other process (their
-        blocking calls give up naming it)."""
+        blocking calls give up naming it). A failure that follows an abort passes the first cause
+        on instead (a rank that gave up because another died is not the origin)."""
         if self.abort_reason is None:
             self.abort_reason, self.abort_rank = reason, rank
+        else:
+            reason, rank = self.abort_reason, self.abort_rank
         for p in range(self.nprocs):
             if p != self.me and p not in self.dead:
                 try:
