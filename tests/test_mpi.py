@@ -98,7 +98,8 @@ def test_hccl_example_ports_and_seed_examples_give_the_same_bytes_over_mpi(monke
         expected = [mpi_worker.digest(o) for o in __import__(module).run(name)]
         assert digests == expected, key
     for script, text in got["seeds"].items():
-        monkeypatch.delenv("PYHCOMM_PRODUCT", raising=False)
+        monkeypatch.setenv("PYHCOMM_PRODUCT", "")   # recorded: what the script sets is undone after
+        monkeypatch.delenv("PYHCOMM_PRODUCT")
         buf = io.StringIO()
         pyhcomm.reset(product=None)   # the script chooses (as alone, where nothing chose one before)
         with contextlib.redirect_stdout(buf):
