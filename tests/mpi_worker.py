@@ -12,7 +12,6 @@ process; each prints ``{"proc", "ok", "rank", "text"}`` (its results, or its Ran
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import logging
@@ -23,21 +22,17 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "hccl_examples")]
 
-import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 import pyhcomm  # noqa: E402
 from pyhcomm import acl  # noqa: E402
+from mpi_cases import digest  # noqa: E402
 
 PORTS = [("ex01_point_to_point", "01_send_recv"), ("ex01_point_to_point", "02_batch_send_recv_ring")] + [
     ("ex02_collectives", name) for name in ("01_allreduce", "02_broadcast", "03_allgather", "04_reduce_scatter",
                                             "05_reduce", "06_alltoall", "07_alltoallv", "08_alltoallvc",
                                             "09_scatter")]
 SEEDS = ["seed_host_a2.py", "seed_device_350.py"]
-
-
-def digest(out) -> str | None:
-    return None if out is None else hashlib.sha256(np.asarray(out).tobytes()).hexdigest()[:16]
 
 
 def run_port(module: str, name: str, world) -> list:
