@@ -50,10 +50,14 @@ class HangReport:
     def __init__(self):
         self.deadlock = lambda heads, sched: "deadlock: every host thread is blocked and no queued task can run"
         self.wait = lambda task: "it can never become ready"
+        self.snapshot = lambda sim, heads=None, proc=0: None
 
-    def install(self, deadlock, wait) -> None:
-        """``deadlock(heads, scheduler) -> str``, ``wait(task) -> str``."""
+    def install(self, deadlock, wait, snapshot=None) -> None:
+        """``deadlock(heads, scheduler) -> str``, ``wait(task) -> str``, ``snapshot(sim, heads=None,
+        proc=0)``: this process's facts as values (for a report over several processes)."""
         self.deadlock, self.wait = deadlock, wait
+        if snapshot is not None:
+            self.snapshot = snapshot
 
 
 hang_report = HangReport()

@@ -9,8 +9,9 @@ plain program's main greenlet while it waits). The hub:
 1. runs queued tasks: it picks one of the streams that may run and runs its runnable prefix;
 2. otherwise resumes an actor: a new one, or a blocked one whose wait is over;
 3. otherwise the transport makes progress (``sim.transport.progress()``: messages of other
-   processes); when it has none, the world cannot progress: waits whose timeout passed fail; then
-   the blocked streams fail with the hang report; blocked actors that still cannot go on get ``STUCK``.
+   processes); when it has none, waits whose timeout passed fail; then, once the transport says
+   that no process can progress (``world_idle``; in one process: at once), the blocked streams
+   fail with the hang report; blocked actors that still cannot go on get ``STUCK``.
 
 Queue budget: an actor that has submitted ``PYHCOMM_QUEUE_BUDGET`` tasks (default 1024; 0:
 unbounded) since the hub last resumed it yields to the hub, as a host thread waits when its
@@ -325,6 +326,8 @@ class CoopScheduler(Scheduler):
             if deadline is not None and now >= deadline:
                 return TIMED_OUT
             if self._expire_actors(now):
+                continue
+            if not self.sim.transport.world_idle():   # another process may still send something
                 continue
             if self._fail_deadlock():
                 continue

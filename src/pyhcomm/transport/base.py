@@ -17,7 +17,8 @@ must never give them to another rank.
 a publish) only announces; the caller then waits through the scheduler (``run_until``) for the
 state to change (:meth:`members` complete, ``end.peer`` set, :meth:`barrier_rounds` past its
 round). The scheduler calls :meth:`progress` whenever nothing else can run, and declares a hang
-only when it returns False (a transport with messages in flight must say so). ``put``/``get``/
+only when it returns False (a transport with messages in flight must say so) and then
+:meth:`world_idle` returns True (no other process can progress either). ``put``/``get``/
 ``accumulate``/``remote_notify`` run as a task of the issuing stream: they model the transfer
 landing (the local transport completes them in the call; a transport whose transfers complete
 later must complete them, in issue order per peer, before :meth:`fence` returns, and before a
@@ -147,6 +148,12 @@ class Transport:
         :meth:`members` to hold ``nranks`` ranks."""
         raise self._missing("join")
 
+    def refused(self, root: int, rank: int):
+        """Why the join of ``rank`` (of this process) to ``root``'s world was refused after
+        :meth:`join` returned, else None (a transport that checks joins elsewhere answers later;
+        in one process :meth:`join` refuses at once)."""
+        return None
+
     def members(self, root: int):
         """``{rank: device}`` of the ranks joined so far (read only; a live view is fine)."""
         raise self._missing("members")
@@ -222,3 +229,14 @@ class Transport:
         """Make progress on anything in flight; True when something happened (local: nothing to do).
         May wait a short poll interval, never longer."""
         return False
+
+    #: True when ranks of other processes may send messages (schedulers then poll: they never
+    #: sleep long waiting for a wake-up nobody in this process will give)
+    remote = False
+
+    def world_idle(self) -> bool:
+        """Called by a scheduler that can run nothing and has nothing to progress: True when no
+        process can progress any more (then it fails the blocked waits with the hang report),
+        False when another process may still send something (it polls again; this may wait a
+        short poll interval). One process: True at once."""
+        return True
