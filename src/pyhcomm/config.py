@@ -61,6 +61,7 @@ _VARS = {
     "PYHCOMM_DATA": ("data", _parse_bool, "0 (data-less) or 1"),
     "PYHCOMM_SCHEDULER": ("scheduler", lambda r: _choice(r.strip().lower(), SCHEDULERS), "threaded or coop"),
     "PYHCOMM_SEED": ("seed", lambda r: _parse_int(r, 0), "an integer >= 0"),
+    "PYHCOMM_VERIFY": ("verify", _parse_bool, "0 or 1"),
 }
 
 
@@ -88,6 +89,7 @@ class Config:
     data: bool = True
     scheduler: str | None = None            # None: threaded, but coop for pyhcomm.launch
     seed: int = 0
+    verify: bool = False                    # check every launch (pyhcomm.verify)
     #: variable -> message, for every variable whose value did not parse
     errors: dict = field(default_factory=dict, compare=False)
 

@@ -34,6 +34,14 @@ from .hccl import comm as comm_mod
 from .sched import ABORTED, DONE_OK
 
 
+#: Tools that watch launches (the verifier installs them; the core never imports them):
+#: ``start_hooks`` are called with the launch's Sim before its ranks start, ``end_hooks`` with the
+#: Sim and the exception the launch is about to raise (``RankError``, ``LaunchTimeout``) or None,
+#: after the ranks ended; a hook may raise instead.
+start_hooks: list = []
+end_hooks: list = []
+
+
 class RankError(RuntimeError):
     """A rank of :func:`launch` raised; ``.rank`` says which, ``__cause__`` is the exception."""
 
@@ -96,9 +104,17 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
                 json.dump(rank_table.to_json(), f)
             rank_table = written
         world = _World(sim, fn, nranks, args, kwargs, devices, root, rank_table)
-        if sim.scheduler.name == "coop":
-            return world.run_coop(timeout)
-        return world.run_threads(timeout)
+        for hook in list(start_hooks):
+            hook(sim)
+        try:
+            results = world.run_coop(timeout) if sim.scheduler.name == "coop" else world.run_threads(timeout)
+        except (RankError, LaunchTimeout) as exc:
+            for hook in list(end_hooks):
+                hook(sim, exc)
+            raise
+        for hook in list(end_hooks):
+            hook(sim, None)
+        return results
     finally:
         sim.scheduler.abort_reason = None   # the abort of this launch ends with it
         sim_mod.leave(token)
