@@ -29,9 +29,10 @@ import bisect
 import numpy as np
 
 from .findings import RACE, Describer, Finding
-from .happens_before import _SHIFT, NBI_KINDS
+from .happens_before import _CODE, _SHIFT, NBI_KINDS, NOTIFY
 
 _BUCKET = 22            # 4 MiB buckets of the shadow memory
+_NOTIFY_CODE = _CODE[NOTIFY]
 _WW, _RW, _WR = "write/write", "read/write", "write/read"
 #: Kinds that touch no memory (notifies, launches, synchronisation).
 _NO_ACCESS = frozenset(("ThreadNotifyRecord", "ThreadNotifyWait", "AclrtNotifyRecord", "AclrtNotifyWait",
@@ -142,8 +143,8 @@ class RaceDetector:
 
     def __init__(self, graph, queries=None):
         self.g = graph
-        #: entry index b -> [entry index a, ...]: "does a (which ran before b) happen before b?";
-        #: the pairs that are not ordered end in ``unordered``
+        #: entry index b -> [entry index a, ...]: "does a (which ran before b) happen before b,
+        #: not counting b's notify edges?"; the pairs that are not ordered end in ``unordered``
         self.queries: dict = queries or {}
         self.unordered: set = set()
         self.races: list = []
@@ -180,7 +181,6 @@ class RaceDetector:
         kept: dict = {}                 # entry -> (clock, position), while successors on other chains need it
         cells_of = _Shadow().cells
         queries = self.queries
-        unordered = self.unordered
         reported = set()
         last_task = self.last_task
         maximum = np.maximum
@@ -191,6 +191,9 @@ class RaceDetector:
             c = chain_of[i]
             clock = base[c]
             codes = preds[i]
+            asked = queries.get(i)
+            if asked:
+                codes = self._answer(i, c, clock, codes, asked, kept, chain_of, pos)
             if codes:
                 fresh = False
                 for code in codes:
@@ -218,12 +221,6 @@ class RaceDetector:
             pos[i] = p
             if readers[i]:
                 kept[i] = (clock, p)
-            asked = queries.get(i)
-            if asked:
-                for a in asked:
-                    ca = chain_of[a]
-                    if ca != c and clock[ca] < pos[a]:
-                        unordered.add((a, i))
             e = entries[i]
             if e.entry != host_kind:
                 last_task[(e.program, c)] = i
@@ -256,6 +253,26 @@ class RaceDetector:
         self.pos = pos
         self.final = {c: (base[c], at[c]) for c in range(nch)}
         return self
+
+    def _answer(self, i, c, clock, codes, asked, kept, chain_of, pos):
+        """Answer the queries about entry ``i`` with its clock before its ``notify`` edges (what
+        orders it without the record it consumed); returns its edges, notify edges last."""
+        other = [code for code in codes or () if code & 15 != _NOTIFY_CODE]
+        notify = [code for code in codes or () if code & 15 == _NOTIFY_CODE]
+        probe = clock.copy()
+        for code in other:
+            j = code >> _SHIFT
+            cj = chain_of[j]
+            snap = kept.get(j)
+            if cj != c and snap is not None:
+                np.maximum(probe, snap[0], out=probe)
+                if probe[cj] < snap[1]:
+                    probe[cj] = snap[1]
+        for a in asked:
+            ca = chain_of[a]
+            if ca != c and probe[ca] < pos[a]:
+                self.unordered.add((a, i))
+        return other + notify
 
     def _race(self, reported, kind, first, second, space, cell) -> None:
         key = (first, second)

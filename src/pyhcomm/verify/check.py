@@ -110,13 +110,22 @@ def error_findings(error, found) -> list:
     rank = getattr(error, "rank", None)
     where = _user_frame(cause)
     text = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-    title = (f"rank {rank} failed: " if rank is not None else "the run failed: ") + f"{type(cause).__name__}: {text}"
+    who = f"rank {rank}" if rank is not None else "the run"
     lines = [f"at {where}"] if where else []
-    if hang:
-        lines.append("(after the hang above: the blocked call returned an error)")
-    key = (ERROR, type(cause).__name__, where)
-    return [Finding(ERROR, title, lines, (), key, {"rank": rank, "exception": type(cause).__name__,
-                                                   "message": str(cause), "where": where})]
+    if STUCK_TEXT in str(cause):    # a host call (communicator init, channel connect) that could never complete
+        kind, title = HANG, f"{who} is stuck: {text}"
+        lines.append("every other rank had ended or was blocked too: nothing could ever complete the call")
+    else:
+        kind, title = ERROR, f"{who} failed: {type(cause).__name__}: {text}"
+        if hang:
+            lines.append("(after the hang above: the blocked call returned an error)")
+    key = (kind, type(cause).__name__, where)
+    return [Finding(kind, title, lines, (), key, {"rank": rank, "exception": type(cause).__name__,
+                                                  "message": str(cause), "where": where})]
+
+
+#: What a blocking host call says when the world can never complete it (HCCL_E_TIMEOUT at once).
+STUCK_TEXT = "no other rank can run any more"
 
 
 def _user_frame(exc):
@@ -145,8 +154,8 @@ def replay_command(fn, nranks: int, product=None, data: bool = True, script=None
 
 def check(fn, nranks: int, *args, product=None, schedules: int = 8, strategy: str = "auto", data: bool = True,
           timeout: float | None = 120.0, depth: int = DEFAULT_DEPTH, bound: int = 2, scheduler: str = "coop",
-          replay: str | None = None, races: bool = True, stop_at_first: bool = False, seed: int = 1,
-          script=None, **kwargs) -> Report:
+          replay: str | None = None, races: bool = True, stop_at_first: bool = False, stop_when=None,
+          seed: int = 1, script=None, **kwargs) -> Report:
     """Run ``fn(comm, *args, **kwargs)`` on ``nranks`` ranks under ``schedules`` schedules and
     return a :class:`Report` of every defect found (each once). Blocks.
 
@@ -161,6 +170,7 @@ def check(fn, nranks: int, *args, product=None, schedules: int = 8, strategy: st
         replay: a schedule token (``fifo``, ``random:7``, ``pct:3:5:120``, ``dfs:0.2``) to run alone.
         races: False skips the race detector (faster: notify checks and hangs only).
         stop_at_first: stop after the first schedule with a finding.
+        stop_when: ``stop_when(report)`` true after a schedule: stop there.
     """
     from .env import session
     from .. import sim as sim_mod
@@ -193,7 +203,7 @@ def check(fn, nranks: int, *args, product=None, schedules: int = 8, strategy: st
         report.add(found, label, replay_of if scheduler == "coop" else None)
         report.schedules.append((label, len(found), time.perf_counter() - t0))
         del sim
-        if replay or (stop_at_first and report.findings):
+        if replay or (stop_at_first and report.findings) or (stop_when is not None and stop_when(report)):
             break
         if policy is not None:
             explorer.after(policy)
