@@ -138,14 +138,18 @@ def status_body(comm, s):
     inside = pyhcomm.HcclGroupStatusGet()
     buf = to_device(np.zeros(4, np.float32))
     merged = pyhcomm.HcclAllReduce(buf, buf, 4, F32, SUM, comm.handle, s)
+    ran = []
+    operator = pyhcomm.HcclGroupEnqueueOp(comm.handle, None, s, lambda c, d, st: ran.append(c) or 0)
+    kept = not ran
     assert pyhcomm.HcclGroupEnd() == 0
-    return outside, inside, merged
+    return outside, inside, merged, (operator, kept, ran == [comm.handle])
 
 
 def test_atlas_350_reports_the_group_status_and_merges_no_collectives():
-    for outside, inside, merged in launch(A350, 2, status_body):
+    for outside, inside, merged, operator in launch(A350, 2, status_body):
         assert outside == (R.HCCL_SUCCESS, False) and inside == (R.HCCL_SUCCESS, True)
         assert merged == R.HCCL_E_NOT_SUPPORT
+        assert operator == (R.HCCL_SUCCESS, True, True)   # an enqueued operator runs at the end
 
 
 @pytest.mark.parametrize("product", ["Atlas training series", "Atlas inference series"])
@@ -192,3 +196,75 @@ def test_barrier_checks_comm_and_stream_and_is_refused_on_the_inference_series()
         return [pyhcomm.HcclBarrier(comm.handle, 0), pyhcomm.HcclBarrier(0, s), pyhcomm.HcclBarrier(comm.handle, s)]
     assert launch(A2, 1, body) == [[R.HCCL_E_PTR, R.HCCL_E_PTR, R.HCCL_SUCCESS]]
     assert launch("Atlas inference series", 2, body)[0][2] == R.HCCL_E_NOT_SUPPORT
+
+
+# -- communicator management in a group ------------------------------------------------------------------------
+def test_one_host_thread_inits_and_destroys_the_communicators_of_four_devices_in_a_group():
+    """HCCL's first group example: per device, aclrtSetDevice + HcclCommInitRootInfo, between
+    HcclGroupStart and HcclGroupEnd, on one thread (outside a group the first init would wait
+    for the other three ranks forever)."""
+    n = 4
+    assert acl.init() == 0
+    ret, root = pyhcomm.HcclGetRootInfo()
+    assert ret == 0
+    assert pyhcomm.HcclGroupStart() == 0
+    comms = []
+    for d in range(n):
+        assert acl.rt.set_device(d) == 0
+        ret, comm = pyhcomm.HcclCommInitRootInfo(n, root, d)
+        assert ret == 0 and comm
+        comms.append(comm)
+    mixed = pyhcomm.HcclBarrier(comms[0], 1)           # a collective cannot join this group
+    assert pyhcomm.HcclGroupEnd() == 0
+    assert mixed == R.HCCL_E_PARA
+    assert [pyhcomm.HcclGetRankId(c) for c in comms] == [(0, d) for d in range(n)]
+    assert all(pyhcomm.HcclGetRankSize(c) == (0, n) for c in comms)
+    assert pyhcomm.HcclGroupStart() == 0
+    for c in comms:
+        assert pyhcomm.HcclCommDestroy(c) == 0
+    assert pyhcomm.HcclGetRankId(comms[0])[0] == R.HCCL_SUCCESS   # destroyed at the end only
+    assert pyhcomm.HcclGroupEnd() == 0
+    assert pyhcomm.HcclGetRankId(comms[0])[0] != R.HCCL_SUCCESS
+
+
+def test_a_group_end_whose_ranks_never_all_join_times_out(env):
+    env("HCCL_CONNECT_TIMEOUT", "1")
+    assert acl.init() == 0 and acl.rt.set_device(0) == 0
+    ret, root = pyhcomm.HcclGetRootInfo()
+    assert pyhcomm.HcclGroupStart() == 0
+    ret, comm = pyhcomm.HcclCommInitRootInfo(2, root, 0)   # rank 1 never comes
+    assert ret == 0
+    assert pyhcomm.HcclGroupEnd() == R.HCCL_E_TIMEOUT
+    assert pyhcomm.HcclGetRankId(comm)[0] != R.HCCL_SUCCESS
+
+
+# -- every point-to-point call meets every other ----------------------------------------------------------------
+def mixed_p2p_body(comm, s):
+    """Rank 0: a grouped Send, then a batch (a receive and a send); rank 1: a plain Recv, then a
+    plain Send and a grouped Recv. The k-th send to a peer meets the peer's k-th receive."""
+    r, h = comm.rank, comm.handle
+    bufs = [to_device(make_input("mix-p2p", 10 * r + k, 6, I32, SUM)) for k in range(3)]
+    got = [to_device(sentinel(6, np.int32)) for _ in range(3)]
+    item = pyhcomm.HcclSendRecvItem
+    if r == 0:
+        assert pyhcomm.HcclGroupStart() == 0
+        assert pyhcomm.HcclSend(bufs[0], 6, I32, 1, h, s) == 0
+        assert pyhcomm.HcclGroupEnd() == 0
+        assert pyhcomm.HcclBatchSendRecv([item(pyhcomm.HCCL_RECV, got[0], 6, I32, 1),
+                                          item(pyhcomm.HCCL_SEND, bufs[1], 6, I32, 1)], h, s) == 0
+    else:
+        assert pyhcomm.HcclRecv(got[0], 6, I32, 0, h, s) == 0
+        assert pyhcomm.HcclSend(bufs[0], 6, I32, 0, h, s) == 0
+        assert pyhcomm.HcclGroupStart() == 0
+        assert pyhcomm.HcclRecv(got[1], 6, I32, 0, h, s) == 0
+        assert pyhcomm.HcclGroupEnd() == 0
+    sync(s)
+    return [from_device(g, 6, np.int32) for g in got[:2]]
+
+
+@pytest.mark.parametrize("product", [A2, A350])
+def test_plain_grouped_and_batched_point_to_point_calls_meet_each_other(product):
+    (r0, _), (r1_first, r1_second) = launch(product, 2, mixed_p2p_body)
+    assert_same(r1_first, make_input("mix-p2p", 0, 6, I32, SUM), "rank 0's grouped send")
+    assert_same(r0, make_input("mix-p2p", 10, 6, I32, SUM), "rank 1's plain send")
+    assert_same(r1_second, make_input("mix-p2p", 1, 6, I32, SUM), "rank 0's batched send")

@@ -22,13 +22,8 @@ API = json.loads((pathlib.Path(__file__).parent / "data" / "pyhccl_api.json").re
 #: reaches main (the set must end empty; it is).
 COLLECTIVES_PENDING: set = set()
 
-#: Control-plane names still missing or different here (being built; the set must end empty):
-#: HCOMM channels created on endpoints, without a communicator.
-CONTROL_PENDING = {
-    "HcommChannelConfigCreate", "HcommChannelConfigDestroy", "HcommChannelConfigSetInt", "HcommChannelConfigType",
-    "HcommChannelCreate", "HcommChannelCreateWithConfig", "HcommChannelDesc", "HcommChannelDescInit",
-    "HcommChannelDestroy", "HcommChannelGetStatus", "HcommChannelStatus",
-}
+#: Control-plane names still missing or different here (the set must end empty; it is).
+CONTROL_PENDING: set = set()
 
 PENDING = COLLECTIVES_PENDING | CONTROL_PENDING
 EXPORTED = set(pyhcomm.__all__)

@@ -1,4 +1,4 @@
-"""Command line: ``python -m pyhcomm demo | products | version``."""
+"""Command line: ``python -m pyhcomm demo | products | version | trace``."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +11,12 @@ def main(argv=None) -> int:
     sub.add_parser("demo", help="run both seed examples and show the calls, codes and bytes")
     sub.add_parser("products", help="list the simulated products and what each supports")
     sub.add_parser("version", help="print the version")
+    sub.add_parser("trace", help="run a script and write its modeled timeline (Perfetto trace, PNG)",
+                   add_help=False)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["trace"]:
+        from .timing.cli import main as trace
+        return trace(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import main as demo

@@ -174,14 +174,6 @@ class aclrtBinaryLoadOptionType(IntEnum):
 #: Module id of HCCL in CANN's log-module enumeration (used as ``ACL_RT_MEM_ATTR_MODULE_ID``).
 HCCL = 3
 
-class HcclSendRecvType(IntEnum):
-    """``HcclSendRecvType``: the direction of one ``HcclSendRecvItem`` of ``HcclBatchSendRecv``."""
-
-    HCCL_SEND = 0
-    HCCL_RECV = 1
-    HCCL_SEND_RECV_RESERVED = 2
-
-
 #: ``HCCL_ROOT_INFO_BYTES``: size of an ``HcclRootInfo``.
 HCCL_ROOT_INFO_BYTES = 4108
 COMM_NAME_MAX_LENGTH = 128
@@ -189,4 +181,4 @@ HCCL_RES_TAG_MAX_LEN = 255
 
 ALL_ENUMS = (CommEngine, HcommDataType, HcclDataType, HcommReduceOp, HcclReduceOp, ThreadResType,
              HcclDevType, aclrtMemcpyKind, aclrtMemMallocPolicy, aclrtMallocAttrType,
-             aclrtLaunchKernelAttrId, aclrtBinaryLoadOptionType, HcclSendRecvType)
+             aclrtLaunchKernelAttrId, aclrtBinaryLoadOptionType)

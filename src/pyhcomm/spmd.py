@@ -20,6 +20,7 @@ made by a seeded policy (``seed``); ``"threaded"`` runs one OS thread per rank.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -52,6 +53,20 @@ class RankError(RuntimeError):
 
 class LaunchTimeout(RuntimeError):
     """Ranks still ran when :func:`launch`'s timeout passed."""
+
+
+#: Callables told the Sim of every launch (``observe_launches``: ``python -m pyhcomm trace``).
+_observers: list = []
+
+
+@contextlib.contextmanager
+def observe_launches(observer):
+    """Call ``observer(sim)`` with the Sim of every ``launch`` started inside the block."""
+    _observers.append(observer)
+    try:
+        yield
+    finally:
+        _observers.remove(observer)
 
 
 def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | None = None, rank_table=None,
@@ -88,6 +103,8 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
         if product is not None:
             sim.runtime.set_product(product)
         sim.scheduler.abort_reason = None
+    for observe in list(_observers):
+        observe(sim)
     devices = list(devices) if devices is not None else list(range(nranks))
     if len(devices) != nranks:
         raise ValueError(f"launch: {nranks} ranks but {len(devices)} devices")

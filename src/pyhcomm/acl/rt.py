@@ -51,6 +51,15 @@ kernel_args_init = acl_call(0)(_k.aclrtKernelArgsInit)
 kernel_args_append = acl_call(0)(_k.aclrtKernelArgsAppend)
 kernel_args_finalize = acl_call()(_k.aclrtKernelArgsFinalize)
 launch_kernel_with_config = acl_call()(_k.aclrtLaunchKernelWithConfig)
+launch_kernel_with_host_args = acl_call()(_k.aclrtLaunchKernelWithHostArgs)
+binary_load = acl_call(0)(_k.aclrtBinaryLoad)
+destroy_binary = acl_call()(_k.aclrtDestroyBinary)
+
+
+def create_binary(data, data_len):
+    """``binary = acl.rt.create_binary(data, data_len)``: no ``ret`` (as pyACL); 0 on failure."""
+    out = acl_call(0)(_k.aclrtCreateBinary)(data, data_len)
+    return out[0]
 
 create_notify = acl_call(0)(_n.aclrtCreateNotify)
 get_notify_id = acl_call(0)(_n.aclrtGetNotifyId)

@@ -30,17 +30,21 @@ def _host(ptr: int, nbytes: int, fn: str):
         raise ValueError(f"{fn}: {why}") from None
 
 
-#: numpy's type numbers (``NPY_FLOAT32`` = 11, ...), as pyACL's ``ptr_to_numpy`` takes them.
-NPY_TYPES = {np.dtype(t).num: np.dtype(t) for t in set(np.sctypeDict.values())}
+#: numpy's type numbers (``NPY_BOOL`` = 0 ... ``NPY_FLOAT32`` = 11 ... ``NPY_HALF`` = 23), as pyACL's
+#: ``ptr_to_numpy`` takes them: the number types only (no object, string or time types, and none of
+#: the numbers extension types such as ml_dtypes' get at run time, which differ between runs).
+NPY_TYPES = {np.dtype(t).num: np.dtype(t) for t in set(np.sctypeDict.values())
+             if np.dtype(t).num < 24 and np.dtype(t).kind in "biufc"}
 
 
 def ptr_to_numpy(ptr: int, shape, npy_type) -> np.ndarray:
     """A numpy view of host memory at ``ptr`` (``npy_type``: a numpy type number such as 11 for
     ``NPY_FLOAT32``, as pyACL takes it, or a dtype)."""
-    if isinstance(npy_type, int) and not isinstance(npy_type, bool):
-        if npy_type not in NPY_TYPES:
-            raise ValueError(f"ptr_to_numpy: {npy_type} is not a numpy type number")
-        dtype = NPY_TYPES[npy_type]
+    if isinstance(npy_type, (int, np.integer)) and not isinstance(npy_type, bool):
+        if int(npy_type) not in NPY_TYPES:
+            raise ValueError(f"ptr_to_numpy: {npy_type} is not a numpy type number of a number type "
+                             "(NPY_FLOAT32 is 11)")
+        dtype = NPY_TYPES[int(npy_type)]
     else:
         dtype = np.dtype(npy_type)
     shape = tuple(shape) if not isinstance(shape, int) else (shape,)

@@ -166,3 +166,94 @@ def launch_function(fn, stream, args, num_blocks=1, timeout=None, name=None) -> 
     task.args = (task, name, fn, args, stream, num_blocks, timeout)
     task.program = host_ctx().program
     _sim().scheduler.submit(task)
+
+
+# -- aclrtCreateBinary / aclrtBinaryLoad / aclrtDestroyBinary -------------------------------------
+
+
+class BinaryData:
+    """``aclrtBinary``: the bytes of a kernel binary (pyhcomm: the source of a Python kernel module)."""
+
+    def __init__(self, source: bytes):
+        self.source = source
+
+
+def aclrtCreateBinary(data, data_len) -> int:
+    """Describe a kernel binary held in host memory (``data``, ``data_len`` bytes: the UTF-8 source
+    of a Python kernel module; bytes or str are accepted too); returns the ``aclrtBinary``."""
+    api = "aclrtCreateBinary"
+    if isinstance(data, str):
+        data = data.encode()
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        source = bytes(data)[:data_len] if data_len else bytes(data)
+    else:
+        if not data or not isinstance(data_len, int) or data_len <= 0:
+            raise _invalid(api, "data must be a host pointer and dataLen a positive size")
+        try:
+            source = memory.read_host(data, data_len)
+        except memory.BadRange as why:
+            raise _invalid(api, f"data {why}") from None
+    return _sim().handles.kernels.add(BinaryData(source))
+
+
+def _binary_data(handle, api) -> BinaryData:
+    b = _sim().handles.kernels.get(handle)
+    if not isinstance(b, BinaryData):
+        raise _invalid(api, f"binary {handle!r} was not made by aclrtCreateBinary")
+    return b
+
+
+def aclrtBinaryLoad(binary) -> int:
+    """Load an ``aclrtBinary`` (compile and run the kernel module's source); returns a binary handle."""
+    api = "aclrtBinaryLoad"
+    data = _binary_data(binary, api)
+    name = f"pyhcomm_kernels_{next(_module_ids)}"
+    module = types.ModuleType(name)
+    try:
+        exec(compile(data.source.decode("utf-8"), f"<aclrtBinary 0x{binary:x}>", "exec"), module.__dict__)
+    except Exception as exc:
+        raise acl_error(AclError.ACL_ERROR_INVALID_FILE, api, f"loading the binary failed: {exc!r}") from exc
+    return _sim().handles.kernels.add(Binary(module, f"<aclrtBinary 0x{binary:x}>"))
+
+
+def aclrtDestroyBinary(binary) -> None:
+    _binary_data(binary, "aclrtDestroyBinary")
+    _sim().handles.kernels.remove(binary)
+
+
+def aclrtLaunchKernelWithHostArgs(func_handle, num_blocks, stream, cfg, host_args, args_size,
+                                  place_holders=None, place_holder_num=0) -> None:
+    """Enqueue a kernel whose arguments are ``args_size`` bytes of host memory (copied now); the
+    kernel gets them as one ``bytes`` argument. Each place holder ``{"addrOffset", "dataOffset"}``
+    gets the device address of the argument bytes at ``dataOffset`` written at ``addrOffset``
+    (a uint64): the arguments then live in device memory of the stream's device."""
+    api = "aclrtLaunchKernelWithHostArgs"
+    f = _function(func_handle, api)
+    if not isinstance(num_blocks, int) or num_blocks < 1:
+        raise _invalid(api, f"numBlocks {num_blocks!r} must be at least 1")
+    if not isinstance(args_size, int) or args_size < 0:
+        raise _invalid(api, f"argsSize {args_size!r} must be a non-negative size")
+    st = get_stream(stream, api)
+    if args_size:
+        if isinstance(host_args, (bytes, bytearray, memoryview)):
+            data = bytearray(bytes(host_args)[:args_size])
+        else:
+            try:
+                data = bytearray(memory.read_host(host_args, args_size))
+            except (memory.BadRange, TypeError) as why:
+                raise _invalid(api, f"hostArgs {why}") from None
+    else:
+        data = bytearray()
+    holders = list(place_holders or [])
+    if len(holders) != place_holder_num:
+        raise _invalid(api, f"placeHolderNum {place_holder_num} but {len(holders)} place holders")
+    if holders:
+        alloc = memory.alloc_device(st.device, max(args_size, 1), owner="kernel args")
+        for i, h in enumerate(holders):
+            addr_off, data_off = h.get("addrOffset"), h.get("dataOffset")
+            if not all(isinstance(v, int) and 0 <= v for v in (addr_off, data_off)) or addr_off + 8 > args_size \
+                    or data_off >= args_size:
+                raise _invalid(api, f"place holder {i} {h!r} lies outside the {args_size} argument bytes")
+            data[addr_off:addr_off + 8] = (alloc.addr + data_off).to_bytes(8, "little")
+        _sim().backend.from_host(alloc.storage, 0, bytes(data))
+    launch_function(f.fn, st, (bytes(data),), num_blocks, _cfg_timeout(cfg, api), f.name)

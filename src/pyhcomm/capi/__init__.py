@@ -7,9 +7,9 @@ Grouped like the C headers: :mod:`.hccl_comm` (``hccl_comm.h``), :mod:`.hccl_res
 :mod:`.pyhccl_module` the helpers of the pyhccl module itself.
 """
 from . import (hccl_channel, hccl_comm, hccl_group, hccl_launch, hccl_ops, hccl_ops_v, hccl_rank_graph,  # noqa: F401
-               hccl_res, hccl_team, hcomm_primitives, hcomm_res, not_modeled, pyhccl_module)
+               hccl_res, hccl_team, hcomm_channel, hcomm_primitives, hcomm_res, not_modeled, pyhccl_module)
 
 _MODULES = (hccl_comm, hccl_res, hcomm_primitives, hccl_channel, hccl_ops, hccl_ops_v, hccl_group, hccl_rank_graph,
-            hccl_team, hcomm_res, hccl_launch, not_modeled, pyhccl_module)
+            hccl_team, hcomm_res, hcomm_channel, hccl_launch, not_modeled, pyhccl_module)
 __all__ = [name for m in _MODULES for name in m.__all__]
 globals().update({name: getattr(m, name) for m in _MODULES for name in m.__all__})

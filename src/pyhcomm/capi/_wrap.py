@@ -8,20 +8,25 @@ from ..errors import HcclError, HcclResult, log
 SUCCESS = HcclResult.HCCL_SUCCESS
 
 
-def failed(exc: HcclError) -> HcclResult:
-    """Log ``exc`` and return its code as an ``HcclResult``."""
-    log.error("%s", exc)
+def failed(exc: HcclError, quiet=()) -> HcclResult:
+    """Log ``exc`` (at ERROR; at INFO when its code is in ``quiet``: an answer the caller expects,
+    as a Get before a Create) and return its code as an ``HcclResult``."""
+    if exc.code in quiet:
+        log.info("%s", exc)
+    else:
+        log.error("%s", exc)
     try:
         return HcclResult(exc.code)
     except ValueError:
         return exc.code
 
 
-def c_api(*fail_outputs):
+def c_api(*fail_outputs, quiet=()):
     """Decorate ``impl`` (which raises, and returns its outputs or None).
 
     The wrapper returns ``ret`` alone when ``fail_outputs`` is empty, else ``(ret, *outputs)``;
-    on failure the outputs are ``fail_outputs``. ``wrapper.raising`` is ``impl``.
+    on failure the outputs are ``fail_outputs``; a failure whose code is in ``quiet`` is logged at
+    INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``.
     """
 
     def deco(impl):
@@ -32,7 +37,7 @@ def c_api(*fail_outputs):
             try:
                 out = impl(*args)
             except HcclError as exc:
-                code = failed(exc)
+                code = failed(exc, quiet)
                 return (code, *fail_outputs) if n else code
             if not n:
                 return SUCCESS

@@ -1,6 +1,7 @@
 """``hccl_comm.h``: communicator lifecycle, in the flat C tier."""
 from __future__ import annotations
 
+from ..collectives import group as _group
 from ..enums import COMM_NAME_MAX_LENGTH
 from ..defs.hccl_types import HcclRootInfo
 from ..defs.hccl_types import (BUFFER_NAME_MAX_LENGTH, HCCL_COMM_ALGO_MAX_LENGTH, HCCL_COMM_DEFAULT_BUFFSIZE,  # noqa: F401
@@ -31,15 +32,25 @@ def HcclGetRootInfo():
 @c_api(0)
 def HcclCommInitRootInfo(nRanks, rootInfo, rank):
     """``ret, comm = HcclCommInitRootInfo(nRanks, root_info, rank)``. Collective: blocks until all
-    ranks joined (``HCCL_CONNECT_TIMEOUT``)."""
-    return _comm.init_root_info(nRanks, rootInfo, rank).handle
+    ranks joined (``HCCL_CONNECT_TIMEOUT``); inside a group, until ``HcclGroupEnd``."""
+    api = "HcclCommInitRootInfo"
+    return _joined(_comm.init_root_info(nRanks, rootInfo, rank, None, api, wait=not _group.active()), api)
 
 
 @c_api(0)
 def HcclCommInitClusterInfo(clusterInfo, rank):  # noqa: N803
     """``ret, comm = HcclCommInitClusterInfo(rank_table_path, rank)``. Collective: blocks until all
-    ranks of the rank table joined."""
-    return _comm.init_cluster_info(clusterInfo, rank).handle
+    ranks of the rank table joined; inside a group, until ``HcclGroupEnd``."""
+    api = "HcclCommInitClusterInfo"
+    return _joined(_comm.init_cluster_info(clusterInfo, rank, None, api, wait=not _group.active()), api)
+
+
+def _joined(comm, api: str) -> int:
+    """The handle of a joined communicator; inside a group the wait for the others is kept for
+    ``HcclGroupEnd`` (:mod:`pyhcomm.collectives.group`)."""
+    if _group.active():
+        _group.keep_management(api, lambda: _comm.wait_joined(comm, "HcclGroupEnd"))
+    return comm.handle
 
 
 @c_api([])
@@ -52,8 +63,12 @@ def HcclCommInitAll(devices):
 @c_api()
 def HcclCommDestroy(comm):
     """Destroy a communicator with its threads, engine contexts and HCCL buffer (state callbacks
-    run before and after)."""
-    _state.destroy(comm)
+    run before and after; inside a group, at ``HcclGroupEnd``)."""
+    if _group.active():
+        _comm.get_comm(comm, "HcclCommDestroy")
+        _group.keep_management("HcclCommDestroy", lambda: _state.destroy(comm))
+    else:
+        _state.destroy(comm)
 
 
 @c_api(0)
@@ -100,14 +115,16 @@ def HcclCommInitRootInfoConfig(nRanks, rootInfo, rank, config):  # noqa: N803
     """``ret, comm``: ``HcclCommInitRootInfo`` with an ``HcclCommConfig`` (see
     :mod:`pyhcomm.hccl.comm_config`). Collective: blocks until all ranks joined."""
     api = "HcclCommInitRootInfoConfig"
-    return _comm.init_root_info(nRanks, rootInfo, rank, _cfg.settings_from(config, api), api).handle
+    settings = _cfg.settings_from(config, api)
+    return _joined(_comm.init_root_info(nRanks, rootInfo, rank, settings, api, wait=not _group.active()), api)
 
 
 @c_api(0)
 def HcclCommInitClusterInfoConfig(clusterInfo, rank, config):  # noqa: N803
     """``ret, comm``: ``HcclCommInitClusterInfo`` with an ``HcclCommConfig``. Collective."""
     api = "HcclCommInitClusterInfoConfig"
-    return _comm.init_cluster_info(clusterInfo, rank, _cfg.settings_from(config, api), api).handle
+    settings = _cfg.settings_from(config, api)
+    return _joined(_comm.init_cluster_info(clusterInfo, rank, settings, api, wait=not _group.active()), api)
 
 
 @c_api(None)

@@ -49,6 +49,6 @@ def HcclGroupEnqueueOp(comm, opDesc, stream, func):  # noqa: N802,N803
         if ret:
             raise para(api, f"the enqueued operator returned {ret}")
     if group.active():
-        group.keep_collective(api, go)
+        group.keep_operator(go)
     else:
         go()

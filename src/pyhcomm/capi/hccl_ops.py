@@ -20,12 +20,11 @@ from ..collectives.allgather import ring_peers as _ring_peers
 from ..collectives.broadcast import broadcast as _broadcast
 from ..collectives.broadcast import broadcast_peers as _broadcast_peers
 from ..collectives.pairwise import alltoall as _alltoall
+from ..collectives.pairwise import batch_send_recv as _batch
 from ..collectives.reduce import barrier as _barrier
 from ..collectives.reduce import reduce_to_root as _reduce
 from ..collectives.reduce_scatter import reduce_scatter_mesh as _reduce_scatter_mesh
 from ..collectives.scatter import scatter_ring as _scatter_ring
-from ..collectives.send_recv import recv as _recv
-from ..collectives.send_recv import send as _send
 from ..enums import DATA_TYPE_SIZE
 from ..errors import para, ptr
 from ..hccl import comm as _comm
@@ -170,20 +169,22 @@ def _p2p(api, buf, count, dataType, rank, comm, stream, is_send: bool) -> None:
     check_buffer(api, buf, nbytes, c.device, "sendBuf" if is_send else "recvBuf")
     if group.active():
         group.keep_p2p(api, comm, stream, is_send, buf, nbytes, rank)
-    elif nbytes:
-        run(comm, stream, 0, _send if is_send else _recv, buf, nbytes, rank, tag=api, peers=[rank])
+    elif nbytes:   # a batch of one: it meets the peer's HcclRecv / HcclSend, batch item or grouped call
+        run(comm, stream, 0, _batch, [(is_send, buf, nbytes, rank)], tag=api, peers=[rank])
 
 
 @c_api()
 def HcclSend(sendBuf, count, dataType, destRank, comm, stream):  # noqa: N803
-    """Send ``count`` elements at ``sendBuf`` to ``destRank`` (which calls :func:`HcclRecv`); the
-    stream completes once the receiver has read them."""
+    """Send ``count`` elements at ``sendBuf`` to ``destRank`` (which receives them with
+    :func:`HcclRecv`, an ``HcclBatchSendRecv`` item or a grouped receive); the stream completes
+    once the receiver has read them (:func:`pyhcomm.collectives.pairwise.transfer`)."""
     _p2p("HcclSend", sendBuf, count, dataType, destRank, comm, stream, True)
 
 
 @c_api()
 def HcclRecv(recvBuf, count, dataType, srcRank, comm, stream):  # noqa: N803
-    """Receive ``count`` elements from ``srcRank`` (which calls :func:`HcclSend`) into ``recvBuf``."""
+    """Receive ``count`` elements from ``srcRank`` (sent with :func:`HcclSend`, an
+    ``HcclBatchSendRecv`` item or a grouped send) into ``recvBuf``."""
     _p2p("HcclRecv", recvBuf, count, dataType, srcRank, comm, stream, False)
 
 

@@ -4,7 +4,7 @@
 ``HcclBatchSendRecv`` with pyhccl's parameters: count and displacement arrays are sequences of
 ``rankSize`` non-negative ints (numpy arrays too), ``sendCountMatrix`` a ``rankSize x rankSize``
 one (nested or flat, row ``i`` = what rank ``i`` sends), ``sendRecvInfo`` a list of
-:class:`HcclSendRecvItem`. Checks and return codes as :mod:`.hccl_ops`; a NULL (None) array is
+:class:`~pyhcomm.defs.hccl_types.HcclSendRecvItem`. Checks and return codes as :mod:`.hccl_ops`; a NULL (None) array is
 ``HCCL_E_PTR``, a wrong length or a negative value ``HCCL_E_PARA``, something that is not a
 sequence a ``TypeError`` (as the binding). Displacements are in elements of the data type.
 
@@ -19,8 +19,6 @@ receiver gets the bytes it asked for, of which only those sent are meaningful).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..collectives import group, run
@@ -29,25 +27,13 @@ from ..collectives.allgather import ring_peers as _ring_peers
 from ..collectives.pairwise import alltoallv as _alltoallv
 from ..collectives.pairwise import batch_send_recv as _batch
 from ..collectives.reduce_scatter import reduce_scatterv_ring as _reduce_scatterv
-from ..enums import HcclDataType, HcclSendRecvType
+from ..defs.hccl_types import HcclSendRecvItem, HcclSendRecvType
 from ..errors import para, ptr
 from ._wrap import c_api
 from .hccl_ops import check_buffer, check_comm, check_common, check_rank, enqueue, not_same
 
-__all__ = ["HcclSendRecvItem", "HcclAllGatherV", "HcclReduceScatterV", "HcclAlltoAllV", "HcclAlltoAllVC",
+__all__ = ["HcclAllGatherV", "HcclReduceScatterV", "HcclAlltoAllV", "HcclAlltoAllVC",
            "HcclBatchSendRecv"]
-
-
-@dataclass
-class HcclSendRecvItem:
-    """``HcclSendRecvItem``: one send or receive of ``HcclBatchSendRecv`` (C field order, so
-    ``HcclSendRecvItem(HCCL_SEND, buf, count, dataType, remoteRank)`` reads as the C initialiser)."""
-
-    sendRecvType: int = HcclSendRecvType.HCCL_SEND
-    buf: int = 0
-    count: int = 0
-    dataType: int = HcclDataType.HCCL_DATA_TYPE_INT8
-    remoteRank: int = 0
 
 
 def counts(api: str, values, n: int, name: str) -> list[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..defs.hccl_res import HcclDedicatedThreadType  # noqa: F401
 from ..defs.res_defs import ThreadConfig, ThreadType  # noqa: F401
 from ..enums import ThreadResType  # noqa: F401
+from ..errors import HcclResult
 from ..errors import ptr as _ptr
 from ..hccl import comm as _comm
 from ..sim import current_sim as _sim
@@ -62,9 +63,10 @@ def HcclEngineCtxCreate(comm, ctxTag, engine, size):
     return _ectx.create(comm, ctxTag, engine, size).addr
 
 
-@c_api(0, 0)
+@c_api(0, 0, quiet=(HcclResult.HCCL_E_NOT_FOUND,))
 def HcclEngineCtxGet(comm, ctxTag, engine):
-    """``ret, ctx, size = HcclEngineCtxGet(comm, ctxTag, engine)``; ``HCCL_E_NOT_FOUND`` if absent."""
+    """``ret, ctx, size = HcclEngineCtxGet(comm, ctxTag, engine)``; ``HCCL_E_NOT_FOUND`` if absent,
+    logged at INFO only (Get, then Create when absent, is the normal flow)."""
     c = _ectx.get(comm, ctxTag, engine)
     return c.addr, c.size
 

@@ -6,7 +6,6 @@ from .pairwise import alltoall, alltoallv, batch_send_recv  # noqa: F401,E402
 from .reduce import barrier, reduce_to_root  # noqa: F401,E402
 from .broadcast import broadcast  # noqa: F401,E402
 from .scatter import scatter_ring  # noqa: F401,E402
-from .send_recv import recv, send  # noqa: F401,E402
 from .allgather import allgather_ring, allgatherv_ring, ring_peers  # noqa: F401,E402
 from .reduce_scatter import reduce_scatter_mesh, reduce_scatter_ring, reduce_scatterv_ring  # noqa: F401,E402
 from .all_reduce import all_reduce_ring  # noqa: F401,E402

@@ -96,21 +96,18 @@ class CollectiveContext:
         todo = [p for p in peers if p != self.rank and p not in self._channels]
         if not todo:
             return
-        descs = [channel_mod.HcclChannelDesc() for _ in todo]
-        channel_mod.desc_init(descs)
-        for p, d in zip(todo, descs):
-            d.remoteRank = p
-            d.channelProtocol = self._protocol(p)
-            d.notifyNum = CHANNEL_NOTIFIES
-        ends = channel_mod.acquire(self.handle, self.engine, descs, len(descs))
-        for p, end in zip(todo, ends):
-            self._channels[p] = end.handle
+        desc = channel_mod.HcclChannelDesc()   # one descriptor, reused: acquire keeps none
+        channel_mod.desc_init(desc)
+        desc.notifyNum = CHANNEL_NOTIFIES
+        for p in todo:
+            desc.remoteRank, desc.channelProtocol = p, self._protocol(p)
+            self._channels[p] = channel_mod.acquire(self.handle, self.engine, [desc], 1)[0].handle
         for p in todo:
             self._peer_ccl[p], _size = channel_mod.peer_hccl_buffer(self.handle, self._channels[p])
 
     def _protocol(self, peer: int) -> int:
         world = self.comm.world
-        have = {link.linkAttr.linkProtocol for link in topology.links(world.place(self.rank), world.place(peer))}
+        have = set(topology.protocols_between(world.place(self.rank), world.place(peer)))
         for p in PROTOCOL_PREFERENCE.get(_sim().runtime.product.family, ()):
             if p in have:
                 return p
@@ -207,9 +204,14 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
     """
     site = call_site()  # the user's call: every task of the collective is attributed to it
     token = attribute_to(site)
+    record = _sim().record
+    first = record.next_seq()
     try:
         with library_calls():
             _run(comm_handle, stream, nslaves, algo, args, tag, peers, site)
+        # the marker of the call (its entries: this program's from ``first`` on, and its kernel's)
+        record.host_effect("Collective", tag, rank=comm_mod.get_comm(comm_handle, tag).rank, name=tag,
+                           first=first)
     finally:
         end_attribution(token)
 

@@ -1,8 +1,8 @@
 """Group calls: ``HcclGroupStart`` ... ``HcclGroupEnd`` run the calls between them as one.
 
-HCCL (HCOMM's ``HcclGroupStart`` page) merges, per host thread, either several point-to-point
-calls or several collectives issued between the two calls; management calls are pyhcomm's
-communicator layer's business. Modeled here:
+HCCL (HCOMM's ``HcclGroupStart`` page) merges, per host thread, several communicator inits and
+destroys, or several point-to-point calls, or several collectives issued between the two calls.
+Modeled here:
 
 * The group belongs to the calling host program (a rank's thread or greenlet). Starts nest; the
   outermost ``HcclGroupEnd`` runs the group. ``HcclGroupEnd`` without a start is ``HCCL_E_PARA``.
@@ -14,6 +14,11 @@ communicator layer's business. Modeled here:
   group is ``HCCL_E_NOT_SUPPORT`` (HCCL forbids it there).
 * Collectives: at the end they are enqueued in call order (HCCL requires that they do not
   depend on each other). Atlas 350 does not merge collectives: ``HCCL_E_NOT_SUPPORT``.
+* Communicator management (``HcclCommInitRootInfo``, ``HcclCommInitClusterInfo``,
+  ``HcclCommDestroy``): an init joins its rank at once and returns the communicator; the waits
+  for the other ranks, and the destroys, happen at the end. One host thread can so set up the
+  communicators of several devices (``aclrtSetDevice(i)`` + init, per device) without blocking
+  on the first.
 * Kinds do not mix: a collective in a group of point-to-point calls (or the reverse) is
   ``HCCL_E_PARA``.
 
@@ -28,7 +33,7 @@ from .context import run
 from .pairwise import batch_send_recv
 from .support import check_product
 
-P2P, COLLECTIVE = "point-to-point", "collective"
+P2P, COLLECTIVE, MANAGEMENT = "point-to-point", "collective", "communicator management"
 
 
 class Group:
@@ -40,7 +45,7 @@ class Group:
         self.depth = 0
         self.kind = None
         self.p2p: list = []     # (comm handle, stream, (is_send, buf, nbytes, peer), nslaves)
-        self.ops: list = []     # callables enqueuing one kept collective
+        self.ops: list = []     # callables issuing one kept collective (or finishing a management call)
 
     def clear(self) -> None:
         self.kind, self.p2p, self.ops = None, [], []
@@ -85,6 +90,17 @@ def keep_collective(api: str, enqueue) -> None:
     if current_sim().runtime.product.is_950:
         raise not_support(api, f"{current_sim().runtime.product.name} does not merge collectives in a group")
     _kind(api, COLLECTIVE).ops.append(enqueue)
+
+
+def keep_operator(enqueue) -> None:
+    """Keep an operator of ``HcclGroupEnqueueOp`` (``enqueue()`` launches it): any kind of group,
+    on every product that has groups; it runs after the group's point-to-point batches."""
+    _group().ops.append(enqueue)
+
+
+def keep_management(api: str, finish) -> None:
+    """Keep the rest of a communicator init or destroy (``finish()``) for the end of the group."""
+    _kind(api, MANAGEMENT).ops.append(finish)
 
 
 def refuse_batch(api: str) -> None:

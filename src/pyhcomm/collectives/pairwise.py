@@ -1,17 +1,22 @@
-"""Pairwise exchanges: AlltoAll, AlltoAllV, AlltoAllVC and batched send/receive, one engine.
+"""Pairwise exchanges: AlltoAll, AlltoAllV, AlltoAllVC, and every point-to-point call (HcclSend,
+HcclRecv, HcclBatchSendRecv, grouped sends and receives), one engine.
 
 Every call is a *plan*: for each peer ``p``, a list of rounds ``(src, sbytes, dst, rbytes)``:
 in round ``k`` this rank sends ``sbytes`` at ``src`` to ``p`` and receives ``rbytes`` from ``p``
 into ``dst``. Round ``k`` of ``a``'s plan for ``b`` must mirror round ``k`` of ``b``'s plan for
 ``a`` (``a``'s ``sbytes`` is ``b``'s ``rbytes`` and the other way round); an all-to-all gives
-each pair one round, a batch of sends and receives one round per item (the ``k``-th send to a
-peer meets that peer's ``k``-th receive from this rank).
+each pair one round, point-to-point calls one round per send or receive (the ``k``-th send to a
+peer meets that peer's ``k``-th receive from this rank, whichever call issued either).
 
-The HCCL buffer is cut into ``2 * nranks`` slots of ``S`` bytes: ``out[p]`` stages what goes to
-peer ``p``, ``in[q]`` receives what peer ``q`` sends. A round of ``max(sbytes, rbytes)`` bytes
-takes ``ceil(max / S)`` loops; both ends of a pair compute the same number. Loop ``i`` of the
-whole call serves the pairs that still have a loop ``i`` (a symmetric set), in groups of the
-main thread and its slaves (:func:`.patterns.mesh`), one exchange per peer::
+A round of ``max(sbytes, rbytes)`` bytes takes ``ceil(max / S)`` loops of ``S``-byte pieces (``S``
+a slot of the HCCL buffer); both ends of a pair compute the same number. Loop ``i`` of the whole
+call serves the pairs that still have a loop ``i`` (a symmetric set), in groups of the main
+thread and its slaves (:func:`.patterns.mesh`), one exchange per peer on one thread. The groups
+keep the world deadlock-free for any plan (the argument of :func:`.patterns.mesh_groups` holds
+loop by loop).
+
+**All-to-all** (:func:`exchange`, push): the buffer is cut into ``2 * nranks`` slots, ``out[p]``
+stages what goes to ``p``, ``in[q]`` receives what ``q`` sends::
 
     on thread t, peer p:  LocalCopy(out[p] <- src piece)          (when this rank sends)
                           record p.ACK; wait own ACK                my in[p] is free / p's in[me] is
@@ -20,8 +25,19 @@ main thread and its slaves (:func:`.patterns.mesh`), one exchange per peer::
                           LocalCopy(dst piece <- in[p])             (when this rank receives)
 
 The copy-out runs on the same thread before that thread's next ACK, so a slot is never
-overwritten while it is still needed; the groups keep the world deadlock-free for any plan
-(the argument of :func:`.patterns.mesh_groups` holds loop by loop).
+overwritten while it is still needed.
+
+**Point-to-point** (:func:`transfer`, pull: scenario S2 of hcomm-api §8): ``nranks`` slots,
+``out[p]`` stages what goes to ``p``; the receiver reads it straight into its buffer::
+
+    sender   : LocalCopy(out[p] <- src piece); record p.ACK ........................ wait own DATA
+    receiver :                         wait own ACK; Read(dst piece <- p.out[me]); record p.DATA
+
+ACK says "staged", DATA "read": a send completes once its receiver read it (a rendezvous, as
+HCCL's synchronous HcclSend), the sender's slot is not reused before. A round in both directions
+does both halves on one thread (record ACK, wait ACK, read, record DATA, wait DATA), so two ranks
+sending each other in one batch (or one group) do not wait for each other; two plain HcclSend
+calls facing each other do, and the blocked streams report it.
 
 Counts that do not mirror each other (a send of 100 bytes met by a receive of 60) are a user
 error HCCL leaves undefined; here the pair then disagrees on its loop count and the blocked
@@ -30,9 +46,10 @@ meaningful). Nothing outside the named ranges is written either way.
 """
 from __future__ import annotations
 
+from ..hcomm import channel_ops as _ch
 from ..hcomm.local import local_copy
 from .context import buffer_parts, chunk_bytes
-from .patterns import mesh, mesh_exchange
+from .patterns import ACK, DATA, mesh, mesh_exchange, record, wait
 
 
 def loops(rounds, slot: int) -> list[tuple]:
@@ -45,32 +62,60 @@ def loops(rounds, slot: int) -> list[tuple]:
     return out
 
 
+def _run_loops(ctx, plan: dict, slots: int, step) -> None:
+    """Run ``plan``'s loops: in loop ``i``, ``step(thread, peer, (src, spiece, dst, rpiece), slot)``
+    for every peer with a loop ``i``, on the main thread and its slaves (:func:`.patterns.mesh`)."""
+    me = ctx.rank
+    slot = chunk_bytes(ctx, slots)
+    todo = {p: loops(rounds, slot) for p, rounds in plan.items() if p != me}
+    for i in range(max((len(v) for v in todo.values()), default=0)):
+        active = [p for p, v in todo.items() if len(v) > i]
+        mesh(ctx, lambda t, p: step(t, p, todo[p][i], slot), peers=active)
+
+
 @buffer_parts(lambda n: 2 * n)
 def exchange(ctx, plan: dict, local=None) -> None:
-    """Issue the pairwise exchange ``plan`` (``{peer: [(src, sbytes, dst, rbytes), ...]}``, see
-    the module docstring); ``local = (dst, src, nbytes)`` is this rank's own part, one copy on the
-    main thread first."""
+    """Issue the all-to-all exchange ``plan`` (``{peer: [(src, sbytes, dst, rbytes), ...]}``, push,
+    see the module docstring); ``local = (dst, src, nbytes)`` is this rank's own part, one copy on
+    the main thread first."""
     n, me = ctx.nranks, ctx.rank
     if local is not None and local[2] and local[0] != local[1]:
         local_copy(ctx.main, *local)
     if n == 1 or not plan:
         return
-    slot = chunk_bytes(ctx, 2 * n)
-    todo = {p: loops(rounds, slot) for p, rounds in plan.items() if p != me}
-    out_slot = lambda p: ctx.ccl + slot * p            # noqa: E731  what goes to p
-    in_slot = lambda base, q: base + slot * (n + q)    # noqa: E731  what q sent, in a buffer at base
-    for i in range(max((len(v) for v in todo.values()), default=0)):
-        active = [p for p, v in todo.items() if len(v) > i]
 
-        def one(t, p):
-            src, spiece, dst, rpiece = todo[p][i]
-            if spiece:
-                local_copy(t, out_slot(p), src, spiece)
-            mesh_exchange(t, ctx.channel(p), in_slot(ctx.peer_ccl(p), me), out_slot(p), spiece)
-            if rpiece:
-                local_copy(t, dst, in_slot(ctx.ccl, p), rpiece)
+    def step(t, p, piece, slot):
+        src, spiece, dst, rpiece = piece
+        out_slot, in_slot = ctx.ccl + slot * p, ctx.ccl + slot * (n + p)
+        if spiece:
+            local_copy(t, out_slot, src, spiece)
+        mesh_exchange(t, ctx.channel(p), ctx.peer_ccl(p) + slot * (n + me), out_slot, spiece)
+        if rpiece:
+            local_copy(t, dst, in_slot, rpiece)
 
-        mesh(ctx, one, peers=active)
+    _run_loops(ctx, plan, 2 * n, step)
+
+
+@buffer_parts(lambda n: n)
+def transfer(ctx, plan: dict) -> None:
+    """Issue the point-to-point transfers ``plan`` (pull, see the module docstring)."""
+    me = ctx.rank
+
+    def step(t, p, piece, slot):
+        src, spiece, dst, rpiece = piece
+        ch = ctx.channel(p)
+        if spiece:
+            local_copy(t, ctx.ccl + slot * p, src, spiece)
+            record(t, ch, ACK)
+        if rpiece:
+            wait(t, ch, ACK)
+            _ch.read(t, ch, dst, ctx.peer_ccl(p) + slot * me, rpiece)
+            record(t, ch, DATA)
+        if spiece:
+            wait(t, ch, DATA)
+
+    if ctx.nranks > 1 and plan:
+        _run_loops(ctx, plan, ctx.nranks, step)
 
 
 @buffer_parts(lambda n: 2 * n)
@@ -107,8 +152,9 @@ def batch_plan(items) -> dict:
     return plan
 
 
-@buffer_parts(lambda n: 2 * n)
+@buffer_parts(lambda n: n)
 def batch_send_recv(ctx, items) -> None:
-    """Issue a batch of sends and receives (``(is_send, buf, nbytes, peer)`` items) together: no
-    item waits for another item of this rank (:func:`batch_plan`)."""
-    exchange(ctx, batch_plan(items))
+    """Issue sends and receives (``(is_send, buf, nbytes, peer)`` items) together: no item waits
+    for another item of this rank (:func:`batch_plan`, :func:`transfer`). A plain HcclSend or
+    HcclRecv is a batch of one item."""
+    transfer(ctx, batch_plan(items))

@@ -112,8 +112,10 @@ class ChannelEnd:
         when the end is acquired: its HCCL buffer and the memories its descriptor listed)."""
         out = self._exposed
         if out is None:
-            buf = comm_mod.hccl_buffer(self.comm, "HcclChannelAcquire")
-            out = [(buf.addr, buf.size, buf, "its HCCL buffer")]
+            out = []
+            if not getattr(self.comm, "l3", False):   # an HCOMM channel (no communicator) has no HCCL buffer
+                buf = comm_mod.hccl_buffer(self.comm, "HcclChannelAcquire")
+                out.append((buf.addr, buf.size, buf, "its HCCL buffer"))
             out += [(m.addr, m.size, m.alloc, f"memory {m.tag!r}") for m in self.mems]
             self._exposed = out
         return out

@@ -59,6 +59,8 @@ class World:
 class Communicator:
     """One rank of a communicator (``HcclComm``)."""
 
+    l3 = False      # resources of a communicator (HCOMM's comm-less owners say True)
+
     def __init__(self, world: World, rank: int, device: int):
         self.world = world
         self.rank = rank
@@ -115,16 +117,18 @@ def _world_of(root_info, api: str) -> World:
 
 
 def init_root_info(nranks: int, root_info, rank: int, settings=None,
-                   api: str = "HcclCommInitRootInfo") -> Communicator:
-    """``HcclCommInitRootInfo``: join rank ``rank`` of ``nranks``; collective, blocks the host.
+                   api: str = "HcclCommInitRootInfo", wait: bool = True) -> Communicator:
+    """``HcclCommInitRootInfo``: join rank ``rank`` of ``nranks``; collective, blocks the host
+    (unless ``wait`` is False: then :func:`wait_joined` completes it, at ``HcclGroupEnd``).
     ``settings``: a :class:`.comm_config.CommSettings` (``HcclCommInitRootInfoConfig``)."""
     world = _world_of(root_info, api)
     if not isinstance(nranks, int) or nranks < 1:
         raise para(api, f"nRanks {nranks} must be at least 1")
-    return _join(world, nranks, rank, api, settings)
+    return _join(world, nranks, rank, api, settings, wait=wait)
 
 
-def init_cluster_info(cluster_info, rank: int, settings=None, api: str = "HcclCommInitClusterInfo") -> Communicator:
+def init_cluster_info(cluster_info, rank: int, settings=None, api: str = "HcclCommInitClusterInfo",
+                      wait: bool = True) -> Communicator:
     """``HcclCommInitClusterInfo``: join rank ``rank`` of the cluster a rank-table file describes.
 
     Ranks passing the same file join the same communicator (a new one once the previous is
@@ -146,12 +150,14 @@ def init_cluster_info(cluster_info, rank: int, settings=None, api: str = "HcclCo
         if world is None or len(world.joined) >= table.nranks:
             world = sim.cluster_worlds[path] = World(table.nranks)
             world.rank_table = table
-    return _join(world, table.nranks, rank, api, settings)
+    return _join(world, table.nranks, rank, api, settings, wait=wait)
 
 
-def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=None) -> Communicator:
+def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=None,
+          wait: bool = True) -> Communicator:
     """Join ``world`` as ``rank`` and wait for the other ranks (``HCCL_CONNECT_TIMEOUT``); the
-    rank runs on ``device`` (an open device; default: the calling thread's current one)."""
+    rank runs on ``device`` (an open device; default: the calling thread's current one). With
+    ``wait`` False, return the joined communicator at once (:func:`wait_joined` waits later)."""
     if not isinstance(rank, int) or not 0 <= rank < nranks:
         raise para(api, f"rank {rank} is outside [0, {nranks})")
     sim = _sim()
@@ -159,7 +165,6 @@ def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=
     dev = sim.runtime.current_device() if device is None else sim.runtime.devices.get(device)
     if dev is None:
         raise hccl_error(HcclResult.HCCL_E_RUNTIME, api, "no current device: call aclrtSetDevice first")
-    timeout = sim.config.connect_timeout
     with sim.lock:
         if world.nranks is None:
             world.nranks = nranks
@@ -179,12 +184,22 @@ def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=
         world.devices[rank] = dev.id
         world.joined.add(rank)
         _arrive(world, rank, len(world.joined) >= nranks, api)
+    sim.scheduler.poke()
+    if wait:
+        wait_joined(comm, api)
+    return comm
+
+
+def wait_joined(comm: Communicator, api: str = "HcclGroupEnd") -> None:
+    """Wait until every rank of ``comm``'s communicator joined (``HCCL_CONNECT_TIMEOUT``); on a
+    timeout, ``comm`` leaves its communicator again and is released."""
+    sim, world, rank, nranks = _sim(), comm.world, comm.rank, comm.world.nranks
+    timeout = sim.config.connect_timeout
     sched = sim.scheduler
-    sched.poke()
     status = sched.run_until(lambda: len(world.joined) >= nranks, timeout, f"{api}(rank {rank} of {world.name})",
                              detect_stuck=False)
     if status == DONE_OK:
-        return comm
+        return
     with sim.lock:
         missing = sorted(set(range(nranks)) - world.joined)
         del world.comms[rank]

@@ -44,6 +44,8 @@ class DeviceScope:
     """The owner of one device's resources made without a communicator (a communicator's
     stand-in for :class:`pyhcomm.hccl.thread.HcommThread` and channel ends)."""
 
+    l3 = True
+
     def __init__(self, device: int):
         self.device = self.rank = device
         self.name = f"device {device}"
@@ -150,6 +152,10 @@ def get_endpoint(handle, api: str) -> Endpoint:
 def destroy(handle) -> None:
     ep = get_endpoint(handle, "HcommEndpointDestroy")
     ep.live = False
+    for end in getattr(ep, "channels", []):      # its HCOMM channels close with it
+        if not end.closed:
+            _sim().transport.withdraw(end)
+            _sim().handles.channels.remove(end.handle)
     for m in ep.mems.values():
         _sim().handles.misc.remove(m.handle)
     ep.mems.clear()

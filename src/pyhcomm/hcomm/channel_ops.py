@@ -22,10 +22,9 @@ from ..sim.runtime import host_ctx
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..sim.record import outcome
 from ..sim.task import NotifyingTask, Task, call_site
-from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine, HcommReduceOp
+from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine
 from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para, ptr
 from ..hccl.channel import connected_peer, get_channel
-from ..hccl.thread import get_thread
 from ..defs.primitives import HcommBatchTransferDesc, HcommTransferType  # noqa: F401
 from ..topology import CommProtocol
 from . import validate as v
@@ -52,7 +51,7 @@ def _thread_and_channel(thread, channel, api):
     ch = ctx.sim.handles.channels._objs.get(channel) if channel else None
     if ch is None:
         ch = get_channel(channel, api)
-    if ch.comm is not t.comm:
+    if ch.comm is not t.comm and not (ch.comm.device == t.device and (ch.comm.l3 or t.comm.l3)):
         raise para(api, f"channel 0x{channel:x} belongs to rank {ch.comm.rank}, thread 0x{thread:x} to "
                         f"rank {t.rank}")
     if ch.host_side == device_side:

@@ -140,6 +140,10 @@ KernelLaunchEvent = _event_type("KernelLaunchEvent", "An AI CPU kernel launch.",
     ("name", Optional[str], None, False),
     ("blocks", int, 1, False),
     ("issued", tuple, (), False)))             # seqs of the entries its kernel issued
+CollectiveEvent = _event_type("CollectiveEvent", "The marker of a collective call (``pyhcomm.collectives``): "
+                              "recorded when the call returns, every entry of the call enqueued.", (
+    ("name", Optional[str], None, False),      # the API (HcclAllGather ...) or the caller's tag
+    ("first", int, 0, False)))                 # the first seq of the call
 SyncEvent = _event_type("SyncEvent", "Blocking host calls, recorded when they return: ``Synchronize`` (stream and "
                         "device synchronize, stream destroy), ``ThreadJoin``, ``ChannelDrain``, ``Fence``.", (
     ("streams", tuple, (), True),
@@ -167,6 +171,7 @@ EVENT_TYPES = {
     "Memset": MemsetEvent,
     "EngineCtxCopy": EngineCtxCopyEvent,
     "KernelLaunch": KernelLaunchEvent,
+    "Collective": CollectiveEvent,
     "Synchronize": SyncEvent,
     "ThreadJoin": SyncEvent,
     "ChannelDrain": SyncEvent,
@@ -353,3 +358,47 @@ _TASKS = {
     "MemsetAsync": _memset_async,
     "KernelLaunch": _kernel_launch,
 }
+
+
+# -- sizes without events (the timing model) --------------------------------------------------------
+def _device_of(span):
+    alloc = span[2] if len(span) > 2 else None
+    if alloc is not None:
+        return getattr(alloc, "device", None)
+    from .memory import device_of_address
+    return device_of_address(span[0])
+
+
+def transfer_view(record, e) -> tuple:
+    """``(nbytes, protocol name, remote device)`` of a transfer entry (task or NBI host effect),
+    read straight from the entry, without building its event: what the timing model needs of the
+    millions of transfers of a large run. ``remote device`` is where a write lands or a read reads
+    (None when unknown)."""
+    kind = e.kind
+    if e.entry == "host":
+        extra = e.extra or {}
+        info = record.channel_info.get(extra.get("channel"))
+        spans = e.writes if kind.startswith("Write") else e.reads
+        nbytes = extra.get("nbytes") or (spans[0][1] if spans else 0)
+    else:
+        info = record.channel_info.get(e.detail[0])
+        spans = e.writes if kind.startswith("Write") else e.reads
+        nbytes = e.args[5] if "Reduce" not in kind else e.writes[0][1]
+    remote = _device_of(spans[0]) if spans else None
+    return nbytes, (info[0] if info else None), remote
+
+
+def local_bytes(e) -> int:
+    """Bytes a local operation moves or writes (LocalCopy, LocalReduce, MemcpyAsync, MemsetAsync,
+    and the synchronous host effects), without building its event."""
+    kind = e.kind
+    if e.entry == "host":
+        extra = e.extra or {}
+        return extra.get("nbytes", 0)
+    if kind == "LocalCopy":
+        return e.n
+    if kind == "MemcpyAsync":
+        return e.args[4]
+    if kind == "MemsetAsync":
+        return e.args[3]
+    return e.writes[0][1] if e.writes else 0

@@ -168,6 +168,10 @@ class Record:
             del self.xlog[:k]
             self._exec_dropped += k
 
+    def next_seq(self) -> int:
+        """The seq the next entry will get (nothing is taken)."""
+        return _peek(self.counter)
+
     def host_effect(self, kind: str, api: str, *, ok: bool = True, rank=None, device=None, engine=None,
                     thread=None, stream=None, reads=(), writes=(), **extra):
         """Record a host effect that just happened (``ok`` False: the call failed); returns it

@@ -69,7 +69,7 @@ class CostModel:
     def link(self, protocol) -> Link:
         """The :class:`Link` of ``protocol`` (a ``CommProtocol`` or its name); ``KeyError`` naming
         the product when it has no such link."""
-        name = protocol if isinstance(protocol, str) else protocol.name
+        name = _canonical(protocol)
         try:
             return self.links[name]
         except KeyError:
@@ -81,12 +81,22 @@ class CostModel:
         replaces one protocol's)."""
         links = dict(values.pop("links", self.links))
         for key in [k for k in values if k.startswith("link_")]:
-            links[key[5:]] = values.pop(key)
+            links[_canonical(key[5:])] = values.pop(key)
         return dataclasses.replace(self, links=links, **values)
 
 
+def _canonical(protocol) -> str:
+    """The ``CommProtocol`` name of ``protocol`` (a member, its value, or any of its names)."""
+    from ..topology import CommProtocol
+    if isinstance(protocol, str):
+        if protocol in CommProtocol.__members__:
+            return CommProtocol[protocol].name
+        return protocol
+    return CommProtocol(protocol).name
+
+
 def _links(**by_protocol) -> dict:
-    return {f"COMM_PROTOCOL_{k}": v for k, v in by_protocol.items()}
+    return {_canonical(f"COMM_PROTOCOL_{k}"): v for k, v in by_protocol.items()}
 
 
 # -- per family (docs/timing.md: sources and assumptions) --------------------------------------------
@@ -105,8 +115,8 @@ _FAMILIES = {
                             HCCS_ONLY=Link(196 * GB, 1 * US), ROCE=_ROCE_400G_DIE, PCIE=Link(64 * GB, 2 * US)),
                host_link=Link(64 * GB, 2 * US), copy_bandwidth=1600 * GB / 2, reduce_bandwidth=1600 * GB / 3),
     # Atlas 350: Ascend 950PR, UB links in a super node
-    "950": dict(links=_links(UBC_CTP=Link(1000 * GB, 1 * US), UBC_TP=Link(1000 * GB, 1 * US),
-                             UB_MEM=Link(1000 * GB, 1 * US), UBOE=Link(1000 * GB, 2 * US), ROCE=_ROCE_400G,
+    "950": dict(links=_links(UB_CTP=Link(1000 * GB, 1 * US), UBC_TP=Link(1000 * GB, 1 * US),
+                             UB_MEM=Link(1000 * GB, 1 * US), UB_RTP=Link(1000 * GB, 1 * US), UBOE=Link(1000 * GB, 2 * US), ROCE=_ROCE_400G,
                              PCIE=Link(64 * GB, 2 * US)),
                 host_link=Link(64 * GB, 2 * US), copy_bandwidth=1600 * GB / 2, reduce_bandwidth=1600 * GB / 3),
 }

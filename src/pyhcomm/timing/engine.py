@@ -31,8 +31,9 @@ START_TO_ISSUE = 2   # a kernel launch: the kernel's program starts after its la
 END_TO_START = 3     # stream order: FIFO on one stream
 END_TO_DEP = 4       # a signal: a notify record reaching its wait, a sync waiting for a stream ...
 ISSUE_TO_DEP = 5     # the end of a blocking call waits for the program that issued it (kernel end)
-_SRC = (0, 2, 1, 2, 2, 0)   # 0 issue, 1 start, 2 end
-_DST = (0, 0, 0, 1, 2, 2)   # 0 issue, 1 start, 2 dependencies
+ISSUE_TO_START = 6   # a batch: its tasks reach their streams when the batch ends
+_SRC = (0, 2, 1, 2, 2, 0, 0)   # 0 issue, 1 start, 2 end
+_DST = (0, 0, 0, 1, 2, 2, 1)   # 0 issue, 1 start, 2 dependencies
 
 
 class Plan:

@@ -40,16 +40,19 @@ def write_png(tl, path, max_rows: int = 64, width: float = 14.0) -> int:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.collections import LineCollection
         from matplotlib.patches import Patch
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("the PNG timeline needs matplotlib: pip install 'pyhcomm[plot]'") from exc
+    from .trace import _rank_of
     rows: dict = {}
     bars: dict = {}
+    rank_of = _rank_of(tl.events)
     for i, ev in enumerate(tl.events):
         end = tl.end[i]
-        if end != end or end == float("inf"):
+        if end != end or end == float("inf") or ev.kind == "Collective":
             continue
-        rank = ev.rank if ev.rank is not None else -1 - (ev.device or 0)
+        rank = ev.rank if ev.rank is not None else rank_of.get(ev.device, -1 - (ev.device or 0))
         key = (rank, "host") if ev.entry == "host" else (rank, ev.stream or 0)
         if key not in rows:
             rows[key] = None
@@ -73,10 +76,13 @@ def write_png(tl, path, max_rows: int = 64, width: float = 14.0) -> int:
     for key in keys:
         for begin, end, _f, i in bars[key]:
             where[i] = (begin, end, index[key])
-    for a in tl.arrows[:2000]:
+    segments = []
+    for a in tl.arrows:
         if a.kind == "notify" and a.src in where and a.dst in where:
             s, d = where[a.src], where[a.dst]
-            ax.plot([s[1] * us, d[0] * us], [s[2], d[2]], color="#555555", linewidth=0.3, alpha=0.5)
+            segments.append([(s[1] * us, s[2]), (max(s[1], d[0]) * us, d[2])])
+    if segments:
+        ax.add_collection(LineCollection(segments, colors="#555555", linewidths=0.3, alpha=0.5))
     labels = []
     for rank, stream in keys:
         who = f"rank {rank}" if rank >= 0 else f"device {-1 - rank}"
@@ -94,8 +100,8 @@ def write_png(tl, path, max_rows: int = 64, width: float = 14.0) -> int:
         title += f" ({dropped} rows not shown)"
     ax.set_title(title, fontsize=9)
     ax.legend(handles=[Patch(color=c, label=k) for k, c in COLOURS.items()], fontsize=6, ncol=8,
-              loc="upper center", bbox_to_anchor=(0.5, -0.12 if len(keys) > 4 else -0.3))
-    fig.tight_layout()
+              loc="upper center", bbox_to_anchor=(0.5, -0.1 if len(keys) > 4 else -0.3))
+    fig.subplots_adjust(left=0.16, right=0.99, top=0.93, bottom=0.16 if len(keys) > 4 else 0.35)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return len(keys)

@@ -1,9 +1,11 @@
 """What a replay gives: every entry of the record with its times on the virtual clock.
 
-A :class:`Timeline` holds the record's typed events (:mod:`pyhcomm.sim.events`) and, aligned with
-them, when each was issued by its program, started and ended (seconds from the first issue), plus
-the arrows worth drawing (a notify record to the wait that consumed it, a transfer to where its
-bytes landed) and the modeled time of each collective call (:class:`CallTime`). The trace writers
+A :class:`Timeline` holds, for every entry of the record (in issue order), when its program
+(a host thread, an AI CPU kernel) issued it, when it started and when it ended (seconds of the
+virtual clock; ``nan`` for entries that never ran), plus the modeled time of each collective call
+(:class:`CallTime`). The typed events (:mod:`pyhcomm.sim.events`), the arrows worth drawing (a
+notify record to the wait that consumed it, a transfer to where its bytes landed) are built on
+first use: a large replay that only wants the call times never builds them. The trace writers
 (:mod:`.trace`, :mod:`.png`) read only this.
 """
 from __future__ import annotations
@@ -12,14 +14,15 @@ from typing import NamedTuple
 
 
 class CallTime(NamedTuple):
-    """One collective call: its name (the ``hccl.h`` API), the ranks' entries, and its modeled
-    span: from the first entry's issue to the last entry's end over every rank (seconds)."""
+    """One collective call: its name (the ``hccl.h`` API or the caller's tag), the ranks taking
+    part, and its modeled span: from the first entry's issue to the last entry's end over every
+    rank (seconds). ``entries``: indices into the timeline."""
 
     name: str
     ranks: tuple
     begin: float
     end: float
-    entries: tuple          # indices into the timeline
+    entries: tuple
 
     @property
     def seconds(self) -> float:
@@ -28,7 +31,7 @@ class CallTime(NamedTuple):
 
 class Arrow(NamedTuple):
     """An arrow from entry ``src`` to entry ``dst`` (indices): ``kind`` is ``"notify"`` (a record
-    to the wait that consumed it) or ``"transfer"`` (a transfer to the bytes' destination rank)."""
+    to the wait that consumed it)."""
 
     src: int
     dst: int
@@ -36,31 +39,50 @@ class Arrow(NamedTuple):
 
 
 class Timeline:
-    """Events with times. ``issue[i]``, ``start[i]``, ``end[i]``: seconds of ``events[i]``."""
+    """Times of entries. ``issue[i]``, ``start[i]``, ``end[i]``: seconds of entry ``i``.
+
+    ``events``, ``arrows``, ``destinations`` may be given as lists, or as functions that build them
+    on first use."""
 
     def __init__(self, events, issue, start, end, arrows=(), calls=(), model=None, destinations=None):
-        self.events = events
+        self._events = events
         self.issue = issue
         self.start = start
         self.end = end
-        self.arrows = list(arrows)
+        self._arrows = arrows
         self.calls = list(calls)
         self.model = model
-        #: transfers: index -> (destination rank, destination device), where known
-        self.destinations = destinations or {}
+        self._destinations = destinations if destinations is not None else {}
+
+    @staticmethod
+    def _get(value):
+        return value() if callable(value) else value
+
+    @property
+    def events(self) -> list:
+        """The typed events, aligned with the times."""
+        if callable(self._events):
+            self._events = self._events()
+        return self._events
+
+    @property
+    def arrows(self) -> list:
+        """:class:`Arrow` values (notify record -> the wait that consumed it)."""
+        if callable(self._arrows):
+            self._arrows = self._arrows()
+        return list(self._arrows)
+
+    @property
+    def destinations(self) -> dict:
+        """transfers: index -> (destination rank, destination device), where known."""
+        if callable(self._destinations):
+            self._destinations = self._destinations()
+        return self._destinations
 
     def __len__(self):
-        return len(self.events)
+        return len(self.end)
 
     @property
     def makespan(self) -> float:
         """Seconds from the first issue to the last end."""
-        ends = [e for e in self.end if e == e and e != float("inf")]
-        return max(ends, default=0.0)
-
-    def of(self, seq: int) -> int:
-        """The index of the entry with ``seq``; ``KeyError`` if the timeline has none."""
-        index = getattr(self, "_by_seq", None)
-        if index is None:
-            index = self._by_seq = {ev.seq: i for i, ev in enumerate(self.events)}
-        return index[seq]
+        return max((e for e in self.end if e == e), default=0.0)

@@ -79,8 +79,8 @@ def trace_events(tl) -> list:
     us = 1e6
     for i, ev in enumerate(events):
         end = tl.end[i]
-        if end != end or end == float("inf"):
-            continue                          # never ran
+        if end != end or end == float("inf") or ev.kind == "Collective":
+            continue                          # never ran; call markers: the collectives track
         pid = proc(ev)
         if ev.entry == "host":
             tid = fixed_track(pid, HOST_TID, "host")
@@ -106,9 +106,9 @@ def trace_events(tl) -> list:
             args["notify"] = f"{notify.owner} #{notify.index}"
         if ev.api:
             args["api"] = ev.api
-        ts = begin * us
+        ts, dur = _span(begin, end)
         body.append({"ph": "X", "name": ev.kind, "cat": ev.entry, "pid": pid, "tid": tid, "ts": ts,
-                     "dur": max(0.0, (end - begin) * us), "args": args})
+                     "dur": dur, "args": args})
         where[i] = (pid, tid, ts)
         dest = tl.destinations.get(i)
         if dest is not None:
@@ -120,7 +120,7 @@ def trace_events(tl) -> list:
                 meta.append({"ph": "M", "name": "process_name", "pid": dpid, "tid": 0, "args": {"name": label}})
             dtid = fixed_track(dpid, INCOMING_TID, "incoming")
             body.append({"ph": "X", "name": f"{ev.kind} from rank {ev.rank}", "cat": "incoming", "pid": dpid,
-                         "tid": dtid, "ts": ts, "dur": max(0.0, (end - begin) * us),
+                         "tid": dtid, "ts": ts, "dur": dur,
                          "args": {"seq": ev.seq, "bytes": ev.nbytes if "nbytes" in fields else 0, "site": ev.site}})
             body.append({"ph": "s", "id": 2 * ev.seq, "name": "transfer", "cat": "transfer", "pid": pid,
                          "tid": tid, "ts": ts})
@@ -133,6 +133,10 @@ def trace_events(tl) -> list:
         flow += 1
         spid, stid, sts = where[a.src]
         dpid, dtid, dts = where[a.dst]
+        # the arrow ends where the signal reaches the wait (inside the wait's slice, never before
+        # the record's start: a wait often starts long before its record)
+        arrive = min(tl.end[a.dst], max(tl.end[a.src], dts / us))
+        dts = _span(arrive, arrive)[0]
         body.append({"ph": "s", "id": 2 * flow + 1, "name": "notify", "cat": "notify", "pid": spid, "tid": stid,
                      "ts": sts})
         body.append({"ph": "f", "bp": "e", "id": 2 * flow + 1, "name": "notify", "cat": "notify", "pid": dpid,
@@ -143,10 +147,18 @@ def trace_events(tl) -> list:
             if pid not in procs:
                 continue
             tid = fixed_track(pid, CALLS_TID, "collectives")
+            ts, dur = _span(call.begin, call.end)
             body.append({"ph": "X", "name": call.name, "cat": "collective", "pid": pid, "tid": tid,
-                         "ts": call.begin * us, "dur": call.seconds * us,
+                         "ts": ts, "dur": dur,
                          "args": {"call": k, "modeled_us": round(call.seconds * us, 3)}})
     return meta + body
+
+
+def _span(begin: float, end: float) -> tuple:
+    """``(ts, dur)`` in microseconds, both whole nanoseconds: the end of one slice and the start of
+    the next on a stream round alike, so FIFO slices never overlap by a rounding error."""
+    b, e = round(begin * 1e9), round(end * 1e9)
+    return b / 1000, max(0, e - b) / 1000
 
 
 def trace_dict(tl) -> dict:

@@ -1,0 +1,31 @@
+"""Collective calls mark themselves in the record (the timing model times each call)."""
+import pyhcomm
+from pyhcomm import acl
+from pyhcomm.capi import hccl_ops as ops
+
+
+def _allreduce_twice(comm):
+    send, _ = acl.rt.malloc(4096, 0)
+    recv, _ = acl.rt.malloc(4096, 0)
+    stream, _ = acl.rt.create_stream()
+    for _ in range(2):
+        assert ops.HcclAllReduce(send, recv, 1024, 4, 0, comm.handle, stream) == 0
+    acl.rt.synchronize_stream(stream)
+
+
+def test_every_call_records_a_marker_after_its_entries():
+    sim = pyhcomm.Sim(data=False)
+    pyhcomm.launch(_allreduce_twice, 2, sim=sim)
+    events = sim.record.events()
+    marks = [e for e in events if e.kind == "Collective"]
+    assert [(e.rank, e.name) for e in sorted(marks, key=lambda e: (e.rank, e.seq))] == \
+        [(0, "HcclAllReduce"), (0, "HcclAllReduce"), (1, "HcclAllReduce"), (1, "HcclAllReduce")]
+    for rank in (0, 1):
+        mine = sorted((e for e in marks if e.rank == rank), key=lambda e: e.seq)
+        tasks = [e.seq for e in events if e.rank == rank and e.entry == "task"]
+        first_call = [s for s in tasks if mine[0].first <= s < mine[0].seq]
+        second_call = [s for s in tasks if mine[1].first <= s < mine[1].seq]
+        assert first_call and second_call and len(first_call) == len(second_call)
+        assert len(first_call) + len(second_call) == len(tasks)     # every task belongs to one call
+        assert mine[0].seq < mine[1].first                           # the calls do not overlap
+        assert mine[0].api == "HcclAllReduce" and mine[0].entry == "host"
