@@ -31,9 +31,9 @@ from pyhcomm.verify import check
 from verify_programs import F32, H2D, D2H, collective
 
 #: the modules of the collectives (the package's names are its functions: import the modules)
-_allgather, _broadcast, _context, _pairwise, _reduce_scatter, _send_recv = (
+_allgather, _broadcast, _context, _pairwise, _reduce_scatter = (
     importlib.import_module(f"pyhcomm.collectives.{m}")
-    for m in ("allgather", "broadcast", "context", "pairwise", "reduce_scatter", "send_recv"))
+    for m in ("allgather", "broadcast", "context", "pairwise", "reduce_scatter"))
 E, P = pyhcomm.CommEngine, pyhcomm.CommProtocol
 ACK, DATA = _patterns.ACK, _patterns.DATA
 A2, A3, A350 = "Atlas 800T A2", "Atlas A3", "Atlas 350"
@@ -156,10 +156,10 @@ def _pull_no_ack(t, ch, dst, src, nbytes):
     _patterns.record(t, ch, DATA)
 
 
-def _pull_no_data_record(t, ch, dst, src, nbytes):
-    """Read, but never tell the sender it was read."""
-    _patterns.wait(t, ch, ACK)
-    _ch.read(t, ch, dst, src, nbytes)
+def _record_but_not_data(t, ch, idx):
+    """A receiver that reads but never tells the sender it has read (its DATA records dropped)."""
+    if idx != DATA:
+        _patterns.record(t, ch, idx)
 
 
 def _wait_but_not_data(t, ch, idx):
@@ -420,7 +420,7 @@ MUTANTS = [
            "DATA (its ACK records run ahead of their waits)", ("lost-record",), collective("broadcast", 768 * 1024),
            patches=((_broadcast, "wait", _wait_but_not_data),), env=tuple(SMALL_BUFFER.items())),
     Mutant("recv_no_data_record", "Send/Recv: the receiver never tells the sender it has read", ("hang",),
-           collective("sendrecv"), nranks=3, patches=((_send_recv, "pull", _pull_no_data_record),)),
+           collective("sendrecv"), nranks=3, patches=((PAIRS, "record", _record_but_not_data),)),
     Mutant("alltoall_no_ack_wait", "AlltoAll: writes a peer's slot without its ACK (two loops)", ("race",),
            collective("alltoall", 96 * 1024), patches=((PAIRS, "mesh_exchange", _mesh_exchange_no_ack),),
            env=tuple(SMALL_BUFFER.items())),

@@ -55,18 +55,15 @@ class LaunchTimeout(RuntimeError):
     """Ranks still ran when :func:`launch`'s timeout passed."""
 
 
-#: Callables told the Sim of every launch (``observe_launches``: ``python -m pyhcomm trace``).
-_observers: list = []
-
-
 @contextlib.contextmanager
 def observe_launches(observer):
-    """Call ``observer(sim)`` with the Sim of every ``launch`` started inside the block."""
-    _observers.append(observer)
+    """Call ``observer(sim)`` with the Sim of every ``launch`` started inside the block (a start
+    hook for its time: ``python -m pyhcomm trace``)."""
+    start_hooks.append(observer)
     try:
         yield
     finally:
-        _observers.remove(observer)
+        start_hooks.remove(observer)
 
 
 def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | None = None, rank_table=None,
@@ -103,8 +100,8 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
         if product is not None:
             sim.runtime.set_product(product)
         sim.scheduler.abort_reason = None
-    for observe in list(_observers):
-        observe(sim)
+    for hook in list(start_hooks):
+        hook(sim)
     devices = list(devices) if devices is not None else list(range(nranks))
     if len(devices) != nranks:
         raise ValueError(f"launch: {nranks} ranks but {len(devices)} devices")
@@ -121,8 +118,6 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
                 json.dump(rank_table.to_json(), f)
             rank_table = written
         world = _World(sim, fn, nranks, args, kwargs, devices, root, rank_table)
-        for hook in list(start_hooks):
-            hook(sim)
         try:
             results = world.run_coop(timeout) if sim.scheduler.name == "coop" else world.run_threads(timeout)
         except (RankError, LaunchTimeout) as exc:

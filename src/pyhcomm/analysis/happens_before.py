@@ -46,7 +46,7 @@ every path. Entries that never ran (pending, skipped, a wait that failed) are no
 their ``stream``, ``program`` and other static edges), but get no ``notify`` edge. A blocking call
 that timed out, was stuck or aborted gets no ``sync`` / ``join`` / ``drain`` edge.
 
-The API (stable; :class:`Graph`): ``seqs``, ``preds(seq)``, ``succs(seq)``, ``edges()``,
+The API (stable; :class:`Graph`): ``seqs``, ``preds(seq)``, ``succs(seq)``, ``edges()``, ``pred_codes()``,
 ``entry(seq)``, ``event(seq)``, ``program(seq)``, ``programs``, ``host_program(program)``,
 ``stream(seq)``, ``step(seq)``,
 ``ran(seq)``, ``order()``, ``happens_before(a, b)``, ``complete``. Every ``seq`` is an entry
@@ -143,6 +143,13 @@ class Graph:
         """The direct predecessors of ``seq``, as :class:`Edge` values."""
         seqs = self.seqs
         return tuple(Edge(seqs[c >> _SHIFT], EDGE_KINDS[c & 15]) for c in self._preds[self._index[seq]] or ())
+
+    def pred_codes(self) -> list:
+        """Every entry's direct predecessors in compact form, for replays over the whole graph:
+        per entry, in the order of ``seqs``, None or a list of ``src << 4 | k``, ``src`` the
+        position of the predecessor in ``seqs`` and ``k`` the index of its kind in
+        :data:`EDGE_KINDS`. Read-only."""
+        return self._preds
 
     def succs(self, seq) -> tuple:
         """The entries ``seq`` is a direct predecessor of, as :class:`Edge` values (``src`` is the

@@ -326,7 +326,9 @@ def race_findings(detector: RaceDetector, describer: Describer) -> list:
         what = describer.memory(space, lo, hi)
         lines = [f"{first:5}: {describer.entry(ea)}",
                  f"{second:5}: {describer.entry(eb)}",
-                 f"nothing orders them; to order them: {suggest(ea, eb, describer)}"]
+                 f"nothing orders them. To run the {first} first: {suggest(ea, eb, describer)}"]
+        if ea.entry == "task" and eb.entry == "task":
+            lines.append(f"or, to run the {second} first: {suggest(eb, ea, describer)}")
         title = f"{first} and {second} of {what} are not ordered"
         out[key] = Finding(RACE, title, lines, (ea.seq, eb.seq), key,
                            {"access": kind, "first": ea.seq, "second": eb.seq, "space": "device" if space == 0 else "host",

@@ -57,16 +57,18 @@ class Report:
             seen = self._keys.get(f.key)
             if seen is not None:
                 continue
-            f.schedule = token
-            f.replay = replay(token) if replay is not None else None
+            if token is not None:       # None: keep what another report said
+                f.schedule = token
+                f.replay = replay(token) if replay is not None else None
             self._keys[f.key] = f
             self.findings.append(f)
             new += 1
         return new
 
     def text(self) -> str:
-        head = (f"pyhcomm verify: {self.program} on {self.nranks} rank(s), {self.product}: "
-                f"{len(self.schedules)} schedule(s)" + (" (all of the bound)" if self.complete else "") + ", ")
+        head = (f"pyhcomm verify: {self.program}" + (f" on {self.nranks} rank(s)" if self.nranks else "")
+                + f", {self.product}: {len(self.schedules)} schedule(s)"
+                + (" (all of the bound)" if self.complete else "") + ", ")
         if not self.findings:
             return head + "no findings"
         out = [head + f"{len(self.findings)} finding(s)"]
@@ -141,8 +143,10 @@ def _user_frame(exc):
 
 
 def replay_command(fn, nranks: int, product=None, data: bool = True, script=None):
-    """A function ``token -> the command that replays that schedule``."""
-    opts = f" --ranks {nranks}" + (f' --product "{product}"' if product else "") + ("" if data else " --data off")
+    """A function ``token -> the command that replays that schedule`` (``nranks`` 0: a whole
+    ``script`` run as a program)."""
+    opts = (f" --ranks {nranks}" if nranks else "") + (f' --product "{product}"' if product else "")
+    opts += "" if data else " --data off"
     if script is not None:
         return lambda token: f"python -m pyhcomm verify {script}{opts} --replay {token}"
     path = inspect.getsourcefile(fn) if callable(fn) else None
