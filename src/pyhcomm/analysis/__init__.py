@@ -17,13 +17,16 @@ import gc
 def analyze(source, *, races: bool = True, deadlock_report: str | None = None) -> list:
     """Every finding of the checks on ``source`` (a Sim or a record), in a stable order: hangs,
     races, notify findings, work never waited for. ``races`` False skips the race detector (and
-    the completion check, which reads its clocks)."""
+    the completion check, which reads its clocks). ``deadlock_report``: the scheduler's hang
+    report to show with a hang (default: a Sim's last one)."""
     from .completion import completion_findings
     from .findings import Describer
     from .happens_before import build
     from .notifies import hang_findings, notify_findings, notify_queries, notify_uses
     from .race import RaceDetector, race_findings
 
+    if deadlock_report is None:     # a Sim: its scheduler's last hang report, shown with the hang
+        deadlock_report = getattr(getattr(source, "scheduler", None), "last_deadlock", None)
     graph = build(source)
     paused = gc.isenabled()
     if paused:

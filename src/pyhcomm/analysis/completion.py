@@ -15,8 +15,7 @@ from .findings import UNSYNCHRONIZED, Describer, Finding
 def completion_findings(graph, detector, describer: Describer) -> list:
     """See the module docstring; ``detector`` is a :class:`pyhcomm.analysis.race.RaceDetector`
     that ran over ``graph``."""
-    from ..sim.record import decode
-    entries, index = graph._entries, graph._index
+    entries = graph._entries
     owner = graph.host_program
     kernels = graph._kernel_of
     last: dict = {}     # (host program, stream chain) -> index of the last task of it that ran
@@ -25,22 +24,11 @@ def completion_findings(graph, detector, describer: Describer) -> list:
         j = last.get((hp, c))
         if j is None or detector.pos[i] > detector.pos[j]:
             last[(hp, c)] = i
-    # tasks skipped while nothing failed before them on their stream: dropped
-    failed: set = set()
-    dropped: dict = {}  # host program -> [skipped tasks]
-    for v in graph.record.xlog:
-        if v > 0:
-            continue
-        seq, what = decode(v)
-        i = index.get(seq)
-        if i is None or entries[i].entry != "task":
-            continue
+    # tasks that never ran while nothing failed before them on their stream: dropped, or still queued
+    dropped: dict = {}  # host program -> [those tasks]
+    for i in detector.never_ran:
         e = entries[i]
-        h = e.stream.handle
-        if what == "failed":
-            failed.add(h)
-        elif h not in failed:
-            dropped.setdefault(owner(e.program), []).append(e)
+        dropped.setdefault(owner(e.program), []).append(e)
     d = describer
     out: dict = {}
     for (p, _c), i in last.items():
@@ -66,8 +54,8 @@ def completion_findings(graph, detector, describer: Describer) -> list:
             out[key].count += 1
             continue
         lines = [f"first: {d.entry(e)}",
-                 "the stream was destroyed, or the run ended, before they ran: synchronize before destroying "
-                 "streams or ending the program"]
+                 "nothing waited for them before the run ended (or their stream was destroyed): synchronize "
+                 "before reading their results, destroying streams or ending the program"]
         out[key] = Finding(UNSYNCHRONIZED, f"{len(tasks)} task(s) of {d.program_label(p)} never ran",
                            lines, tuple(t.seq for t in tasks[:16]), key, {"program": p, "tasks": len(tasks)})
     found = list(out.values())

@@ -66,6 +66,30 @@ def _spans(e):
     return out
 
 
+def never_ran(graph) -> list:
+    """The indices of the tasks that never ran and were not behind a failure of their stream:
+    still queued when the record was read, or dropped with their stream; in issue order."""
+    from ..sim.record import decode
+    entries, index = graph._entries, graph._index
+    failed: set = set()
+    late = []
+    for v in graph.record.xlog:
+        if v > 0:
+            continue
+        seq, what = decode(v)
+        i = index.get(seq)
+        if i is None or entries[i].entry != "task":
+            continue
+        h = entries[i].stream.handle
+        if what == "failed":
+            failed.add(h)
+        elif h not in failed:
+            late.append(i)
+    late += [index[t.seq] for t in graph.record.pending() if t.seq in index]
+    late.sort()
+    return late
+
+
 def _space(alloc) -> int:
     """0 for device memory; the identity of a host allocation for host memory."""
     return id(alloc) if getattr(alloc, "kind", "device") == "host" else 0
@@ -153,6 +177,7 @@ class RaceDetector:
         self.final: dict = {}       # chain -> (clock, position) after its last entry
         #: (program, chain) -> index of the last task of that program that ran on that stream chain
         self.last_task: dict = {}
+        self.never_ran: list = []   # tasks taken as running after everything else (see never_ran)
         self._program_chain = None
 
     def run(self) -> "RaceDetector":
@@ -171,6 +196,12 @@ class RaceDetector:
             merged = [(ran_at[entries[i].seq], i) for i in order] + failed
             merged.sort()
             order = [i for _k, i in merged]
+        # then the tasks that never ran although nothing failed before them (still queued at the
+        # end, or dropped with their stream): on hardware they run later, unordered with what
+        # nothing made wait for them
+        self.never_ran = late = never_ran(g)
+        order += late
+        late_set = set(late)
         chain_of = self.chain_of = g._chain
         readers = list(g._readers)
         nch = (max(chain_of) + 1) if chain_of else 0
@@ -222,7 +253,7 @@ class RaceDetector:
             if readers[i]:
                 kept[i] = (clock, p)
             e = entries[i]
-            if e.entry != host_kind:
+            if e.entry != host_kind and i not in late_set:
                 last_task[(e.program, c)] = i
             if e.kind in no_access:
                 continue
@@ -314,6 +345,7 @@ class RaceDetector:
 def race_findings(detector: RaceDetector, describer: Describer) -> list:
     """One finding per pair of call sites and kinds (the count says how many pairs of entries)."""
     entries = detector.g._entries
+    late = set(detector.never_ran)
     out: dict = {}
     for kind, a, b, space, lo, hi in detector.races:
         ea, eb = entries[a], entries[b]
@@ -324,9 +356,11 @@ def race_findings(detector: RaceDetector, describer: Describer) -> list:
             continue
         first, second = kind.split("/")
         what = describer.memory(space, lo, hi)
-        lines = [f"{first:5}: {describer.entry(ea)}",
-                 f"{second:5}: {describer.entry(eb)}",
-                 f"nothing orders them. To run the {first} first: {suggest(ea, eb, describer)}"]
+        lines = [f"{first:5}: {describer.entry(ea)}" + (_NEVER if a in late else ""),
+                 f"{second:5}: {describer.entry(eb)}" + (_NEVER if b in late else ""),
+                 f"nothing orders them. "
+                 + (f"To run the {first} first: " if ea.entry == eb.entry == "task" else "To fix: ")
+                 + suggest(ea, eb, describer)]
         if ea.entry == "task" and eb.entry == "task":
             lines.append(f"or, to run the {second} first: {suggest(eb, ea, describer)}")
         title = f"{first} and {second} of {what} are not ordered"
@@ -341,8 +375,11 @@ def race_findings(detector: RaceDetector, describer: Describer) -> list:
     return found
 
 
+_NEVER = " (it had not run when the run ended: nothing waited for it; it runs later on hardware)"
+
+
 def suggest(a, b, d: Describer) -> str:
-    """What synchronisation would order ``a`` (it ran first) before ``b``."""
+    """What synchronisation would order ``a`` before ``b``."""
     ta, tb = a.entry == "task", b.entry == "task"
     if a.kind in NBI_KINDS:
         return (f"complete the NBI transfer with a fence (HcommChannelFence or HcommChannelFenceOnThread on its "
@@ -353,20 +390,22 @@ def suggest(a, b, d: Describer) -> str:
                     f"(HcommChannelNotifyRecordOnThread on {d.who(a)}) and rank {b.rank} waits for it before "
                     f"{d.short(b)} (HcommChannelNotifyWaitOnThread on {d.who(b)})")
         if a.stream is b.stream:
-            return f"queue them on one stream in this order"
+            return "queue them on one stream in this order"
         return (f"{d.who(a)} records a notify of {d.who(b)} after {d.short(a)} (HcommThreadNotifyRecordOnThread) and "
                 f"{d.who(b)} waits for it before {d.short(b)} (HcommThreadNotifyWaitOnThread)")
-    if ta:          # the host (or a kernel) touched memory a queued task was still using
-        if a.side == "device" and a.kernel:
-            return (f"{d.short(b)} must wait for {d.who(a)}: synchronizing the kernel's launch stream waits for "
-                    f"the kernel, not for what it queued on other threads. Make the launch stream wait for that "
-                    f"thread (the kernel records a notify of the launch stream's thread after {d.short(a)}, as "
-                    f"HCCL's collectives do), or synchronize stream 0x{a.stream.handle:x} (or the device) "
-                    f"before {d.short(b)}")
-        return f"synchronize stream 0x{a.stream.handle:x} ({d.who(a)}) before {d.short(b)}"
-    if tb:          # a task queued earlier (or by another program) ran after a host call it conflicts with
-        return (f"the task was queued (at {d.where(b)}) without waiting for {d.short(a)}: queue it after that call "
-                f"returns, or synchronize stream 0x{b.stream.handle:x} before the call")
+    if ta or tb:    # the host (or a kernel, outside any stream) and a queued task
+        task, call = (a, b) if ta else (b, a)
+        fix = f"make {d.short(call)} wait for {d.short(task)}: "
+        if task.side == "device" and task.kernel:
+            fix += (f"synchronizing the kernel's launch stream waits for the kernel, not for what it queued on "
+                    f"{d.who(task)}; make the launch stream wait for that thread (the kernel records a notify of "
+                    f"the launch stream's thread after it, as HCCL's collectives do), or synchronize stream "
+                    f"0x{task.stream.handle:x} (or the device) before the call")
+        else:
+            fix += f"synchronize stream 0x{task.stream.handle:x} ({d.who(task)}) before the call"
+        if not ta:
+            fix += "; or, if the task must come after the call, queue it after the call returns"
+        return fix
     return (f"{d.program_label(a.program)} and {d.program_label(b.program)} run unsynchronized: a barrier "
             f"(Comm.barrier) between {d.short(a)} and {d.short(b)}")
 
