@@ -83,11 +83,14 @@ def _sequences(uses):
         yield n, ran_records, ran_waits
 
 
-def notify_queries(graph, uses) -> dict:
-    """The happens-before questions the notify checks ask the race detector: is the wait that
-    consumed a record ordered before the next record; is each wait ordered before the next one."""
+def notify_queries(graph, uses) -> tuple:
+    """The happens-before questions the notify checks ask the race detector: is each wait ordered
+    before the next one (not counting the record the next one consumed), and is the wait that
+    consumed a record ordered before the next record (:class:`~pyhcomm.analysis.race.RaceDetector`'s
+    ``queries``)."""
     index = graph._index
-    queries: dict = {}
+    before: dict = {}
+    after: dict = {}
     for n, records, waits in _sequences(uses):
         if getattr(n, "counting", False):
             continue
@@ -95,10 +98,10 @@ def notify_queries(graph, uses) -> dict:
         for r, nxt in zip(records, records[1:]):
             w = by_gen.get(r.gen)
             if w is not None:
-                queries.setdefault(index[nxt.seq], []).append(index[w.seq])
+                after.setdefault(index[nxt.seq], []).append(index[w.seq])
         for w, nxt in zip(waits, waits[1:]):
-            queries.setdefault(index[nxt.seq], []).append(index[w.seq])
-    return queries
+            before.setdefault(index[nxt.seq], []).append(index[w.seq])
+    return before, after
 
 
 def notify_findings(graph, describer: Describer, uses=None, detector=None) -> list:
@@ -206,7 +209,7 @@ def _left_set(n, recs, d, extra=None) -> Finding:
 # -- waits that can never be satisfied ---------------------------------------------------------------
 def hang_findings(graph, describer: Describer, uses=None, report: str | None = None) -> list:
     """One finding for the waits that never ran (see the module docstring); ``report``: the
-    scheduler's deadlock report, shown too."""
+    scheduler's deadlock report, kept in the finding's details."""
     uses = notify_uses(graph) if uses is None else uses
     d = describer
     stuck = []
@@ -226,12 +229,10 @@ def hang_findings(graph, describer: Describer, uses=None, report: str | None = N
     if cycle:
         lines.append("wait-for cycle: " + " -> ".join(f"{d.who(x.e)} waits at {d.where(x.e)}" for x in cycle)
                      + f" -> back to {d.who(cycle[0].e)}")
-    if report:
-        lines.append("the scheduler's report: " + report.replace("\n", "\n  "))
     key = (HANG, tuple(sorted({d.where(s[0].e) for s in stuck})))
     title = f"{len(stuck)} wait(s) can never be satisfied"
     return [Finding(HANG, title, lines, tuple(s[0].seq for s in stuck), key,
-                    {"waits": [s[0].seq for s in stuck]})]
+                    {"waits": [s[0].seq for s in stuck], "scheduler_report": report})]
 
 
 def _stream_blockers(graph) -> dict:

@@ -167,9 +167,10 @@ class RaceDetector:
 
     def __init__(self, graph, queries=None):
         self.g = graph
-        #: entry index b -> [entry index a, ...]: "does a (which ran before b) happen before b,
-        #: not counting b's notify edges?"; the pairs that are not ordered end in ``unordered``
-        self.queries: dict = queries or {}
+        #: two dicts, entry index b -> [entry index a, ...]: "does a (which ran before b) happen
+        #: before b", not counting b's notify edges (the first) or counting them (the second); the
+        #: pairs that are not ordered end in ``unordered``
+        self.queries: tuple = queries or ({}, {})
         self.unordered: set = set()
         self.races: list = []
         self.chain_of: list = []
@@ -211,7 +212,8 @@ class RaceDetector:
         pos = [0] * n                   # per entry: its position on its chain
         kept: dict = {}                 # entry -> (clock, position), while successors on other chains need it
         cells_of = _Shadow().cells
-        queries = self.queries
+        before, after = self.queries
+        unordered = self.unordered
         reported = set()
         last_task = self.last_task
         maximum = np.maximum
@@ -222,8 +224,8 @@ class RaceDetector:
             c = chain_of[i]
             clock = base[c]
             codes = preds[i]
-            asked = queries.get(i)
-            if asked:
+            asked = before.get(i)
+            if asked and any(chain_of[a] != c for a in asked):
                 codes = self._answer(i, c, clock, codes, asked, kept, chain_of, pos)
             if codes:
                 fresh = False
@@ -252,6 +254,12 @@ class RaceDetector:
             pos[i] = p
             if readers[i]:
                 kept[i] = (clock, p)
+            asked = after.get(i)
+            if asked:
+                for a in asked:
+                    ca = chain_of[a]
+                    if ca != c and clock[ca] < pos[a]:
+                        unordered.add((a, i))
             e = entries[i]
             if e.entry != host_kind and i not in late_set:
                 last_task[(e.program, c)] = i
