@@ -1,7 +1,11 @@
 """Collective calls mark themselves in the record (the timing model times each call)."""
+import pytest
+
 import pyhcomm
 from pyhcomm import acl
 from pyhcomm.capi import hccl_ops as ops
+from pyhcomm.config import Config
+from pyhcomm.timing.replay import replay
 
 
 def _allreduce_twice(comm):
@@ -29,3 +33,15 @@ def test_every_call_records_a_marker_after_its_entries():
         assert len(first_call) + len(second_call) == len(tasks)     # every task belongs to one call
         assert mine[0].seq < mine[1].first                           # the calls do not overlap
         assert mine[0].api == "HcclAllReduce" and mine[0].entry == "host"
+
+
+def test_the_replay_refuses_a_record_that_lost_entries():
+    sim = pyhcomm.Sim(Config.from_env().with_values(record_capacity=20), data=False)
+    pyhcomm.launch(_allreduce_twice, 2, sim=sim)
+    with pytest.raises(ValueError, match="PYHCOMM_RECORD_CAPACITY=0"):
+        replay(sim)
+    whole = pyhcomm.Sim(data=False)
+    pyhcomm.launch(_allreduce_twice, 2, sim=whole)
+    tl = replay(whole)
+    assert [c.name for c in tl.calls] == ["HcclAllReduce", "HcclAllReduce"]
+    assert tl.calls[0].end <= tl.calls[1].end and all(c.seconds > 0 for c in tl.calls)

@@ -1,6 +1,7 @@
 """Initialisation and devices: ``aclInit``, ``aclrtSetDevice``, ``aclrtGetSocName`` ..."""
 from __future__ import annotations
 
+from .. import args
 from ..sim import current_sim as _sim
 from ..errors import AclError, acl_error
 from ..products import DEFAULT_PRODUCT
@@ -31,12 +32,11 @@ def aclFinalize() -> None:
 
 
 def check_device_id(device_id, api: str) -> int:
-    if isinstance(device_id, bool) or not isinstance(device_id, int):
-        raise TypeError(f"{api}: deviceId must be an int, not {type(device_id).__name__}")
-    if not 0 <= device_id < _sim().runtime.device_count:
-        raise acl_error(AclError.ACL_ERROR_RT_INVALID_DEVICEID, api,
-                        f"deviceId {device_id} is outside [0, {_sim().runtime.device_count}) on {_sim().runtime.product.name}")
-    return device_id
+    """A device id of the simulated product: ``ACL_ERROR_RT_INVALID_DEVICEID`` outside ``[0, count)``."""
+    count = _sim().runtime.device_count
+    return args.integer(device_id, api, "deviceId", 0, count - 1,
+                        lambda a, m: acl_error(AclError.ACL_ERROR_RT_INVALID_DEVICEID, a,
+                                               f"{m} on {_sim().runtime.product.name}"))
 
 
 def aclrtSetDevice(device_id: int) -> None:

@@ -13,6 +13,7 @@ import itertools
 import os
 import types
 
+from .. import args as argcheck
 from ..sim import current_sim as _sim
 from ..sim import memory
 from ..sim.kernel import start_kernel
@@ -75,15 +76,20 @@ def aclrtBinaryLoadFromFile(bin_path, options=None) -> int:
     return _sim().handles.kernels.add(Binary(module, bin_path))
 
 
+def _lookup(handle, api: str, name: str):
+    """The object behind a binary, function or arguments handle (None for an unknown one)."""
+    return _sim().handles.kernels.get(argcheck.handle(handle, api, name))
+
+
 def aclrtBinaryUnLoad(bin_handle) -> None:
-    if not isinstance(_sim().handles.kernels.get(bin_handle), Binary):
+    if not isinstance(_lookup(bin_handle, "aclrtBinaryUnLoad", "binHandle"), Binary):
         raise _invalid("aclrtBinaryUnLoad", f"binHandle {bin_handle!r} is not a loaded binary")
     _sim().handles.kernels.remove(bin_handle)
 
 
 def aclrtBinaryGetFunction(bin_handle, kernel_name: str) -> int:
     api = "aclrtBinaryGetFunction"
-    binary = _sim().handles.kernels.get(bin_handle)
+    binary = _lookup(bin_handle, api, "binHandle")
     if not isinstance(binary, Binary):
         raise _invalid(api, f"binHandle {bin_handle!r} is not a loaded binary")
     fn = getattr(binary.module, kernel_name, None) if isinstance(kernel_name, str) else None
@@ -93,7 +99,7 @@ def aclrtBinaryGetFunction(bin_handle, kernel_name: str) -> int:
 
 
 def _function(handle, api) -> Function:
-    f = _sim().handles.kernels.get(handle)
+    f = _lookup(handle, api, "funcHandle")
     if not isinstance(f, Function):
         raise _invalid(api, f"funcHandle {handle!r} is not a kernel function")
     return f
@@ -104,7 +110,7 @@ def aclrtKernelArgsInit(func_handle) -> int:
 
 
 def _args(handle, api) -> KernelArgs:
-    a = _sim().handles.kernels.get(handle)
+    a = _lookup(handle, api, "argsHandle")
     if not isinstance(a, KernelArgs):
         raise _invalid(api, f"argsHandle {handle!r} is not kernel arguments")
     return a
@@ -117,12 +123,13 @@ def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
     if args.finalized:
         raise _invalid(api, "arguments are already finalized")
     if isinstance(param, int) and not isinstance(param, bool) and param_size is not None:
+        param_size = argcheck.integer(param_size, api, "paramSize", 0, argcheck.UINT64_MAX, _invalid)
         try:
             alloc = memory.resolve(param, param_size, memory.HOST)
+            storage, _owner = memory.hold(alloc)
         except memory.BadRange as why:
             raise _invalid(api, f"param {why}") from None
-        off = param - alloc.addr
-        param = _sim().backend.to_host(alloc.storage, off, param_size)
+        param = _sim().backend.to_host(storage, param - alloc.addr, param_size)
     args.values.append(param)
     return len(args.values) - 1
 
@@ -132,16 +139,25 @@ def aclrtKernelArgsFinalize(args_handle) -> None:
 
 
 def _cfg_timeout(cfg, api):
+    """The timeout attribute of a launch configuration: a dict ``{id: value}`` or pyACL's list of
+    ``{"id": ..., "value": ...}`` (anything else is a ``TypeError``; an unknown id is
+    ``ACL_ERROR_INVALID_PARAM``)."""
     if not cfg:
         return None
     if isinstance(cfg, dict):
         cfg = [{"id": k, "value": v} for k, v in cfg.items()]
+    if not isinstance(cfg, (list, tuple)):
+        raise TypeError(f"{api}: cfg must be a dict or a list of attribute dicts, not {type(cfg).__name__}")
+    known = {int(a) for a in aclrtLaunchKernelAttrId}
     timeout = None
-    for item in cfg:
+    for i, item in enumerate(cfg):
+        if not isinstance(item, dict):
+            raise TypeError(f"{api}: cfg[{i}] must be a dict like {{'id': ..., 'value': ...}}, "
+                            f"not {type(item).__name__}")
         attr = item.get("id")
         if attr == aclrtLaunchKernelAttrId.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT or attr == "timeout":
             timeout = item.get("value")
-        elif attr not in set(aclrtLaunchKernelAttrId):
+        elif type(attr) is not int and not isinstance(attr, aclrtLaunchKernelAttrId) or int(attr) not in known:
             raise _invalid(api, f"cfg attribute id {attr!r} is not an aclrtLaunchKernelAttrId")
     return timeout
 
@@ -153,8 +169,7 @@ def aclrtLaunchKernelWithConfig(func_handle, num_blocks, stream, cfg, args_handl
     args = _args(args_handle, api)
     if args.function is not f:
         raise _invalid(api, "argsHandle was initialised for another function")
-    if not isinstance(num_blocks, int) or num_blocks < 1:
-        raise _invalid(api, f"numBlocks {num_blocks!r} must be at least 1")
+    num_blocks = argcheck.integer(num_blocks, api, "numBlocks", 1, argcheck.UINT32_MAX, _invalid)
     launch_function(f.fn, get_stream(stream, api), tuple(args.values), num_blocks, _cfg_timeout(cfg, api),
                     f.name)
 

@@ -8,6 +8,9 @@ arbitrary process memory.
 """
 from __future__ import annotations
 
+import functools
+
+from .. import args
 from ..sim import current_sim as _sim
 from ..sim import memory
 from ..sim.runtime import host_ctx
@@ -46,13 +49,17 @@ def _device_bytes(device: int) -> int:
     return sum(a.size for a in _sim().memory.device_map if a.device == device)
 
 
-def _malloc(api, size, policy, device, module_id=None) -> int:
-    if isinstance(size, bool) or not isinstance(size, int):
-        raise TypeError(f"{api}: size must be an int, not {type(size).__name__}")
+def _size(api, size, name="size") -> int:
+    """A byte count of an allocation: an int in [1, 2**64)."""
+    size = args.integer(size, api, name, -(1 << 64), args.UINT64_MAX, _invalid)
     if size <= 0:
-        raise _invalid(api, f"size {size} must be greater than 0")
-    if isinstance(policy, bool) or not isinstance(policy, int):
-        raise TypeError(f"{api}: policy must be an int, not {type(policy).__name__}")
+        raise _invalid(api, f"{name} {size} must be greater than 0")
+    return size
+
+
+def _malloc(api, size, policy, device, module_id=None) -> int:
+    size = _size(api, size)
+    policy = args.integer(policy, api, "policy", -(1 << 64), args.UINT64_MAX, _invalid)
     if policy < 0 or policy & ~MALLOC_KNOWN_BITS:
         raise _invalid(api, f"policy 0x{policy:x} has bits outside aclrtMemMallocPolicy")
     if _device_bytes(device) + size > DEVICE_CAPACITY:
@@ -83,17 +90,21 @@ def aclrtMallocWithCfg(size: int, policy: int, cfg=None, device: int | None = No
     module_id = None
     if cfg:
         if not isinstance(cfg, dict):
-            raise TypeError(f"{api}: cfg must be a dict like pyACL's aclrtMallocConfig")
+            raise TypeError(f"{api}: cfg must be a dict like pyACL's aclrtMallocConfig, not {type(cfg).__name__}")
         attrs = cfg.get("attrs", [])
-        num = cfg.get("numAttrs", len(attrs))
+        if not isinstance(attrs, (list, tuple)):
+            raise TypeError(f"{api}: cfg['attrs'] must be a list of dicts, not {type(attrs).__name__}")
+        num = args.integer(cfg.get("numAttrs", len(attrs)), api, "cfg numAttrs", 0, args.UINT32_MAX, _invalid)
         if num != len(attrs):
             raise _invalid(api, f"cfg numAttrs {num} but {len(attrs)} attrs given")
         for i, item in enumerate(attrs):
+            if not isinstance(item, dict):
+                raise TypeError(f"{api}: cfg['attrs'][{i}] must be a dict like "
+                                f"{{'attr': ..., 'value': ...}}, not {type(item).__name__}")
             kind, value = item.get("attr"), item.get("value", {})
             if kind == aclrtMallocAttrType.ACL_RT_MEM_ATTR_MODULE_ID:
                 module_id = value.get("moduleId") if isinstance(value, dict) else value
-                if not isinstance(module_id, int) or not 0 <= module_id <= 0xFFFF:
-                    raise _invalid(api, f"cfg attrs[{i}] moduleId {module_id!r} is not a uint16")
+                module_id = args.integer(module_id, api, f"cfg attrs[{i}] moduleId", 0, 0xFFFF, _invalid)
             elif kind == aclrtMallocAttrType.ACL_RT_MEM_ATTR_DEVICE_ID:
                 dev_id = value.get("deviceId") if isinstance(value, dict) else value
                 device = check_device_id(dev_id, api)
@@ -109,6 +120,7 @@ def aclrtMallocWithCfg(size: int, policy: int, cfg=None, device: int | None = No
 def aclrtFree(dev_ptr: int) -> None:
     """Free device memory from ``aclrtMalloc``; a second free is ``ACL_ERROR_RT_MEMORY_FREE``."""
     api = "aclrtFree"
+    dev_ptr = args.pointer(dev_ptr, api, "devPtr")
     if not dev_ptr:
         raise _invalid(api, "devPtr is NULL")
     alloc = _sim().memory.device_map.exact(dev_ptr)
@@ -126,16 +138,12 @@ def aclrtFree(dev_ptr: int) -> None:
 
 def aclrtMallocHost(size: int) -> int:
     """Allocate host memory; the result is a real process address."""
-    api = "aclrtMallocHost"
-    if isinstance(size, bool) or not isinstance(size, int):
-        raise TypeError(f"{api}: size must be an int, not {type(size).__name__}")
-    if size <= 0:
-        raise _invalid(api, f"size {size} must be greater than 0")
-    return memory.alloc_host(size).addr
+    return memory.alloc_host(_size("aclrtMallocHost", size)).addr
 
 
 def aclrtFreeHost(host_ptr: int) -> None:
     api = "aclrtFreeHost"
+    host_ptr = args.pointer(host_ptr, api, "hostPtr")
     if not host_ptr:
         raise _invalid(api, "hostPtr is NULL")
     alloc = _sim().memory.host_map.exact(host_ptr)
@@ -144,23 +152,34 @@ def aclrtFreeHost(host_ptr: int) -> None:
     memory.free_host(alloc)
 
 
-def _resolve(api, addr, n, side, name):
-    """Find the allocation holding ``[addr, addr+n)`` on ``side`` (host, device or any)."""
+def _resolve(api, addr, n, side, name, writable=False):
+    """Find the allocation holding ``[addr, addr+n)`` on ``side`` (host, device or any) and hold
+    its bytes (:func:`pyhcomm.sim.memory.hold`); returns ``(allocation, storage, owner)``."""
     space = memory.DEVICE if side == _D else memory.HOST if side == _H else memory.ANY
     try:
-        return memory.resolve(addr, n, space)
+        alloc = memory.resolve(addr, n, space, writable=writable)
+        return (alloc, *memory.hold(alloc))
     except memory.BadRange as why:
         raise _rt_invalid(api, f"{name} {why}") from None
 
 
+def _count(api, value, name) -> int:
+    """``count`` / ``destMax`` / ``maxCount``: an int (``ACL_ERROR_RT_PARAM_INVALID`` outside uint64)."""
+    return args.integer(value, api, name, -(1 << 64), args.UINT64_MAX, _rt_invalid)
+
+
 def _check_copy(api, dst, dest_max, src, count, kind):
+    """Validate a copy (in this order: dst and src NULL, the integers, kind, the ranges); returns
+    ``(dst, src, (dst allocation, storage, owner), (src allocation, storage, owner))``."""
+    dst = args.pointer(dst, api, "dst")
+    src = args.pointer(src, api, "src")
     if not dst:
         raise _invalid(api, "dst is NULL")
     if not src:
         raise _invalid(api, "src is NULL")
-    for name, val in (("destMax", dest_max), ("count", count), ("kind", kind)):
-        if isinstance(val, bool) or not isinstance(val, int):
-            raise TypeError(f"{api}: {name} must be an int, not {type(val).__name__}")
+    dest_max = _count(api, dest_max, "destMax")
+    count = _count(api, count, "count")
+    kind = args.integer(kind, api, "kind", -(1 << 64), args.UINT64_MAX, _rt_invalid)
     if count <= 0 or dest_max <= 0:
         raise _rt_invalid(api, f"count {count} and destMax {dest_max} must be greater than 0")
     if count > dest_max:
@@ -168,76 +187,83 @@ def _check_copy(api, dst, dest_max, src, count, kind):
     if kind not in _KIND_SIDES:
         raise _rt_invalid(api, f"kind {kind} is not an aclrtMemcpyKind (0..7)")
     dst_side, src_side = _KIND_SIDES[kind]
-    d = _resolve(api, dst, count, dst_side, "dst")
-    if d.owner == "numpy-readonly":
-        raise _rt_invalid(api, f"dst 0x{dst:x} is read-only host memory (a bytes object or read-only array)")
+    d = _resolve(api, dst, count, dst_side, "dst", writable=True)
     s = _resolve(api, src, count, src_side, "src")
-    if dest_max > d.end - dst:
-        raise _rt_invalid(api, f"destMax {dest_max} runs past dst's allocation ({d.end - dst} bytes left)")
-    return d, s
+    if dest_max > d[0].end - dst:
+        raise _rt_invalid(api, f"destMax {dest_max} runs past dst's allocation ({d[0].end - dst} bytes left)")
+    return dst, src, kind, count, d, s
 
 
 def aclrtMemcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
-    """Copy ``count`` bytes now (synchronous; not ordered with any stream)."""
-    d, s = _check_copy("aclrtMemcpy", dst, dest_max, src, count, kind)
+    """Copy ``count`` bytes now (synchronous; not ordered with any stream). Memory freed by
+    another host thread while the copy runs is not touched after it was released."""
+    dst, src, kind, count, (d, d_st, _d_owner), (s, s_st, _s_owner) = _check_copy(
+        "aclrtMemcpy", dst, dest_max, src, count, kind)
     sim = _sim()
-    sim.backend.copy(d.storage, dst - d.addr, s.storage, src - s.addr, count)
+    sim.backend.copy(d_st, dst - d.addr, s_st, src - s.addr, count)
     sim.record.host_effect("Memcpy", "aclrtMemcpy", device=d.device if d.device is not None else s.device,
                            reads=((src, count, s),), writes=((dst, count, d),), nbytes=count,
                            direction=_K(kind).name)
 
 
 def _run_async_copy(d, d_off, s, s_off, n, _keep):
-    if d.storage is None or s.storage is None:
+    dst, src = d.storage, s.storage  # read once: a free on another host thread clears them
+    if dst is None or src is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, "aclrtMemcpyAsync", "memory was freed before the copy ran")
-    _sim().backend.copy(d.storage, d_off, s.storage, s_off, n)
+    _sim().backend.copy(dst, d_off, src, s_off, n)
 
 
 def aclrtMemcpyAsync(dst: int, dest_max: int, src: int, count: int, kind: int, stream: int) -> None:
-    """Enqueue a copy on ``stream`` (0 = the current device's default stream)."""
+    """Enqueue a copy on ``stream`` (0 = the current device's default stream). User arrays stay
+    alive until the copy ran; memory freed before it runs fails the stream."""
     api = "aclrtMemcpyAsync"
     st = get_stream(stream, api)
-    d, s = _check_copy(api, dst, dest_max, src, count, kind)
-    keep = (d.storage.anchor(), s.storage.anchor())  # user arrays stay alive until the copy ran
-    task = Task("MemcpyAsync", st, _run_async_copy, (d, dst - d.addr, s, src - s.addr, count, keep),
+    dst, src, kind, count, (d, _d_st, d_owner), (s, _s_st, s_owner) = _check_copy(
+        api, dst, dest_max, src, count, kind)
+    task = Task("MemcpyAsync", st, _run_async_copy, (d, dst - d.addr, s, src - s.addr, count, (d_owner, s_owner)),
                 reads=((src, count),), writes=((dst, count),), site=call_site(), detail=kind)
     task.program = host_ctx().program
     _sim().scheduler.submit(task)
 
 
 def _check_set(api, dev_ptr, max_count, value, count):
+    """Validate a fill; returns ``(devPtr, value byte, count, (allocation, storage, owner))``."""
+    dev_ptr = args.pointer(dev_ptr, api, "devPtr")
     if not dev_ptr:
         raise _invalid(api, "devPtr is NULL")
-    for name, val in (("maxCount", max_count), ("value", value), ("count", count)):
-        if isinstance(val, bool) or not isinstance(val, int):
-            raise TypeError(f"{api}: {name} must be an int, not {type(val).__name__}")
+    max_count = _count(api, max_count, "maxCount")
+    value = args.integer(value, api, "value", -(1 << 64), args.UINT64_MAX, _rt_invalid)
+    count = _count(api, count, "count")
     if count > max_count:
         raise _rt_invalid(api, f"count {count} exceeds maxCount {max_count}")
     if count < 0:
         raise _rt_invalid(api, f"count {count} is negative")
-    return _resolve(api, dev_ptr, max(count, 1), _ANY, "devPtr")
+    return dev_ptr, value & 0xFF, count, _resolve(api, dev_ptr, max(count, 1), _ANY, "devPtr", writable=True)
 
 
 def aclrtMemset(dev_ptr: int, max_count: int, value: int, count: int) -> None:
     """Fill ``count`` bytes with the low byte of ``value`` now (synchronous)."""
-    a = _check_set("aclrtMemset", dev_ptr, max_count, value, count)
+    dev_ptr, value, count, (a, storage, _owner) = _check_set("aclrtMemset", dev_ptr, max_count, value, count)
     sim = _sim()
-    sim.backend.memset(a.storage, dev_ptr - a.addr, value & 0xFF, count)
+    sim.backend.memset(storage, dev_ptr - a.addr, value, count)
     sim.record.host_effect("Memset", "aclrtMemset", device=a.device, writes=((dev_ptr, count, a),), nbytes=count,
-                           value=value & 0xFF)
+                           value=value)
 
 
-def _run_memset(a, off, value, n):
-    if a.storage is None:
+def _run_memset(a, off, value, n, _keep=None):
+    """Task body of a fill; ``_keep`` holds a user array alive until it ran."""
+    storage = a.storage  # read once: a free on another host thread clears it
+    if storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, "aclrtMemsetAsync", "memory was freed before the fill ran")
-    _sim().backend.memset(a.storage, off, value, n)
+    _sim().backend.memset(storage, off, value, n)
 
 
 def aclrtMemsetAsync(dev_ptr: int, max_count: int, value: int, count: int, stream: int) -> None:
     api = "aclrtMemsetAsync"
     st = get_stream(stream, api)
-    a = _check_set(api, dev_ptr, max_count, value, count)
-    task = Task("MemsetAsync", st, _run_memset, (a, dev_ptr - a.addr, value & 0xFF, count),
-                writes=((dev_ptr, count),), site=call_site())
+    dev_ptr, value, count, (a, _storage, owner) = _check_set(api, dev_ptr, max_count, value, count)
+    fill = functools.partial(_run_memset, _keep=owner) if a.kind == memory.HOST else _run_memset
+    task = Task("MemsetAsync", st, fill, (a, dev_ptr - a.addr, value, count), writes=((dev_ptr, count),),
+                site=call_site())
     task.program = host_ctx().program
     _sim().scheduler.submit(task)

@@ -7,6 +7,7 @@ the C documentation says (pyACL's page says milliseconds; see hcomm-api notes).
 """
 from __future__ import annotations
 
+from .. import args
 from ..sim import current_sim as _sim
 from ..sim.notify import Notify
 from ..sim.runtime import finalize_hooks, host_ctx
@@ -31,7 +32,12 @@ class AclNotify:
         sim.runtime_notifies[self.id] = self
 
 
+def _invalid(api: str, message: str):
+    return acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, message)
+
+
 def _get(notify, api) -> AclNotify:
+    notify = args.handle(notify, api, "notify")
     if not notify:
         raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, "notify is NULL")
     n = _sim().handles.notifies.get(notify)
@@ -43,6 +49,7 @@ def _get(notify, api) -> AclNotify:
 def aclrtCreateNotify(flag: int = ACL_NOTIFY_DEFAULT) -> int:
     api = "aclrtCreateNotify"
     dev = current_device(api)
+    flag = args.integer(flag, api, "flag", -(1 << 64), args.UINT64_MAX, _invalid)
     if flag not in (ACL_NOTIFY_DEFAULT, ACL_NOTIFY_DEVICE_USE_ONLY):
         raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, f"flag {flag!r} must be 0 or 1")
     return AclNotify(dev.id).handle
@@ -88,8 +95,9 @@ def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
     api = "aclrtWaitAndResetNotify"
     n = _get(notify, api)
     st = _stream_of(n, stream, api)
-    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 <= timeout <= UINT32_MAX:
+    if isinstance(timeout, float):
         raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, f"timeout {timeout!r} must be 0..{UINT32_MAX} seconds")
+    timeout = args.integer(timeout, api, "timeout (s)", 0, UINT32_MAX, _invalid)
     task = NotifyWaitTask("AclrtNotifyWait", st, None, None, "host", n.notify, n.id, timeout, 3)
     task.program = host_ctx().program
     _sim().scheduler.submit(task)

@@ -6,6 +6,7 @@ Synchronize calls block the host thread and run the device's queued tasks (see
 """
 from __future__ import annotations
 
+from .. import args
 from ..sim import current_sim as _sim
 from ..sim.record import outcome
 from ..sim.runtime import host_ctx
@@ -16,14 +17,14 @@ from .device import current_device
 
 
 def get_stream(stream, api: str):
-    """Resolve a stream handle; 0 is the current device's default stream."""
+    """Resolve a stream handle; 0 (or None) is the current device's default stream."""
+    if type(stream) is not int:
+        stream = args.handle(stream, api, "stream")
     if not stream:
         return current_device(api).default_stream
     st = _sim().handles.streams.get(stream)
     if st is None:
-        raise acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api,
-                        f"stream 0x{stream:x} is not a live stream" if isinstance(stream, int)
-                        else f"stream {stream!r} is not a stream handle")
+        raise acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api, f"stream 0x{stream:x} is not a live stream")
     return st
 
 
@@ -35,6 +36,7 @@ def aclrtCreateStream() -> int:
 def aclrtDestroyStream(stream: int) -> None:
     """Wait for the stream's tasks, then destroy it. Blocks the host."""
     api = "aclrtDestroyStream"
+    stream = args.handle(stream, api, "stream")
     if not stream:
         raise acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, "stream is NULL")
     st = get_stream(stream, api)
@@ -99,8 +101,8 @@ def aclrtSynchronizeStream(stream: int) -> None:
 
 
 def _timeout_ms(timeout, api):
-    if isinstance(timeout, bool) or not isinstance(timeout, int):
-        raise TypeError(f"{api}: timeout must be an int (ms), not {type(timeout).__name__}")
+    timeout = args.integer(timeout, api, "timeout (ms)", -(1 << 31), (1 << 31) - 1,
+                           lambda a, m: acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, a, m))
     if timeout == -1:
         return None
     if timeout <= 0:

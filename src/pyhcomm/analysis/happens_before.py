@@ -325,8 +325,8 @@ def _build(source) -> Graph:
     kernel_last: dict = {}          # KernelLaunch seq -> index of its kernel's last host effect
     kernel_of = g._kernel_of        # program -> the KernelLaunch seq of its kernel (kernel programs)
     nbi: dict = {}                  # program -> [(index, channel)] posted since its last fence
-    records: dict = {}              # id(notify) -> {gen: index}
-    waits: list = []                # (id(notify), gen, index)
+    records: dict = {}              # (owner, index) of a notify -> {gen: index}
+    waits: list = []                # ((owner, index) of a notify, gen, index)
     behind_kernel: list = []        # (index, KernelLaunch seq): tasks queued behind a kernel
 
     host_kind, device_side = "host", "device"
@@ -384,10 +384,11 @@ def _build(source) -> Graph:
                 notify_entries.append(i)
                 gen = e.gen if steps.get(seq, 0) > 0 else None
                 if gen is not None:
+                    n = e.notify   # a notify is known by owner and index (a remote one is a value)
                     if e.waits:
-                        waits.append((id(e.notify), gen, i))
+                        waits.append(((n.owner, n.index), gen, i))
                     else:
-                        records.setdefault(id(e.notify), {})[gen] = i
+                        records.setdefault((n.owner, n.index), {})[gen] = i
             elif kind == "KernelLaunch":
                 kernel_at[seq] = i
             if mine is not None:
@@ -446,9 +447,9 @@ def _build(source) -> Graph:
             gen = _extra(e, "gen")
             if gen is not None:
                 if _extra(e, "waits"):
-                    waits.append((id(n_), gen, i))
+                    waits.append(((n_.owner, n_.index), gen, i))
                 else:
-                    records.setdefault(id(n_), {})[gen] = i
+                    records.setdefault((n_.owner, n_.index), {})[gen] = i
         if mine:
             preds[i] = mine
 

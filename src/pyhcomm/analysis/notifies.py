@@ -40,7 +40,7 @@ class _Use:
 
 
 def notify_uses(graph) -> dict:
-    """id(notify) -> (notify, [records], [waits]) in issue order; a use's ``lane`` is its stream
+    """(owner, index) -> (a notify, [records], [waits]) in issue order; a use's ``lane`` is its stream
     (tasks) or program (host effects)."""
     out: dict = {}
     steps = graph._steps
@@ -63,9 +63,10 @@ def notify_uses(graph) -> dict:
             ran = steps.get(e.seq, 0) > 0
             use = _Use(e, e.extra.get("gen") if ran else None, ran, ("program", e.program),
                        bool(e.extra.get("waits")))
-        slot = out.get(id(n))
+        key = (n.owner, n.index)        # a notify is known by owner and index (a remote one is a value)
+        slot = out.get(key)
         if slot is None:
-            slot = out[id(n)] = (n, [], [])
+            slot = out[key] = (n, [], [])
         (slot[2] if use.waits else slot[1]).append(use)
     return out
 

@@ -73,11 +73,16 @@ class CpuStorage(Storage):
 
     @property
     def array(self) -> np.ndarray:
+        """The bytes as a flat ``uint8`` array; over a user's memory the array keeps its owner
+        alive (a view handed out can never outlive the bytes it shows)."""
         if self._array is not None:
             return self._array
-        if self.anchor() is None:
+        owner = self.anchor()
+        if owner is None:
             raise ValueError(f"host memory at 0x{self.addr:x} was released by its owner")
-        return np.ctypeslib.as_array((ctypes.c_ubyte * self.size).from_address(self.addr))
+        buf = (ctypes.c_ubyte * self.size).from_address(self.addr)
+        buf.owner = owner
+        return np.ctypeslib.as_array(buf)
 
 
 def _default_threads() -> int:

@@ -1,6 +1,7 @@
 """``hccl_comm.h``: communicator lifecycle, in the flat C tier."""
 from __future__ import annotations
 
+from ..defs.cstruct import void_struct_arg
 from ..collectives import group as _group
 from ..enums import COMM_NAME_MAX_LENGTH
 from ..defs.hccl_types import HcclRootInfo
@@ -101,7 +102,7 @@ __all__ += ["HcclCommConfigInit", "HcclGetCommConfigCapability", "HcclCommInitRo
 def HcclCommConfigInit(config):
     """Set ``config`` to the C defaults (buffer size, deterministic, exec timeout ... "not set");
     returns None, as the C inline. A NULL config is ignored."""
-    if config is not None:
+    if void_struct_arg(config, HcclCommConfig, "HcclCommConfigInit", "config"):
         comm_config_init(config)
 
 

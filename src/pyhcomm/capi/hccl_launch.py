@@ -2,6 +2,7 @@
 operator arguments, in the flat C tier (model: :mod:`pyhcomm.hccl.launch`)."""
 from __future__ import annotations
 
+from ..defs.cstruct import struct_arg
 from ..defs.launch import (HcclKernelFuncInfo, HcclKernelLaunchCfg, HcclOpDesc, HcclOpP2pDesc,  # noqa: F401
                            HcclP2pKernelParam, P2P_MAX_ARG_SIZE, kernel_launch_cfg_init, op_desc_init)
 from ..aclrt import kernel as _kernel
@@ -82,17 +83,14 @@ __all__ = ["HcclOpDescInit", "HcclKernelLaunchCfgInit", "HcclAicpuKernelLaunch",
 @c_api()
 def HcclOpDescInit(opDesc):  # noqa: N803
     """Fill an ``HcclOpDesc`` with 0xFF and set its ABI header."""
-    if opDesc is None:
-        raise ptr("HcclOpDescInit", "opDesc is NULL")
-    op_desc_init(opDesc)
+    op_desc_init(struct_arg(opDesc, HcclOpDesc, "HcclOpDescInit", "opDesc"))
 
 
 @c_api()
 def HcclKernelLaunchCfgInit(kernelLaunchCfg):  # noqa: N803
     """Fill an ``HcclKernelLaunchCfg`` with 0xFF (timeout not set) and set its ABI header."""
-    if kernelLaunchCfg is None:
-        raise ptr("HcclKernelLaunchCfgInit", "kernelLaunchCfg is NULL")
-    kernel_launch_cfg_init(kernelLaunchCfg)
+    kernel_launch_cfg_init(struct_arg(kernelLaunchCfg, HcclKernelLaunchCfg, "HcclKernelLaunchCfgInit",
+                                      "kernelLaunchCfg"))
 
 
 @c_api()

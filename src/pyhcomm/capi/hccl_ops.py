@@ -13,8 +13,11 @@ rank's device). Nothing is enqueued when a check fails.
 """
 from __future__ import annotations
 
+from .. import args
 from ..collectives import allgather_mesh, group, run
 from ..collectives import support
+from ..sim import current_sim as _sim
+from ..sim.runtime import host_ctx
 from ..collectives.all_reduce import all_reduce_ring as _all_reduce_ring
 from ..collectives.allgather import ring_peers as _ring_peers
 from ..collectives.broadcast import broadcast as _broadcast
@@ -26,7 +29,7 @@ from ..collectives.reduce import reduce_to_root as _reduce
 from ..collectives.reduce_scatter import reduce_scatter_mesh as _reduce_scatter_mesh
 from ..collectives.scatter import scatter_ring as _scatter_ring
 from ..enums import DATA_TYPE_SIZE
-from ..errors import para, ptr
+from ..errors import not_support, para, ptr
 from ..hccl import comm as _comm
 from ..sim import memory
 from ._wrap import c_api
@@ -36,6 +39,7 @@ __all__ = ["HcclAllGather"]
 
 def check_buffer(api: str, addr, nbytes: int, device: int, name: str) -> None:
     """A user buffer of a collective: non-NULL, wholly inside device memory of the rank's device."""
+    addr = args.pointer(addr, api, name)
     if not addr:
         raise ptr(api, f"{name} is NULL")
     try:
@@ -46,11 +50,21 @@ def check_buffer(api: str, addr, nbytes: int, device: int, name: str) -> None:
 
 
 def check_comm(api: str, comm, stream):
-    """The communicator, the product and the stream; returns the ``Communicator``."""
+    """The communicator, the product, the stream (a live stream of the rank's device, also when
+    nothing is to be sent) and the side (collectives are host calls); returns the
+    ``Communicator``."""
     c = _comm.get_comm(comm, api)
     support.check_product(api)
+    stream = args.handle(stream, api, "stream")
     if not stream:
         raise ptr(api, "stream is NULL")
+    st = _sim().handles.streams.get(stream)
+    if st is None:
+        raise para(api, f"stream 0x{stream:x} is not a live stream")
+    if st.device != c.device:
+        raise para(api, f"stream 0x{stream:x} is on device {st.device}, rank {c.rank} on device {c.device}")
+    if host_ctx().kernels:
+        raise not_support(api, "collectives are host calls: they cannot be issued inside an AI CPU kernel")
     return c
 
 
@@ -65,10 +79,11 @@ def check_common(api: str, comm, count, data_type, stream, reduce_op=None, count
     call); return ``(Communicator, element size)``."""
     c = check_comm(api, comm, stream)
     check_count(api, count, count_name)
+    data_type = args.integer(data_type, api, "dataType", -(1 << 64), args.UINT64_MAX)
     if reduce_op is None:
         support.check_move_dtype(api, data_type)
     else:
-        support.check_reduce_pair(api, data_type, reduce_op)
+        support.check_reduce_pair(api, data_type, args.integer(reduce_op, api, "op", -(1 << 64), args.UINT64_MAX))
     return c, DATA_TYPE_SIZE[data_type]
 
 
@@ -107,7 +122,7 @@ __all__ += ["HcclBroadcast", "HcclScatter", "HcclAlltoAll", "HcclSend", "HcclRec
 
 def check_rank(api: str, c, rank, name: str, other_than_self: bool = False) -> int:
     """A rank argument (``root``, ``destRank``, ``srcRank``): an int in ``[0, rankSize)``."""
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < c.nranks:
+    if type(rank) is not int or not 0 <= rank < c.nranks:
         raise para(api, f"{name} {rank!r} is not a rank of this communicator (0..{c.nranks - 1})")
     if other_than_self and rank == c.rank:
         raise para(api, f"{name} {rank} is this rank: a rank cannot send to or receive from itself")

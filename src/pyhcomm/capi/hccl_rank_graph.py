@@ -5,9 +5,9 @@ model of layers and instances is :mod:`pyhcomm.hccl.rank_graph`.
 """
 from __future__ import annotations
 
+from ..defs.cstruct import struct_arg
 from ..defs.rank_graph import (CommLink, CommTopo, EndpointAttr, HcclHeterogMode,  # noqa: F401
                                comm_link_init)
-from ..errors import ptr
 from ..hccl import comm as _comm
 from ..hccl import rank_graph as _rg
 from ._wrap import c_api
@@ -98,6 +98,4 @@ def HcclRankGraphGetEndpointInfo(comm, rankId, endpointDesc, endpointAttr, infoL
 @c_api()
 def CommLinkInit(commLink):  # noqa: N803
     """Set a ``CommLink`` to the C initial state (0xFF, header, reserved protocol, one hop)."""
-    if commLink is None:
-        raise ptr("CommLinkInit", "commLink is NULL")
-    comm_link_init(commLink)
+    comm_link_init(struct_arg(commLink, CommLink, "CommLinkInit", "commLink"))

@@ -1,11 +1,11 @@
 """``hccl_res.h``: threads and the HCCL buffer, in the flat C tier."""
 from __future__ import annotations
 
+from ..defs.cstruct import struct_arg
 from ..defs.hccl_res import HcclDedicatedThreadType  # noqa: F401
 from ..defs.res_defs import ThreadConfig, ThreadType  # noqa: F401
 from ..enums import ThreadResType  # noqa: F401
 from ..errors import HcclResult
-from ..errors import ptr as _ptr
 from ..hccl import comm as _comm
 from ..sim import current_sim as _sim
 from ..hccl import engine_ctx as _ectx
@@ -113,9 +113,7 @@ def HcclThreadAcquireWithConfig(comm, engine, threadNum, type, config):  # noqa:
 @c_api()
 def ThreadConfigInit(config):
     """Initialise a ``ThreadConfig`` (its ABI header; ``notifyNumPerThread`` 0)."""
-    if config is None:
-        raise _ptr("ThreadConfigInit", "config is NULL")
-    _thread.thread_config_init(config)
+    _thread.thread_config_init(struct_arg(config, ThreadConfig, "ThreadConfigInit", "config"))
 
 
 @c_api(0)

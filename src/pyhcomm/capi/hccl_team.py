@@ -2,6 +2,7 @@
 flat C tier (models: :mod:`pyhcomm.hccl.team`, :mod:`pyhcomm.hccl.sym_win`)."""
 from __future__ import annotations
 
+from ..defs.cstruct import struct_arg
 from ..defs.team import HcclTeamCreateDesc, HcommTeamSyncMemRequirement, team_create_desc_init
 from ..errors import ptr
 from ..hccl import sym_win as _win
@@ -17,9 +18,7 @@ __all__ = ["HcclTeamCreateDescInit", "HcclTeamCreate", "HcclTeamDestroy", "HcclT
 @c_api()
 def HcclTeamCreateDescInit(desc):
     """Set a team descriptor to the C defaults (reserved protocol and engine, no ranks)."""
-    if desc is None:
-        raise ptr("HcclTeamCreateDescInit", "desc is NULL")
-    team_create_desc_init(desc)
+    team_create_desc_init(struct_arg(desc, HcclTeamCreateDesc, "HcclTeamCreateDescInit", "desc"))
 
 
 @c_api(0)

@@ -216,8 +216,7 @@ def HcommReadNbi(channel, dst, src, len):  # noqa: A002
 @c_api()
 def HcommBatchTransferOnThread(thread, channel, transferDescs):  # noqa: N803
     """Issue every descriptor of the list ``transferDescs`` in order (device side)."""
-    descs = [transferDescs] if isinstance(transferDescs, HcommBatchTransferDesc) else transferDescs
-    _chops.batch_transfer(thread, channel, descs, None if descs is None else len(descs))
+    _chops.batch_transfer(thread, channel, transferDescs)
 
 
 @c_api()

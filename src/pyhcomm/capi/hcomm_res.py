@@ -2,6 +2,7 @@
 communicator, in the flat C tier (model: :mod:`pyhcomm.hccl.endpoint`)."""
 from __future__ import annotations
 
+from ..defs.cstruct import struct_arg
 from ..defs.res_defs import (CommAbiHeader, CommAddr, CommAddrType, EndpointDesc, EndpointLoc,  # noqa: F401
                              EndpointLocType, HcommEndpointFeatureType, HcommSocketRole, endpoint_desc_init)
 from ..errors import ptr
@@ -19,9 +20,7 @@ __all__ = ["EndpointDescInit", "HcommEndpointGetDescNum", "HcommEndpointGetDescs
 @c_api()
 def EndpointDescInit(endpoint):
     """Fill ``endpoint`` with 0xFF and mark protocol, address and location reserved."""
-    if endpoint is None:
-        raise ptr("EndpointDescInit", "endpoint is NULL")
-    endpoint_desc_init(endpoint)
+    endpoint_desc_init(struct_arg(endpoint, EndpointDesc, "EndpointDescInit", "endpoint"))
 
 
 @c_api(0)

@@ -15,6 +15,7 @@ import inspect
 
 from ..defs.ccu import (CcuCfgHeader, CcuConditionType, CcuLoopCfg, CcuLoopConfig,  # noqa: F401
                         CcuLoopGroupCfg, CcuLoopGroupConfig, CcuResult, HcommCcuResType)
+from ..defs.cstruct import void_struct_arg
 from ..errors import not_support
 from ._wrap import c_api
 
@@ -85,14 +86,14 @@ for _name, (_params, _outputs, _why) in CALLS.items():
 def CcuLoopCfgInit(cfg):
     """Stamp ``cfg``'s header (magic ``0xCC0CF000``, version 1, its size); returns None (a NULL
     ``cfg`` is ignored)."""
-    if cfg is not None:
+    if void_struct_arg(cfg, CcuLoopCfg, "CcuLoopCfgInit", "cfg"):
         cfg.header = CcuCfgHeader(magic=0xCC0CF000, version=1, size=64, reserved=0)
 
 
 def CcuLoopGroupCfgInit(cfg):
     """Stamp ``cfg``'s header (magic ``0xCC0CF000``, version 1, its size); returns None (a NULL
     ``cfg`` is ignored)."""
-    if cfg is not None:
+    if void_struct_arg(cfg, CcuLoopGroupCfg, "CcuLoopGroupCfgInit", "cfg"):
         cfg.header = CcuCfgHeader(magic=0xCC0CF000, version=1, size=72, reserved=0)
 
 

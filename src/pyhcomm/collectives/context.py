@@ -24,7 +24,10 @@ Timeline of one call in AI CPU mode::
     kernel      :                           BatchStart, wait sync, algo(...), record cpu 0, BatchEnd
     aicpu main  :                                   wait sync -> algorithm tasks -> record cpu[0]
 
-Either way the call returns at once; the user's stream completes when the collective has.
+Either way the call returns at once; the user's stream completes when the collective has. A
+collective is a stream-ordered operation of its own: a batch the caller has open
+(``HcommBatchModeStart``) neither keeps its tasks nor sees them (pyhcomm's choice; HCCL's
+collectives do not go through the caller's HCOMM batch either).
 Notify indices on channels follow HCCL: ``ACK = 0`` (my buffer is free), ``DATA = 1`` (data
 landed), ``FIN = 2`` (:mod:`.patterns`).
 
@@ -37,7 +40,7 @@ from __future__ import annotations
 
 from .. import topology
 from ..sim import current_sim as _sim
-from ..sim.runtime import library_calls
+from ..sim.runtime import host_ctx, library_calls
 from ..sim.task import attribute_to, call_site, end_attribution
 from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error
@@ -204,6 +207,8 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
     """
     site = call_site()  # the user's call: every task of the collective is attributed to it
     token = attribute_to(site)
+    host = host_ctx()
+    batch, host.batch = host.batch, None  # the caller's open batch, kept aside (module docstring)
     record = _sim().record
     first = record.next_seq()
     try:
@@ -213,6 +218,7 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
         record.host_effect("Collective", tag, rank=comm_mod.get_comm(comm_handle, tag).rank, name=tag,
                            first=first)
     finally:
+        host.batch = batch
         end_attribution(token)
 
 

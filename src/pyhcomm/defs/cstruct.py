@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import struct
 
+from ..errors import para, ptr
+
 
 def raw_bytes(name: str, size: int, doc: str = ""):
     """A ``bytes`` attribute of ``size`` bytes stored in ``_<name>`` (a bytearray).
@@ -112,3 +114,24 @@ def c_string(value, api: str, name: str, max_len: int) -> str:
     if len(value.encode()) >= max_len:
         raise ValueError(f"{api}: {name} has {len(value.encode())} bytes, more than {max_len - 1}")
     return value
+
+
+def struct_arg(value, cls, api: str, name: str):
+    """``value`` as the C struct a pointer argument points at: ``HCCL_E_PTR`` for NULL (None),
+    ``HCCL_E_PARA`` for anything that is not a ``cls`` (a code, never an exception: a binding
+    would have nothing to dereference)."""
+    if value is None:
+        raise ptr(api, f"{name} is NULL")
+    if not isinstance(value, cls):
+        raise para(api, f"{name} must be a {cls.__name__}, not {type(value).__name__}")
+    return value
+
+
+def void_struct_arg(value, cls, api: str, name: str):
+    """For a ``void`` inline of the C headers (no code to return): None is ignored (NULL), a
+    value that is not a ``cls`` is a ``TypeError``. Returns whether there is a struct to set."""
+    if value is None:
+        return False
+    if not isinstance(value, cls):
+        raise TypeError(f"{api}: {name} must be a {cls.__name__}, not {type(value).__name__}")
+    return True

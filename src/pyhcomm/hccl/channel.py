@@ -16,6 +16,7 @@ a protocol with no link between the two devices is ``HCCL_E_NOT_FOUND``.
 """
 from __future__ import annotations
 
+from .. import args
 from ..sched import ABORTED, TIMED_OUT
 from ..sim import current_sim as _sim
 from ..sim import memory
@@ -27,6 +28,7 @@ from ..defs.hccl_channel import (HCCL_CHANNEL_MAGIC_WORD, HCCL_CHANNEL_VERSION, 
                                  channel_desc_init)
 from ..defs.res_defs import CommMem, CommMemType, CommProtocol
 from ..topology import protocols_between
+from ..transport.base import PeerInfo, Region
 from . import comm as comm_mod
 from .args import int_array
 from .thread import HCOMM_NOTIFY_MAX_NUM, check_engine
@@ -64,12 +66,19 @@ def channel_protocols() -> dict:
 
 
 def desc_init(descs) -> None:
-    """``HcclChannelDescInit``: set every descriptor (one, or a list) to the C defaults."""
+    """``HcclChannelDescInit``: set every descriptor (one, or a list) to the C defaults. Anything
+    but descriptors is ``HCCL_E_PARA``; every element is checked before any is changed."""
+    api = "HcclChannelDescInit"
     if descs is None:
-        raise ptr("HcclChannelDescInit", "channelDesc is NULL")
-    for i, d in enumerate([descs] if isinstance(descs, HcclChannelDesc) else descs):
+        raise ptr(api, "channelDesc is NULL")
+    if isinstance(descs, HcclChannelDesc):
+        descs = [descs]
+    elif not isinstance(descs, (list, tuple)):
+        raise para(api, f"channelDesc must be an HcclChannelDesc or a list of them, not {type(descs).__name__}")
+    for i, d in enumerate(descs):
         if not isinstance(d, HcclChannelDesc):
-            raise TypeError(f"HcclChannelDescInit: channelDesc[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
+            raise para(api, f"channelDesc[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
+    for d in descs:
         channel_desc_init(d)
 
 
@@ -86,6 +95,8 @@ class ChannelEnd:
 
     def __init__(self, comm, engine, protocol, peer_rank, notify_num, mems):
         self.comm = comm
+        self.rank = comm.rank
+        self.world_id = comm.world.id
         self.engine = CommEngine(engine)
         self.protocol = CommProtocol(protocol)
         self.peer_rank = peer_rank
@@ -93,30 +104,28 @@ class ChannelEnd:
         self.host_side = self.engine in HOST_ENGINES   # used from the host (else inside a kernel)
         self._exposed = None
         self.peer_ref = None    # transport.PeerRef, set by the transport when both ends exist
+        self.peer = None        # transport.PeerInfo: what this end knows of its peer's (the
+                                # transport's, kept current; None until connected)
         self.waiters = None     # the scheduler's: who waits for this end to connect
-        self.key = None
-        self._transport = _sim().transport
+        self.key = None         # the channel key and the transport's number of this end (publish)
+        self.tid = None
         self.closed = False
         self.handle = _sim().handles.channels.add(self)
         _sim().record.note_channel(self)       # the record names the protocol and peer of its tasks
         self.notifies = [Notify(f"rank {comm.rank} channel 0x{self.handle:x} (to rank {peer_rank})", i,
                                 _sim().runtime.notify_counting) for i in range(notify_num)]
 
-    @property
-    def peer(self):
-        """The peer's end as the transport sees it (None until connected)."""
-        return self._transport.peer_of(self) if self.peer_ref is not None else None
-
     def exposed(self):
-        """``(addr, size, allocation, label)`` of every range this end exposes to its peer (fixed
-        when the end is acquired: its HCCL buffer and the memories its descriptor listed)."""
+        """``(Region, allocation)`` of every range this end exposes to its peer (fixed when the end
+        is acquired: its HCCL buffer and the memories its descriptor listed); for the transport,
+        which tells the peer the :class:`~pyhcomm.transport.base.Region` values only."""
         out = self._exposed
         if out is None:
             out = []
             if not getattr(self.comm, "l3", False):   # an HCOMM channel (no communicator) has no HCCL buffer
                 buf = comm_mod.hccl_buffer(self.comm, "HcclChannelAcquire")
-                out.append((buf.addr, buf.size, buf, "its HCCL buffer"))
-            out += [(m.addr, m.size, m.alloc, f"memory {m.tag!r}") for m in self.mems]
+                out.append((Region(buf.addr, buf.size, "its HCCL buffer"), buf))
+            out += [(Region(m.addr, m.size, f"memory {m.tag!r}", m.tag), m.alloc) for m in self.mems]
             self._exposed = out
         return out
 
@@ -131,8 +140,10 @@ def _key(comm, engine, protocol, a, b):
 
 def _check_desc(comm, engine, d, i, api):
     if not isinstance(d, HcclChannelDesc):
-        raise TypeError(f"{api}: channelDescs[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
-    if d.header.magicWord != HCCL_CHANNEL_MAGIC_WORD or d.header.version < 1:
+        raise para(api, f"channelDescs[{i}] must be an HcclChannelDesc, not {type(d).__name__}")
+    version = getattr(d.header, "version", None)
+    if (getattr(d.header, "magicWord", None) != HCCL_CHANNEL_MAGIC_WORD or type(version) is not int
+            or version < 1):
         raise para(api, f"channelDescs[{i}] was not initialised with HcclChannelDescInit")
     if not isinstance(d.remoteRank, int) or not 0 <= d.remoteRank < comm.nranks:
         raise para(api, f"channelDescs[{i}].remoteRank {d.remoteRank} is outside [0, {comm.nranks})")
@@ -163,7 +174,7 @@ def _check_desc(comm, engine, d, i, api):
     mems = int_array(d.memHandles, d.memHandleNum, api, f"channelDescs[{i}].memHandles")
     resolved = []
     for h in mems:
-        m = _sim().handles.kernels.get(h)
+        m = _sim().handles.kernels.get(h) if type(h) is int else None
         if not isinstance(m, MemHandle) or m.comm is not comm:
             raise para(api, f"channelDescs[{i}]: memHandle {h!r} was not registered on this communicator")
         resolved.append(m)
@@ -179,6 +190,8 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
         raise ptr(api, "channelDescs is NULL")
     if isinstance(descs, HcclChannelDesc):
         descs = [descs]
+    elif not isinstance(descs, (list, tuple)):
+        raise para(api, f"channelDescs must be a list of HcclChannelDesc, not {type(descs).__name__}")
     if not isinstance(channel_num, int) or not 0 < channel_num <= CHANNEL_NUM_MAX:
         raise para(api, f"channelNum {channel_num} is outside (0, {CHANNEL_NUM_MAX}]")
     if len(descs) < channel_num:
@@ -204,17 +217,18 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
 
 def get_channel(handle, api: str, name: str = "channel") -> ChannelEnd:
     """Look a channel up: 0 is ``HCCL_E_PTR``, unknown or released ``HCCL_E_NOT_FOUND``."""
+    handle = args.handle(handle, api, name)
     if not handle:
         raise ptr(api, f"{name} is 0 (NULL)")
     ch = _sim().handles.channels.get(handle)
     if ch is None:
-        raise not_found(api, f"{name} 0x{handle:x} is not a live channel handle" if isinstance(handle, int)
-                        else f"{name} {handle!r} is not a channel handle")
+        raise not_found(api, f"{name} 0x{handle:x} is not a live channel handle")
     return ch
 
 
-def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> ChannelEnd:
-    """The peer's end; waits for it (host calls) up to ``HCCL_CONNECT_TIMEOUT`` seconds."""
+def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> PeerInfo:
+    """What ``ch`` knows of the peer's end (a transport value); waits for the peer to connect
+    (host calls) up to ``HCCL_CONNECT_TIMEOUT`` seconds."""
     peer = ch.peer
     if peer is not None and not peer.closed:
         return peer
@@ -225,10 +239,10 @@ def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> ChannelEnd:
                         f"the matching {ch.engine.name} {ch.protocol.name} channel")
     sim = _sim()
     timeout = sim.config.connect_timeout
-    world = ch.comm.world
+    transport, root = sim.transport, ch.world_id
 
     def settled():
-        return ch.peer is not None or (ch.peer_rank in world.joined and ch.peer_rank not in world.comms)
+        return ch.peer_ref is not None or ch.peer_rank in transport.left(root)
 
     status = sim.scheduler.run_until(settled, timeout, f"{api}(channel 0x{ch.handle:x} to rank {ch.peer_rank})",
                                      (ch,), detect_stuck=False)
@@ -252,14 +266,14 @@ def peer_hccl_buffer(comm_handle, channel):
     api = "HcclChannelGetHcclBuffer"
     comm = comm_mod.get_comm(comm_handle, api)
     ch = _own(comm, channel, api)
-    buf = comm_mod.hccl_buffer(connected_peer(ch, api).comm, api)
-    return buf.addr, buf.size
+    buf = connected_peer(ch, api).regions[0]   # its HCCL buffer comes first
+    return buf.start, buf.size
 
 
 def _own(comm, channel, api):
     ch = get_channel(channel, api)
     if ch.comm is not comm:
-        raise para(api, f"channel 0x{channel:x} belongs to rank {ch.comm.rank} of {ch.comm.name}, "
+        raise para(api, f"channel 0x{ch.handle:x} belongs to rank {ch.comm.rank} of {ch.comm.name}, "
                         f"not rank {comm.rank} of {comm.name}")
     return ch
 
@@ -269,8 +283,9 @@ def remote_mems(comm_handle, channel):
     api = "HcclChannelGetRemoteMems"
     comm = comm_mod.get_comm(comm_handle, api)
     peer = connected_peer(_own(comm, channel, api), api)
-    mems = [CommMem(type=CommMemType.COMM_MEM_TYPE_DEVICE, addr=m.addr, size=m.size) for m in peer.mems]
-    return len(mems), mems, [m.tag for m in peer.mems]
+    regs = [r for r in peer.regions if r.tag is not None]
+    mems = [CommMem(type=CommMemType.COMM_MEM_TYPE_DEVICE, addr=r.start, size=r.size) for r in regs]
+    return len(mems), mems, [r.tag for r in regs]
 
 
 def mem_reg(comm_handle, tag, mem) -> int:
@@ -285,18 +300,22 @@ def mem_reg(comm_handle, tag, mem) -> int:
         raise para(api, f"memTag must be 1..{HCCL_RES_TAG_MAX_LEN} characters")
     if any(m.tag == tag for m in comm.mems):
         raise para(api, f"memTag {tag!r} is already registered on rank {comm.rank}")
+    if not isinstance(mem, CommMem):
+        raise para(api, f"mem must be a CommMem, not {type(mem).__name__}")
     if mem.type != CommMemType.COMM_MEM_TYPE_DEVICE:
         raise not_support(api, "only device memory (COMM_MEM_TYPE_DEVICE) can be registered")
-    if not mem.addr:
+    addr = args.pointer(mem.addr, api, "mem.addr")
+    if not addr:
         raise ptr(api, "mem.addr is NULL")
-    if not isinstance(mem.size, int) or mem.size <= 0:
-        raise para(api, f"mem.size {mem.size} must be positive")
+    size = args.integer(mem.size, api, "mem.size", -(1 << 64), args.UINT64_MAX)
+    if size <= 0:
+        raise para(api, f"mem.size {size} must be positive")
     try:
-        alloc = memory.resolve(mem.addr, mem.size, memory.DEVICE, comm.device)
+        alloc = memory.resolve(addr, size, memory.DEVICE, comm.device)
     except memory.BadRange as why:
-        raise para(api, f"mem 0x{mem.addr:x} + {mem.size} is not device memory of rank {comm.rank} "
+        raise para(api, f"mem 0x{addr:x} + {size} is not device memory of rank {comm.rank} "
                         f"(device {comm.device}): {why}") from None
-    m = MemHandle(comm, tag, alloc, mem.addr, mem.size)
+    m = MemHandle(comm, tag, alloc, addr, size)
     comm.mems.append(m)
     return m.handle
 

@@ -1,4 +1,4 @@
-"""Communicators: root info, rendezvous of N ranks in one process, the HCCL buffer.
+"""Communicators: root info, the rendezvous of N ranks (through the Sim's transport), the HCCL buffer.
 
 Each rank is a :class:`Communicator` on its own simulated device, normally driven by its own host
 OS thread. ``HcclCommInitRootInfo`` is collective: it blocks until all ``nRanks`` ranks have
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from .. import args
 from ..sim import current_sim as _sim
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..sim.runtime import finalize_hooks, host_ctx
@@ -15,6 +16,7 @@ from .. import topology
 from ..sim import memory
 from ..enums import HCCL_ROOT_INFO_BYTES
 from ..errors import HcclResult, hccl_error, not_found, para, ptr
+from ..transport.base import TransportError
 from . import comm_config
 
 ROOT_MAGIC = b"PYHCOMM-ROOT\0"
@@ -30,25 +32,25 @@ def check_comm_config(api: str) -> None:
 
 
 class World:
-    """What the ranks of one communicator share: their number, name and rendezvous."""
+    """This process's view of the ranks of one communicator: the root of the transport that formed
+    it (its id), its size and name, the ranks that live here. Who joined, on which device, who
+    left, and the host barrier are the transport's (``sim.transport``: the ranks of a world may
+    live in other processes)."""
 
-    def __init__(self, nranks: int | None = None):
-        self.id = next(_sim().world_ids)
-        self.name = f"hccl_world_{self.id}"
+    def __init__(self, root: int, nranks: int | None = None):
+        self.id = root
+        self.name = f"hccl_world_{root}"
         self.nranks = nranks
-        self.comms: dict[int, "Communicator"] = {}
-        self.joined: set[int] = set()   # ranks that completed their join (kept after destroy)
+        self.comms: dict[int, "Communicator"] = {}   # the ranks of this process
         self.rank_table = None          # topology.RankTable from HcclCommInitClusterInfo, else None
-        self.barrier_arrived = 0        # host_barrier: ranks arrived in this round, and the round
-        self.barrier_gen = 0
         self.programs: dict = {}        # rank -> its host program, in the rendezvous now forming
-        self.devices: dict[int, int] = {}  # rank -> simulated device (kept after destroy)
+        self._transport = _sim().transport
 
     def place(self, rank: int):
         """Where ``rank`` sits (rank table, else its device's default place); None if unknown."""
         if self.rank_table is not None:
             return self.rank_table.places[rank] if 0 <= rank < self.rank_table.nranks else None
-        device = self.devices.get(rank)
+        device = self._transport.members(self.id).get(rank)
         return None if device is None else topology.default_place(device)
 
     def root_info(self) -> bytes:
@@ -91,29 +93,68 @@ class Communicator:
         return f"<Communicator {self.name} rank {self.rank}/{self.nranks} device {self.device}>"
 
 
+def local_world(root: int, nranks: int | None = None) -> World:
+    """This process's World for the transport's ``root`` (made on first use: a root may come from
+    another process); call it under the Sim's lock."""
+    sim = _sim()
+    world = sim.roots.get(root)
+    if world is None:
+        world = sim.roots[root] = World(root, nranks)
+    return world
+
+
+def new_world(nranks: int | None = None) -> World:
+    """A World on a fresh root of the transport (under the Sim's lock)."""
+    return local_world(_sim().transport.new_root(), nranks)
+
+
+def named_world(name, nranks: int) -> World:
+    """The World every rank that names ``name`` joins, until ``nranks`` joined it (then a new one;
+    under the Sim's lock). A fresh one has no rank table yet."""
+    return local_world(_sim().transport.named_root(name, nranks), nranks)
+
+
 def get_root_info() -> bytes:
     """``HcclGetRootInfo``: a fresh root, as the bytes of an ``HcclRootInfo``."""
     sim = _sim()
     with sim.lock:
-        world = World()
-        sim.roots[world.id] = world
+        world = new_world()
     return world.root_info()
 
 
-def _world_of(root_info, api: str) -> World:
-    if root_info is None:
+def _root_bytes(root_info, api: str) -> bytes:
+    """The bytes of an ``HcclRootInfo`` given as bytes-like, or as any object that exports its
+    bytes (a buffer, or ``bytes()`` of it). NULL (None, 0) is ``HCCL_E_PTR``; anything else,
+    an int included, is ``HCCL_E_PARA`` (never ``bytes(int)``, which would build a zero block)."""
+    if root_info is None or (type(root_info) is int and root_info == 0):
         raise ptr(api, "rootInfo is NULL")
-    raw = bytes(root_info)
+    if isinstance(root_info, (int, float, str, bool)):
+        raise para(api, f"rootInfo must be the HcclRootInfo from HcclGetRootInfo, not {type(root_info).__name__}")
+    try:
+        return bytes(memoryview(root_info).cast("B"))
+    except (TypeError, ValueError):
+        pass
+    convert = getattr(type(root_info), "__bytes__", None)
+    if convert is not None:
+        try:
+            raw = convert(root_info)
+        except Exception:  # noqa: BLE001 - whatever the object raises, it is no root info
+            raw = None
+        if isinstance(raw, bytes):
+            return raw
+    raise para(api, f"rootInfo must be the HcclRootInfo from HcclGetRootInfo, not {type(root_info).__name__}")
+
+
+def _world_of(root_info, api: str) -> World:
+    raw = _root_bytes(root_info, api)
     if not raw.startswith(ROOT_MAGIC):
         raise para(api, "rootInfo was not produced by HcclGetRootInfo")
     try:
         wid = int(raw[len(ROOT_MAGIC):].split(b"\0", 1)[0])
     except ValueError:
         raise para(api, "rootInfo is corrupted") from None
-    world = _sim().roots.get(wid)
-    if world is None:
-        raise para(api, "rootInfo names a root that does not exist in this process")
-    return world
+    with _sim().lock:
+        return local_world(wid)
 
 
 def init_root_info(nranks: int, root_info, rank: int, settings=None,
@@ -122,7 +163,8 @@ def init_root_info(nranks: int, root_info, rank: int, settings=None,
     (unless ``wait`` is False: then :func:`wait_joined` completes it, at ``HcclGroupEnd``).
     ``settings``: a :class:`.comm_config.CommSettings` (``HcclCommInitRootInfoConfig``)."""
     world = _world_of(root_info, api)
-    if not isinstance(nranks, int) or nranks < 1:
+    nranks = args.integer(nranks, api, "nRanks", -(1 << 64), args.UINT64_MAX)
+    if nranks < 1:
         raise para(api, f"nRanks {nranks} must be at least 1")
     return _join(world, nranks, rank, api, settings, wait=wait)
 
@@ -146,9 +188,8 @@ def init_cluster_info(cluster_info, rank: int, settings=None, api: str = "HcclCo
         raise para(api, f"rank table {cluster_info!r} is malformed: {exc}") from None
     sim = _sim()
     with sim.lock:
-        world = sim.cluster_worlds.get(path)
-        if world is None or len(world.joined) >= table.nranks:
-            world = sim.cluster_worlds[path] = World(table.nranks)
+        world = named_world(("rank table", path), table.nranks)
+        if world.rank_table is None:
             world.rank_table = table
     return _join(world, table.nranks, rank, api, settings, wait=wait)
 
@@ -158,33 +199,28 @@ def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=
     """Join ``world`` as ``rank`` and wait for the other ranks (``HCCL_CONNECT_TIMEOUT``); the
     rank runs on ``device`` (an open device; default: the calling thread's current one). With
     ``wait`` False, return the joined communicator at once (:func:`wait_joined` waits later)."""
-    if not isinstance(rank, int) or not 0 <= rank < nranks:
+    rank = args.integer(rank, api, "rank", -(1 << 64), args.UINT64_MAX)
+    if not 0 <= rank < nranks:
         raise para(api, f"rank {rank} is outside [0, {nranks})")
     sim = _sim()
     check_comm_config(api)
     dev = sim.runtime.current_device() if device is None else sim.runtime.devices.get(device)
     if dev is None:
         raise hccl_error(HcclResult.HCCL_E_RUNTIME, api, "no current device: call aclrtSetDevice first")
+    transport = sim.transport
     with sim.lock:
-        if world.nranks is None:
-            world.nranks = nranks
-        elif world.nranks != nranks:
-            raise para(api, f"nRanks {nranks} differs from {world.nranks} given by another rank")
-        if rank in world.comms or rank in world.joined:
-            raise para(api, f"rank {rank} already joined {world.name}")
-        for other in world.comms.values():
-            if other.device == dev.id:
-                raise para(api, f"rank {rank} and rank {other.rank} are both on device {dev.id}")
         if settings is not None and settings.name:
             comm_config.claim_name(world, settings.name, api)
+        try:
+            transport.join(world.id, nranks, rank, dev.id)
+        except TransportError as why:
+            raise para(api, f"{why} ({world.name})") from None
+        world.nranks = nranks
         comm = Communicator(world, rank, dev.id)
         if settings is not None:
             comm_config.apply(comm, settings)
         world.comms[rank] = comm
-        world.devices[rank] = dev.id
-        world.joined.add(rank)
-        _arrive(world, rank, len(world.joined) >= nranks, api)
-    sim.scheduler.poke()
+        _arrive(world, rank, len(transport.members(world.id)) >= nranks, api)
     if wait:
         wait_joined(comm, api)
     return comm
@@ -195,17 +231,16 @@ def wait_joined(comm: Communicator, api: str = "HcclGroupEnd") -> None:
     timeout, ``comm`` leaves its communicator again and is released."""
     sim, world, rank, nranks = _sim(), comm.world, comm.rank, comm.world.nranks
     timeout = sim.config.connect_timeout
-    sched = sim.scheduler
-    status = sched.run_until(lambda: len(world.joined) >= nranks, timeout, f"{api}(rank {rank} of {world.name})",
-                             detect_stuck=False)
+    sched, transport, root = sim.scheduler, sim.transport, world.id
+    status = sched.run_until(lambda: len(transport.members(root)) >= nranks, timeout,
+                             f"{api}(rank {rank} of {world.name})", detect_stuck=False)
     if status == DONE_OK:
         return
     with sim.lock:
-        missing = sorted(set(range(nranks)) - world.joined)
+        missing = sorted(set(range(nranks)) - set(transport.members(root)))
         del world.comms[rank]
-        world.joined.discard(rank)
+        transport.leave(root, rank, joined=False)
         world.programs.pop(rank, None)
-        world.devices.pop(rank, None)
         sim.handles.comms.remove(comm.handle)
     if status == ABORTED:
         raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {sched.abort_reason}")
@@ -231,19 +266,12 @@ def host_barrier(comm: Communicator, api: str = "Comm.barrier") -> None:
     (a host-side rendezvous through the scheduler, not an HCCL collective: nothing is enqueued).
     Works on both schedulers; ``HCCL_CONNECT_TIMEOUT`` bounds the wait."""
     sim = _sim()
-    world = comm.world
+    world, transport = comm.world, sim.transport
     with sim.lock:
-        gen = world.barrier_gen
-        world.barrier_arrived += 1
-        _arrive(world, comm.rank, world.barrier_arrived == world.nranks, api)
-        if world.barrier_arrived == world.nranks:
-            world.barrier_arrived = 0
-            world.barrier_gen += 1
+        round_ = transport.barrier_arrive(world.id, comm.rank)
+        _arrive(world, comm.rank, transport.barrier_rounds(world.id) > round_, api)
     sched = sim.scheduler
-    if world.barrier_gen != gen:
-        sched.poke()
-        return
-    status = sched.run_until(lambda: world.barrier_gen != gen, sim.config.connect_timeout,
+    status = sched.run_until(lambda: transport.barrier_rounds(world.id) > round_, sim.config.connect_timeout,
                              f"{api}(rank {comm.rank} of {world.name})", detect_stuck=False)
     if status == DONE_OK:
         return
@@ -257,23 +285,31 @@ def init_all(devices) -> list[Communicator]:
     api = "HcclCommInitAll"
     if devices is None:
         raise ptr(api, "devices is NULL")
+    if not isinstance(devices, (list, tuple, range)):
+        raise para(api, f"devices must be a list of device ids, not {type(devices).__name__}")
     devices = list(devices)
     if not devices:
         raise para(api, "ndev must be at least 1")
+    count = _sim().runtime.device_count
+    for i, d in enumerate(devices):
+        try:
+            devices[i] = args.integer(d, api, f"devices[{i}]", 0, count - 1)
+        except TypeError:  # an element of a list: a code, as for every other bad element
+            raise para(api, f"devices[{i}] {d!r} is not a device id in [0, {count})") from None
     if len(set(devices)) != len(devices):
         raise para(api, f"devices {devices} repeat a device")
-    for d in devices:
-        if not isinstance(d, int) or not 0 <= d < _sim().runtime.device_count:
-            raise para(api, f"device {d} is outside [0, {_sim().runtime.device_count})")
     check_comm_config(api)
-    world = World(len(devices))
+    sim = _sim()
+    with sim.lock:
+        world = new_world(len(devices))
+        for rank, d in enumerate(devices):
+            sim.transport.join(world.id, len(devices), rank, d)
     saved = host_ctx().device
     comms = []
     for rank, d in enumerate(devices):
-        _sim().runtime.open_device(d)
+        sim.runtime.open_device(d)
         comm = Communicator(world, rank, d)
         comm.holds_device = True
-        world.devices[rank] = d
         world.comms[rank] = comm
         comms.append(comm)
     host_ctx().device = saved
@@ -289,12 +325,12 @@ USABLE_WHILE_SUSPENDED = frozenset({
 def get_comm(handle, api: str) -> Communicator:
     """Look a communicator up: NULL is ``HCCL_E_PTR``, unknown or destroyed ``HCCL_E_NOT_FOUND``,
     suspended ``HCCL_E_SUSPENDING`` (but for :data:`USABLE_WHILE_SUSPENDED`)."""
+    handle = args.handle(handle, api, "comm")
     if not handle:
         raise ptr(api, "comm is NULL")
     comm = _sim().handles.comms.get(handle)
     if comm is None:
-        raise not_found(api, f"comm 0x{handle:x} is not a live communicator" if isinstance(handle, int)
-                        else f"comm {handle!r} is not a communicator handle")
+        raise not_found(api, f"comm 0x{handle:x} is not a live communicator")
     if comm.suspended and api not in USABLE_WHILE_SUSPENDED:
         raise hccl_error(HcclResult.HCCL_E_SUSPENDING, api, f"{comm.name} rank {comm.rank} is suspended "
                                                             "(HcclCommResume first)")
@@ -329,6 +365,7 @@ def destroy(comm: Communicator, device_released: bool = False) -> None:
     comm.destroyed = True
     _sim().handles.comms.remove(comm.handle)
     comm.world.comms.pop(comm.rank, None)
+    _sim().transport.leave(comm.world.id, comm.rank)
     if comm.holds_device and not device_released:
         comm.holds_device = False
         _sim().runtime.close_device(comm.device)

@@ -31,6 +31,7 @@ import threading
 
 import numpy as np
 
+from .. import args
 from ..sim import current_sim as _sim
 from ..sim import memory
 from ..enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
@@ -96,11 +97,7 @@ def _check_tag(tag, api: str) -> str:
 
 
 def _check_u64(value, api: str, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{api}: {name} must be an int, not {type(value).__name__}")
-    if not 0 <= value < 1 << 64:
-        raise para(api, f"{name} {value} is outside [0, 2**64)")
-    return value
+    return args.integer(value, api, name)
 
 
 def _lookup(comm, tag: str, engine: CommEngine, api: str) -> EngineCtx:
@@ -174,18 +171,24 @@ def get(comm_handle, ctx_tag, engine) -> EngineCtx:
     return _lookup(comm, tag, engine, api)
 
 
+def _is_pointer(src) -> bool:
+    """Whether ``srcCtx`` is a host address (an int or a numpy integer) rather than bytes-like."""
+    return isinstance(src, (int, np.integer)) and not isinstance(src, bool)
+
+
 def _source_bytes(src, size: int, api: str):
-    """Where ``size`` bytes of ``src`` are: ``(storage, offset)`` for a host pointer known to
-    pyhcomm, ``(None, uint8 array)`` for a bytes-like object."""
+    """Where ``size`` bytes of ``src`` are: ``(storage, offset, owner)`` for a host pointer known
+    to pyhcomm (held for the copy), ``(None, uint8 array, None)`` for a bytes-like object."""
     if isinstance(src, bool):
         raise TypeError(f"{api}: srcCtx must be a host pointer (int) or bytes-like, not bool")
-    if isinstance(src, int):
+    if _is_pointer(src):
+        src = args.pointer(src, api, "srcCtx")
         try:
             alloc = memory.resolve(src, size, memory.HOST)
+            storage, owner = memory.hold(alloc)
         except memory.BadRange as why:
             raise para(api, f"srcCtx {why} (or pass a bytes-like object)") from None
-        off = src - alloc.addr
-        return alloc.storage, off
+        return storage, src - alloc.addr, owner
     try:
         view = memoryview(src).cast("B")
     except TypeError:
@@ -193,15 +196,17 @@ def _source_bytes(src, size: int, api: str):
                         f"not {type(src).__name__}") from None
     if view.nbytes < size:
         raise para(api, f"srcCtx holds {view.nbytes} bytes, fewer than size {size}")
-    return None, np.frombuffer(view, dtype=np.uint8, count=size)
+    return None, np.frombuffer(view, dtype=np.uint8, count=size), None
 
 
 def copy(comm_handle, engine, ctx_tag, src_ctx, size, dst_ctx_offset) -> None:
     """``HcclEngineCtxCopy``: copy ``size`` host bytes into the context at ``dst_ctx_offset``.
 
     Synchronous (a ``memcpy`` for host contexts, a host-to-device ``aclrtMemcpy`` for device
-    contexts); not ordered with any stream. ``src_ctx`` is a host pointer (``int``) known to
-    pyhcomm or a bytes-like object (``bytes``, ``bytearray``, numpy array ...).
+    contexts); not ordered with any stream, serialised with ``HcclEngineCtxDestroy`` (a copy
+    racing a destroy on another host thread either lands before it or finds no context).
+    ``src_ctx`` is a host pointer (``int``) known to pyhcomm or a bytes-like object (``bytes``,
+    ``bytearray``, numpy array ...).
 
     Raises:
         HcclUsageError: NULL comm, tag or srcCtx (``HCCL_E_PTR``); bad tag, engine, size, a range
@@ -212,7 +217,7 @@ def copy(comm_handle, engine, ctx_tag, src_ctx, size, dst_ctx_offset) -> None:
     comm = comm_mod.get_comm(comm_handle, api)
     if ctx_tag is None:
         raise ptr(api, "ctxTag is NULL")
-    if src_ctx is None or (isinstance(src_ctx, int) and not isinstance(src_ctx, bool) and src_ctx == 0):
+    if src_ctx is None or (_is_pointer(src_ctx) and src_ctx == 0):
         raise ptr(api, "srcCtx is NULL")
     tag = _check_tag(ctx_tag, api)
     engine = check_engine(engine, api)
@@ -220,16 +225,22 @@ def copy(comm_handle, engine, ctx_tag, src_ctx, size, dst_ctx_offset) -> None:
     offset = _check_u64(dst_ctx_offset, api, "dstCtxOffset")
     if size == 0:
         raise para(api, "size must be greater than 0")
-    ctx = _lookup(comm, tag, engine, api)
-    if offset + size > ctx.size:
-        raise para(api, f"dstCtxOffset {offset} + size {size} runs past the end of engine context {tag!r} "
-                        f"({ctx.size} bytes)")
-    storage, data = _source_bytes(src_ctx, size, api)
-    if storage is not None:
-        _sim().backend.copy(ctx.alloc.storage, offset, storage, data, size)  # memmove: overlap is fine
-    else:
-        _sim().backend.from_host(ctx.alloc.storage, offset, data)
-    pointer = isinstance(src_ctx, int)
+    with _lock:
+        ctx = _lookup(comm, tag, engine, api)
+        if offset + size > ctx.size:
+            raise para(api, f"dstCtxOffset {offset} + size {size} runs past the end of engine context {tag!r} "
+                            f"({ctx.size} bytes)")
+        dst = ctx.alloc.storage
+        if dst is None:  # its device was reset
+            raise not_found(api, f"engine context {tag!r} for {engine.name} was released")
+        storage, data, _owner = _source_bytes(src_ctx, size, api)
+        if storage is not None:
+            _sim().backend.copy(dst, offset, storage, data, size)  # memmove: overlap is fine
+        else:
+            _sim().backend.from_host(dst, offset, data)
+    pointer = _is_pointer(src_ctx)
+    if pointer:
+        src_ctx = int(src_ctx)
     _sim().record.host_effect("EngineCtxCopy", api, rank=comm.rank, device=comm.device, engine=engine.name,
                               reads=((src_ctx, size, _sim().memory.host_map.find(src_ctx)),) if pointer else (),
                               writes=((ctx.addr + offset, size, ctx.alloc),), nbytes=size, tag=tag,

@@ -35,11 +35,11 @@ NAME_MAX = 191
 
 
 class PairWorld:
-    """What the two ends of one HCOMM channel share: an id, who created an end, who still has one."""
+    """What the two ends of one HCOMM channel share: a root of the transport (its id: who created
+    an end joins it, rank = device; who destroyed one leaves it), the ends of this process."""
 
     def __init__(self):
-        self.id = next(_sim().world_ids)
-        self.joined: set = set()
+        self.id = _sim().transport.new_root()
         self.comms: dict = {}
 
     def place(self, rank):
@@ -159,13 +159,13 @@ def create(endpoint_handle, engine, channel_descs, config=None, api: str = "Hcom
             key = ("hcomm", int(engine), int(d.remoteEndpoint.protocol), min(ep.device, device),
                    max(ep.device, device), name)
             pending = worlds.setdefault(key, [])       # the n-th creation on a device pairs with the peer's n-th
-            world = next((w for w in pending if ep.device not in w.joined), None)
+            world = next((w for w in pending if ep.device not in sim.transport.members(w.id)), None)
             if world is None:
                 world = PairWorld()
                 pending.append(world)
             owner = EndOwner(ep, world)
             end = ch_mod.ChannelEnd(owner, engine, d.remoteEndpoint.protocol, device, notify_num, mems)
-            world.joined.add(ep.device)
+            sim.transport.join(world.id, 2, ep.device, ep.device)
             world.comms[ep.device] = end
             ep.channels = getattr(ep, "channels", []) + [end]
             sim.transport.publish(end, key + (world.id,))
@@ -210,3 +210,4 @@ def destroy(channels) -> None:
             sim.transport.withdraw(end)
             sim.handles.channels.remove(end.handle)
             end.comm.world.comms.pop(end.comm.rank, None)
+            sim.transport.leave(end.comm.world.id, end.comm.rank)

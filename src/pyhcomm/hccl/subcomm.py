@@ -42,12 +42,9 @@ def create(comm_handle, rank_ids, sub_comm_id, sub_comm_rank_id, config):
         raise para(API, f"subCommId {sub_comm_id!r} must be a uint64")
     settings = comm_config.settings_from(config, API) if config is not None else None
     sim = _sim()
-    worlds = sim.registry("sub_worlds")
-    key = (parent.world.id, sub_comm_id)
     with sim.lock:
-        world = worlds.get(key)
-        if world is None or len(world.joined) >= world.nranks:
-            world = worlds[key] = comm_mod.World(len(ranks))
+        world = comm_mod.named_world(("sub-communicator", parent.world.id, sub_comm_id), len(ranks))
+        if world.rank_table is None:   # a fresh one
             world.name = f"{parent.name}_sub_{sub_comm_id}"
             world.rank_table = topology.RankTable([parent.world.place(r) for r in ranks])
             world.member_ranks = ranks

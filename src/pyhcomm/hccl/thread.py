@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 
+from .. import args
 from ..sim import current_sim as _sim
 from ..sim.notify import Notify
 from ..sim.runtime import in_library
@@ -82,10 +83,9 @@ def local_op_side(engine: CommEngine):
 
 def check_engine(engine, api: str) -> CommEngine:
     """Validate a ``CommEngine`` value (``HCCL_E_PARA`` outside 0..5)."""
-    if isinstance(engine, bool) or not isinstance(engine, int):
-        raise TypeError(f"{api}: engine must be a CommEngine int, not {type(engine).__name__}")
+    engine = args.integer(engine, api, "engine", -(1 << 64), args.UINT64_MAX)
     if not 0 <= engine <= 5:
-        raise para(api, f"engine {int(engine)} is not a valid CommEngine (0..5)")
+        raise para(api, f"engine {engine} is not a valid CommEngine (0..5)")
     return CommEngine(engine)
 
 
@@ -123,8 +123,11 @@ def acquire(comm_handle, engine, thread_num, notify_num_per_thread) -> list[Hcom
     comm = comm_mod.get_comm(comm_handle, api)
     engine = check_engine(engine, api)
     _allowed(ACQUIRE_ENGINES, engine, api)
-    if not isinstance(thread_num, int) or not 0 < thread_num <= HCOMM_THREADNUM_MAX_NUM:
+    thread_num = args.integer(thread_num, api, "threadNum", -(1 << 64), args.UINT64_MAX)
+    if not 0 < thread_num <= HCOMM_THREADNUM_MAX_NUM:
         raise para(api, f"threadNum {thread_num} is outside (0, {HCOMM_THREADNUM_MAX_NUM}]")
+    notify_num_per_thread = args.integer(notify_num_per_thread, api, "notifyNumPerThread", -(1 << 64),
+                                         args.UINT64_MAX)
     _check_notify_num(comm, notify_num_per_thread, thread_num * max(0, notify_num_per_thread), api)
     dev = _sim().runtime.devices[comm.device]
     out = []
@@ -139,6 +142,7 @@ def acquire_with_stream(comm_handle, engine, stream_handle, notify_num) -> Hcomm
     api = "HcclThreadAcquireWithStream"
     comm = comm_mod.get_comm(comm_handle, api)
     engine = check_engine(engine, api)
+    stream_handle = args.handle(stream_handle, api, "stream")
     if not stream_handle:
         raise ptr(api, "stream is NULL")
     stream = _sim().handles.streams.get(stream_handle)
@@ -148,19 +152,20 @@ def acquire_with_stream(comm_handle, engine, stream_handle, notify_num) -> Hcomm
         raise para(api, f"stream 0x{stream_handle:x} is on device {stream.device}, "
                         f"the communicator's rank {comm.rank} on device {comm.device}")
     _allowed(WITH_STREAM_ENGINES, engine, api)
-    _check_notify_num(comm, notify_num, notify_num if isinstance(notify_num, int) else 0, api)
+    notify_num = args.integer(notify_num, api, "notifyNum", -(1 << 64), args.UINT64_MAX)
+    _check_notify_num(comm, notify_num, notify_num, api)
     return _new_thread(comm, engine, stream, notify_num, False)
 
 
 def get_thread(handle, api: str, name: str = "thread") -> HcommThread:
     """Look a thread handle up: 0 is ``HCCL_E_PTR``, unknown ``HCCL_E_NOT_FOUND``."""
+    handle = args.handle(handle, api, name)
     if not handle:
         raise ptr(api, f"{name} is 0 (NULL)")
     t = _sim().handles.threads.get(handle)
     if t is None:
         raise not_found(api, f"{name} 0x{handle:x} is not a live thread handle "
-                             "(from HcclThreadAcquire / HcclThreadAcquireWithStream)"
-                        if isinstance(handle, int) else f"{name} {handle!r} is not a thread handle")
+                             "(from HcclThreadAcquire / HcclThreadAcquireWithStream)")
     if t.stream.destroyed:
         raise not_found(api, f"{name} 0x{handle:x}: its stream 0x{t.stream.handle:x} was destroyed")
     return t
@@ -238,6 +243,8 @@ def export_to_comm_engine(comm_handle, thread_num, thread_handles, dst_engine) -
     if not 0 < thread_num <= HCCL_THREAD_EXPORT_MAX_NUM:
         raise para(api, f"threadNum {thread_num} is outside [1, {HCCL_THREAD_EXPORT_MAX_NUM}]")
     engine = check_engine(dst_engine, api)
+    if not isinstance(thread_handles, (list, tuple)):
+        raise para(api, f"threads must be a list of thread handles, not {type(thread_handles).__name__}")
     thread_handles = list(thread_handles)
     if len(thread_handles) < thread_num:
         raise para(api, f"threads holds {len(thread_handles)} handles, fewer than threadNum {thread_num}")

@@ -17,6 +17,7 @@ host, device engines inside a kernel).
 """
 from __future__ import annotations
 
+from .. import args
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
@@ -27,9 +28,10 @@ from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para
 from ..hccl.channel import connected_peer, get_channel
 from ..defs.primitives import HcommBatchTransferDesc, HcommTransferType  # noqa: F401
 from ..topology import CommProtocol
+from ..transport.base import TransportError
 from . import validate as v
 from .launch import enqueue
-from .notify import NotifyRecordTask, NotifyWaitTask, _check_timeout, default_timeout
+from .notify import DEFAULT_TIMEOUT, NotifyRecordTask, NotifyWaitTask, _check_timeout, default_timeout
 from .reduce import check_dtype_op
 
 P = CommProtocol
@@ -48,15 +50,15 @@ def _thread_and_channel(thread, channel, api):
     """Check a thread and a channel of one rank, used from their side; return
     ``(thread, channel end, peer end, the caller's host context)``."""
     t, ctx, device_side = v.issuing_thread(thread, api)
-    ch = ctx.sim.handles.channels._objs.get(channel) if channel else None
+    ch = ctx.sim.handles.channels._objs.get(channel) if type(channel) is int else None
     if ch is None:
         ch = get_channel(channel, api)
     if ch.comm is not t.comm and not (ch.comm.device == t.device and (ch.comm.l3 or t.comm.l3)):
-        raise para(api, f"channel 0x{channel:x} belongs to rank {ch.comm.rank}, thread 0x{thread:x} to "
+        raise para(api, f"channel 0x{ch.handle:x} belongs to rank {ch.comm.rank}, thread 0x{t.handle:x} to "
                         f"rank {t.rank}")
     if ch.host_side == device_side:
         where = "inside a kernel" if device_side else "from the host"
-        raise not_support(api, f"channel 0x{channel:x} is a {ch.engine.name} channel: it cannot be used {where}")
+        raise not_support(api, f"channel 0x{ch.handle:x} is a {ch.engine.name} channel: it cannot be used {where}")
     peer = ch.peer
     if peer is None or peer.closed:
         peer = connected_peer(ch, api, wait=not device_side)
@@ -69,52 +71,76 @@ def _data_protocol(ch, api):
                                f"not {ch.protocol.name}")
 
 
-def remote_range(peer, addr, n, api, name):
-    """Resolve a remote range to ``(allocation, offset)``: it must lie in memory ``peer`` exposed."""
-    regions = peer.exposed()
-    for start, size, alloc, _label in regions:
-        if start <= addr and addr + n <= start + size:
-            if alloc.storage is None:
-                break
-            return alloc, addr - alloc.addr
-    shown = ", ".join(f"{label} 0x{start:x} + {size}" for start, size, _a, label in regions)
-    raise para(api, f"{name} 0x{addr:x} + {n} is not memory rank {peer.comm.rank} exposed on this channel "
+def remote_range(peer, addr, n, api, name) -> None:
+    """Check a remote range: it must lie in memory ``peer`` (a PeerInfo) exposed (a zero-length
+    range needs an address inside it, as :func:`pyhcomm.sim.memory.resolve`)."""
+    for start, size, _label, _tag in peer.regions:
+        if start <= addr < start + size and addr + n <= start + size:
+            return
+    shown = ", ".join(f"{label} 0x{start:x} + {size}" for start, size, label, _tag in peer.regions)
+    raise para(api, f"{name} 0x{addr:x} + {n} is not memory rank {peer.ref.rank} exposed on this channel "
                     f"({shown})")
 
 
-def _run_copy(api, d_alloc, d_off, s_alloc, s_off, n, notify=None, write=True):
-    """Task body of a write (local -> peer) or read (peer -> local): through the transport."""
-    if d_alloc.storage is None or s_alloc.storage is None:
+def _run_copy(api, peer, remote, alloc, off, n, notify=None, write=True):
+    """Task body of a write (local -> the peer's ``remote``) or a read (the peer's ``remote`` ->
+    local), then the peer's ``notify`` if any: through the transport. Returns the generation the
+    notify got (when known)."""
+    if alloc.storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
     transport = _sim().transport
-    (transport.put if write else transport.get)(d_alloc, d_off, s_alloc, s_off, n)
+    try:
+        (transport.put if write else transport.get)(peer, remote, alloc, off, n)
+    except TransportError as why:
+        raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, f"the transfer did not land: {why}") from None
     if notify is not None:
-        transport.remote_notify(notify)
+        return transport.remote_notify(peer, notify.index)
+    return None
 
 
-def _run_reduce(api, d_alloc, d_off, s_alloc, s_off, count, np_dtype, op, notify=None):
-    if d_alloc.storage is None or s_alloc.storage is None:
+def _run_reduce(api, peer, remote, alloc, off, count, np_dtype, op, notify=None, into_peer=True):
+    if alloc.storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
     transport = _sim().transport
-    transport.accumulate(d_alloc, d_off, s_alloc, s_off, count, np_dtype, op)
+    try:
+        transport.accumulate(peer, remote, alloc, off, count, np_dtype, op, into_peer)
+    except TransportError as why:
+        raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, f"the transfer did not land: {why}") from None
     if notify is not None:
-        transport.remote_notify(notify)
+        return transport.remote_notify(peer, notify.index)
+    return None
 
 
 def _peer_notify(peer, idx, api, name="remoteNotifyIdx"):
-    if isinstance(idx, bool) or not isinstance(idx, int):
-        raise TypeError(f"{api}: {name} must be an int, not {type(idx).__name__}")
+    """The peer's notify ``idx`` as a value (:class:`~pyhcomm.transport.base.RemoteNotify`)."""
+    idx = args.integer(idx, api, name, -(1 << 64), args.UINT64_MAX)
     if not 0 <= idx < len(peer.notifies):
-        raise para(api, f"{name} {idx} is out of range: the channel end of rank {peer.comm.rank} has "
+        raise para(api, f"{name} {idx} is out of range: the channel end of rank {peer.ref.rank} has "
                         f"{len(peer.notifies)} notifies")
     return peer.notifies[idx]
 
 
-def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None, notify_idx=None,
+class RemoteRecordTask(NotifyRecordTask):
+    """``ChannelNotifyRecord``: record a notify of the peer's end (``notify`` is a
+    :class:`~pyhcomm.transport.base.RemoteNotify` value) through the transport."""
+
+    __slots__ = ("transport",)    # the Sim's transport (set at issue: a lookup less per run)
+
+    def run(self) -> None:
+        n = self.notify
+        self.gen = self.transport.remote_notify(n.peer, n.index)
+
+
+#: ``notify_idx`` of a transfer that records no notify (a ``WithNotify`` call's index is checked,
+#: ``None`` included: it is not "no notify").
+NO_NOTIFY = object()
+
+
+def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None, notify_idx=NO_NOTIFY,
               require_950=False, now=False, defer=False):
     """Validate and issue one transfer (``write``: local src -> remote dst; else remote -> local)."""
-    v.nonnull(dst, api, "dst")
-    v.nonnull(src, api, "src")
+    dst = v.nonnull(dst, api, "dst")
+    src = v.nonnull(src, api, "src")
     dt = op = None
     if reduce is not None:
         dt, op, _eng = check_dtype_op(reduce[0], reduce[1], bool(host_ctx().kernels), api)
@@ -135,31 +161,36 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         raise para(api, f"count {count} x {DATA_TYPE_SIZE[dt]} bytes overflows uint64")
     device = ch.comm.device
     if write:
-        d_alloc, d_off = remote_range(peer, dst, nbytes, api, "dst")
-        s_alloc, s_off = v.device_range(src, nbytes, device, api, "src")
+        remote, name = dst, "dst"
     else:
-        d_alloc, d_off = v.device_range(dst, nbytes, device, api, "dst")
-        s_alloc, s_off = remote_range(peer, src, nbytes, api, "src")
-    notify = _peer_notify(peer, notify_idx, api) if notify_idx is not None else None
-    if reduce is None:
-        fn, args = _run_copy, (api, d_alloc, d_off, s_alloc, s_off, nbytes, notify, write)
+        remote, name = src, "src"
+        alloc, off = v.device_range(dst, nbytes, device, api, "dst")
+    for start, size, _label, _tag in peer.regions:   # remote_range's check, inline: every transfer
+        if start <= remote < start + size and remote + nbytes <= start + size:
+            break
     else:
-        fn, args = _run_reduce, (api, d_alloc, d_off, s_alloc, s_off, count, NUMPY_DTYPE[dt], int(op), notify)
+        remote_range(peer, remote, nbytes, api, name)   # raises
+    if write:
+        alloc, off = v.device_range(src, nbytes, device, api, "src")
+    notify = _peer_notify(peer, notify_idx, api) if notify_idx is not NO_NOTIFY else None
+    if reduce is None:  # (the record reads these arguments: pyhcomm.sim.events)
+        fn, args = _run_copy, (api, peer.ref, remote, alloc, off, nbytes, notify, write)
+    else:
+        fn, args = _run_reduce, (api, peer.ref, remote, alloc, off, count, NUMPY_DTYPE[dt], int(op), notify, write)
     if now:  # NBI: the host CPU posts the request and it completes at once here
-        fn(*args)
+        gen = fn(*args)
         _sim().record.host_effect(("WriteWithNotifyNbi" if notify is not None else "WriteNbi") if write else "ReadNbi",
                                   api, rank=ch.comm.rank, device=device, engine=ch.engine.name,
                                   reads=((src, nbytes),), writes=((dst, nbytes),), channel=ch.handle,
-                                  peer=peer.comm.rank, nbytes=nbytes, notify=notify,
-                                  gen=notify.gen if notify is not None else None)
+                                  peer=peer.ref.rank, nbytes=nbytes, notify=notify, gen=gen)
         return
     reads = ((src, nbytes),) if reduce is None else ((src, nbytes), (dst, nbytes))
     if notify is None:
         task = Task(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(),
-                    detail=(ch.handle, peer.comm.rank), side=_side())
+                    detail=(ch.handle, ch.peer_rank), side=_side())
     else:  # the notify it sets is a field: hang reports see the task as a recorder
         task = NotifyingTask(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(),
-                             detail=(ch.handle, peer.comm.rank), side=_side(), notify=notify)
+                             detail=(ch.handle, ch.peer_rank), side=_side(), notify=notify)
     if defer:
         return task
     enqueue(task, api)
@@ -207,10 +238,10 @@ def _nbi_check(channel, api):
     return ch
 
 
-def nbi(api, channel, dst, src, n, write_: bool, notify_idx=None):
+def nbi(api, channel, dst, src, n, write_: bool, notify_idx=NO_NOTIFY):
     """The NBI family: the transfer is done when the call returns (completion = fence)."""
-    v.nonnull(dst, api, "dst")
-    v.nonnull(src, api, "src")
+    dst = v.nonnull(dst, api, "dst")
+    src = v.nonnull(src, api, "src")
     _nbi_check(channel, api)
     if isinstance(n, int) and not isinstance(n, bool) and n == 0:
         raise para(api, "len must be greater than 0")
@@ -222,9 +253,14 @@ def notify_record(thread, channel, remote_notify_idx, defer=False):
     """``HcommChannelNotifyRecordOnThread``: enqueue a record of the peer's notify."""
     api = "HcommChannelNotifyRecordOnThread"
     t, ch, peer, ctx = _thread_and_channel(thread, channel, api)
-    n = _peer_notify(peer, remote_notify_idx, api)
-    task = NotifyRecordTask("ChannelNotifyRecord", t.stream, t.handle, t.rank, "device" if ctx.kernels else "host",
-                            n, (ch.handle, peer.comm.rank, remote_notify_idx))
+    notifies = peer.notifies
+    if type(remote_notify_idx) is int and 0 <= remote_notify_idx < len(notifies):
+        n = notifies[remote_notify_idx]
+    else:
+        n = _peer_notify(peer, remote_notify_idx, api)   # raises
+    task = RemoteRecordTask("ChannelNotifyRecord", t.stream, t.handle, t.rank, "device" if ctx.kernels else "host",
+                            n, (ch.handle, ch.peer_rank, n.index))
+    task.transport = ctx.sim.transport
     if defer:
         return task
     enqueue(task, api, ctx)
@@ -233,13 +269,12 @@ def notify_record(thread, channel, remote_notify_idx, defer=False):
 def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNotifyWaitOnThread"):
     """``HcommChannelNotifyWaitOnThread``: enqueue a wait for this end's notify."""
     t, ch, _peer, ctx = _thread_and_channel(thread, channel, api)
-    if type(local_notify_idx) is not int:
-        raise TypeError(f"{api}: localNotifyIdx must be an int")
+    local_notify_idx = args.integer(local_notify_idx, api, "localNotifyIdx", -(1 << 64), args.UINT64_MAX)
     if not 0 <= local_notify_idx < len(ch.notifies):
         raise para(api, f"localNotifyIdx {local_notify_idx} is out of range: this channel end has "
                         f"{len(ch.notifies)} notifies")
     side = "device" if ctx.kernels else "host"
-    timeout = default_timeout(side, api) if timeout is None else _check_timeout(timeout, api)
+    timeout = default_timeout(side, api) if timeout is DEFAULT_TIMEOUT else _check_timeout(timeout, api)
     if timeout == 0 and ch.engine == CommEngine.COMM_ENGINE_CPU and ch.protocol == P.COMM_PROTOCOL_ROCE:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     enqueue(NotifyWaitTask("ChannelNotifyWait", t.stream, t.handle, t.rank, side, ch.notifies[local_notify_idx],
@@ -247,7 +282,7 @@ def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNot
 
 
 def notify_wait_default(thread, channel, local_notify_idx):
-    notify_wait(thread, channel, local_notify_idx, None, "HcommChannelNotifyWaitOnThreadWithDefaultTimeout")
+    notify_wait(thread, channel, local_notify_idx, DEFAULT_TIMEOUT, "HcommChannelNotifyWaitOnThreadWithDefaultTimeout")
 
 
 def notify_record_now(channel, remote_notify_idx):
@@ -256,22 +291,23 @@ def notify_record_now(channel, remote_notify_idx):
     ch = _nbi_check(channel, api)
     peer = connected_peer(ch, api)
     n = _peer_notify(peer, remote_notify_idx, api)
-    n.record()
+    gen = _sim().transport.remote_notify(n.peer, n.index)
     _sim().record.host_effect("ChannelNotifyRecordNow", api, rank=ch.comm.rank, device=ch.comm.device,
-                              engine=ch.engine.name, channel=ch.handle, peer=peer.comm.rank, notify=n, gen=n.gen)
+                              engine=ch.engine.name, channel=ch.handle, peer=ch.peer_rank, notify=n, gen=gen)
 
 
 def notify_wait_now(channel, local_notify_idx, timeout):
     """``HcommChannelNotifyWait`` (no thread): block the host until this end's notify is set."""
     api = "HcommChannelNotifyWait"
     ch = _nbi_check(channel, api)
+    local_notify_idx = args.integer(local_notify_idx, api, "localNotifyIdx", -(1 << 64), args.UINT64_MAX)
     if not 0 <= local_notify_idx < len(ch.notifies):
         raise para(api, f"localNotifyIdx {local_notify_idx} is out of range ({len(ch.notifies)} notifies)")
     timeout = _check_timeout(timeout, api)
     if timeout == 0:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     n = ch.notifies[local_notify_idx]
-    status = _sim().scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{channel:x})")
+    status = _sim().scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{ch.handle:x})")
     _sim().record.host_effect("ChannelNotifyWaitNow", api, ok=status == DONE_OK, rank=ch.comm.rank,
                               device=ch.comm.device, engine=ch.engine.name, channel=ch.handle, notify=n,
                               gen=n.gen if status == DONE_OK else None, timeout=float(timeout), waits=True)
@@ -280,7 +316,7 @@ def notify_wait_now(channel, local_notify_idx, timeout):
     if status == ABORTED:
         raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {_sim().scheduler.abort_reason}")
     if status != DONE_OK:
-        raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"notify {local_notify_idx} of channel 0x{channel:x} can "
+        raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"notify {local_notify_idx} of channel 0x{ch.handle:x} can "
                                                          "never be recorded: every host thread is blocked")
     n.consume()
 
@@ -300,8 +336,13 @@ def channel_fence_on_thread(thread, channel):
 
 
 def channel_fence(channel):
-    """``HcommChannelFence``: Atlas 350 host CPU only (NBI calls complete when posted)."""
-    _record_fence(_nbi_check(channel, "HcommChannelFence"), "HcommChannelFence")
+    """``HcommChannelFence``: Atlas 350 host CPU only: every NBI call issued on the channel has
+    landed when it returns (the transport's fence)."""
+    api = "HcommChannelFence"
+    ch = _nbi_check(channel, api)
+    if ch.peer_ref is not None:
+        _sim().transport.fence(ch.peer_ref)
+    _record_fence(ch, api)
 
 
 def _record_fence(ch, api) -> None:
@@ -320,22 +361,31 @@ def channel_drain(thread, channel):
     if st is host_ctx().kernels[-1].stream:
         raise para(api, "the thread runs on the stream of the calling kernel: it can never drain")
     status = _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None,
-                                        f"{api}(thread 0x{thread:x})", (st,))
+                                        f"{api}(thread 0x{t.handle:x})", (st,))
     _sim().record.host_effect("ChannelDrain", api, ok=status == DONE_OK and st.error is None, rank=t.rank,
                               device=t.device, engine=t.engine.name, thread=t.handle, stream=st.handle,
                               streams=(st.handle,), result=outcome(status, st.error), channel=ch.handle)
 
 
 # -- batch transfer -----------------------------------------------------------------------------------
-def batch_transfer(thread, channel, descs, num):
-    """``HcommBatchTransferOnThread``: issue ``num`` descriptors in array order (device side)."""
+def batch_transfer(thread, channel, descs, num=None):
+    """``HcommBatchTransferOnThread``: issue ``num`` descriptors (default: all) in array order
+    (device side). Every descriptor is checked before any is issued."""
     api = "HcommBatchTransferOnThread"
     if descs is None:
         raise ptr(api, "transferDescs is NULL")
-    if not isinstance(num, int) or num <= 0:
+    if isinstance(descs, HcommBatchTransferDesc):
+        descs = [descs]
+    elif not isinstance(descs, (list, tuple)):
+        raise para(api, f"transferDescs must be a list of HcommBatchTransferDesc, not {type(descs).__name__}")
+    num = len(descs) if num is None else args.integer(num, api, "transferDescNum", -(1 << 64), args.UINT64_MAX)
+    if num <= 0:
         raise para(api, f"transferDescNum {num} must be greater than 0")
     if len(descs) < num:
         raise para(api, f"transferDescNum {num} but only {len(descs)} descriptors")
+    for i, d in enumerate(descs[:num]):
+        if not isinstance(d, HcommBatchTransferDesc):
+            raise para(api, f"transferDescs[{i}] must be an HcommBatchTransferDesc, not {type(d).__name__}")
     if not host_ctx().kernels:
         raise not_support(api, "the host implementation does not support batch transfers")
     t, ch, _, _ctx = _thread_and_channel(thread, channel, api)

@@ -3,7 +3,11 @@
 Batch mode (``HcommBatchModeStart/End``): between Start and End, tasks issued by the same OS
 thread (on the device side: by the same kernel) are kept, not launched; End launches them in
 issue order. Rules as documented: calls must pair, on the same OS thread, with the same tag;
-``tag`` None or "" is a temporary batch. pyhcomm's rule for Atlas A2/A3 device-side code, which
+``tag`` None or "" is a temporary batch. A batch cannot outlive what its tasks run on: when a
+kept task's stream was destroyed (``aclrtDestroyStream``, ``aclrtResetDevice``) or its thread
+released (``HcclCommDestroy``) before End, End launches nothing, closes the batch and returns
+``HCCL_E_NOT_FOUND`` (pyhcomm's choice; on hardware the tasks would go to a dead queue).
+pyhcomm's rule for Atlas A2/A3 device-side code, which
 must use batch mode: a primitive issued inside an AI CPU kernel outside a batch is refused with
 ``HCCL_E_NOT_SUPPORT`` (on hardware its tasks would never be launched), and a kernel that ends
 with its batch still open fails with ``ACL_ERROR_RT_AICPU_EXCEPTION``. Atlas 350 runs either way.
@@ -14,7 +18,7 @@ from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
 from ..sim.task import SKIPPED, call_site, site_text
 from ..enums import HCCL_RES_TAG_MAX_LEN
-from ..errors import not_support, para
+from ..errors import not_found, not_support, para
 
 
 
@@ -92,6 +96,10 @@ def batch_end(tag) -> None:
         raise para(api, f"batchTag {tag!r} does not match the open batch {batch.tag!r}")
     host_ctx().batch = None
     _sim().open_batches.discard(batch)
+    gone = _dead_owner(batch.tasks)
+    if gone is not None:
+        batch.abandon()
+        raise not_found(api, f"batch {batch.tag!r} (started at {site_text(batch.site)}) launches nothing: {gone}")
     bid = batch.id
     submit = _sim().scheduler.submit
     for task in batch.tasks:
@@ -100,3 +108,15 @@ def batch_end(tag) -> None:
     if batch.tasks:
         _sim().record.note_batch(bid, host_ctx().program, batch.tasks[0].seq, batch.tasks[-1].seq)
 
+
+def _dead_owner(tasks):
+    """Why one of ``tasks`` can no longer be launched (its stream or thread is gone), or None."""
+    threads = _sim().handles.threads
+    for task in tasks:
+        if task.stream.destroyed:
+            return (f"the stream 0x{task.stream.handle:x} of its {task.kind} task (issued at {task.where}) "
+                    "was destroyed")
+        if task.thread and threads.get(task.thread) is None:
+            return (f"the thread 0x{task.thread:x} of its {task.kind} task (issued at {task.where}) was "
+                    "released with its communicator")
+    return None

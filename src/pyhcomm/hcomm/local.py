@@ -67,31 +67,36 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
         HcclNotSupportedError: product, side or engine rules (``HCCL_E_NOT_SUPPORT``).
     """
     # Checks in the documented order; each has a cheap test for the common case and falls back
-    # to the validate helpers, which produce the error.
+    # to the validate helpers, which produce the error (or convert a numpy integer).
     if not dst or type(dst) is not int:
-        v.nonnull(dst, API, "dst")
+        dst = v.nonnull(dst, API, "dst")
     if not src or type(src) is not int:
-        v.nonnull(src, API, "src")
-    t = _sim().handles.threads._objs.get(thread) if thread else None
+        src = v.nonnull(src, API, "src")
+    ctx = host_ctx()
+    t = ctx.sim.handles.threads._objs.get(thread) if type(thread) is int else None
     if t is None or t.stream.destroyed:
         t = get_thread(thread, API)
-    ctx = host_ctx()
-    side = "device" if ctx.kernels else "host"
+    kernels = ctx.kernels
+    side = "device" if kernels else "host"
     if t.local_side != side:
         v.product_supports_hcomm(API)
         v.thread_side(t, API)
+    if kernels and kernels[-1].device != t.device:
+        v.kernel_device(t, kernels[-1], API)
     if type(n) is not int or n < 0 or n > UINT64_MAX:
-        v.length(n, API)
+        n = v.length(n, API)
+    # The thread's last allocations answer when the range lies in them (a zero-length range
+    # needs an address inside, exactly as memory.resolve decides).
     d = t.last_dst
-    if d is None or dst < d.addr or dst + n > d.end or d.storage is None:
+    if d is None or dst < d.addr or dst + n > d.end or dst == d.end or d.storage is None:
         d = t.last_dst = v.device_range(dst, n, t.device, API, "dst")[0]
     s = t.last_src
-    if s is None or src < s.addr or src + n > s.end or s.storage is None:
+    if s is None or src < s.addr or src + n > s.end or src == s.end or s.storage is None:
         s = t.last_src = v.device_range(src, n, t.device, API, "src")[0]
     if dst != src and dst < src + n and src < dst + n:
         v.no_partial_overlap(dst, src, n, API)
     task = LocalCopyTask(t, side, d, dst - d.addr, s, src - s.addr, n)
-    if side == "host" and ctx.batch is None:
+    if not kernels and ctx.batch is None:
         task.program = ctx.program
         ctx.sim.scheduler.submit(task)
     else:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+from .. import args
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
 from ..sched.base import hang_report
@@ -85,16 +86,12 @@ class NotifyWaitTask(NotifyRecordTask):
 
 
 def _check_timeout(value, api: str, name: str = "timeOut") -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{api}: {name} must be an int (seconds), not {type(value).__name__}")
-    if not 0 <= value <= UINT32_MAX:
-        raise para(api, f"{name} {value} is outside [0, {UINT32_MAX}] seconds")
-    return value
+    """A timeout in seconds: an int in ``[0, 2**32)`` (0 = forever)."""
+    return args.integer(value, api, f"{name} (s)", 0, UINT32_MAX)
 
 
 def _notify_index(thread, idx, api: str, name: str):
-    if isinstance(idx, bool) or not isinstance(idx, int):
-        raise TypeError(f"{api}: {name} must be an int, not {type(idx).__name__}")
+    idx = args.integer(idx, api, name, -(1 << 64), args.UINT64_MAX)
     if not 0 <= idx < len(thread.notifies):
         raise ptr(api, f"{name} {idx} is out of range: thread 0x{thread.handle:x} has "
                        f"{len(thread.notifies)} notifies")
@@ -114,10 +111,10 @@ def record(thread, dst_thread, dst_notify_idx) -> None:
     d = get_thread(dst_thread, api, "dstThread")
     notify = _notify_index(d, dst_notify_idx, api, "dstNotifyIdx")
     if d.device != t.device:
-        raise para(api, f"dstThread 0x{dst_thread:x} is on device {d.device}, thread 0x{thread:x} on device "
+        raise para(api, f"dstThread 0x{d.handle:x} is on device {d.device}, thread 0x{t.handle:x} on device "
                         f"{t.device}: thread notifies do not cross devices (use a channel)")
     enqueue(NotifyRecordTask("ThreadNotifyRecord", t.stream, t.handle, t.rank, side, notify,
-                             (d.handle, dst_notify_idx)), api, ctx)
+                             (d.handle, notify.index)), api, ctx)
 
 
 def default_timeout(side: str, api: str = "notify wait") -> float:
@@ -134,21 +131,25 @@ def default_timeout(side: str, api: str = "notify wait") -> float:
     return base + (NOTIFY_WAIT_TIMEOUT_OFFSET if side == "host" else 0)
 
 
+#: ``timeout`` of the ``*WithDefaultTimeout`` waits (a caller's ``None`` is a wrong type, not this).
+DEFAULT_TIMEOUT = object()
+
+
 def wait(thread, notify_idx, timeout, api="HcommThreadNotifyWaitOnThread") -> None:
     """Enqueue on ``thread`` a wait for its own notify ``notify_idx`` (``timeout`` seconds, 0 = forever)."""
     t, side, ctx = _issuer(thread, api)
     notify = _notify_index(t, notify_idx, api, "notifyIdx")
-    if timeout is None:
+    if timeout is DEFAULT_TIMEOUT:
         timeout = default_timeout(side, api)
     else:
-        _check_timeout(timeout, api)
+        timeout = _check_timeout(timeout, api)
     enqueue(NotifyWaitTask("ThreadNotifyWait", t.stream, t.handle, t.rank, side, notify,
-                           (t.handle, notify_idx), timeout), api, ctx)
+                           (t.handle, notify.index), timeout), api, ctx)
 
 
 def wait_default(thread, notify_idx) -> None:
     """``HcommThreadNotifyWaitOnThreadWithDefaultTimeout``."""
-    wait(thread, notify_idx, None, "HcommThreadNotifyWaitOnThreadWithDefaultTimeout")
+    wait(thread, notify_idx, DEFAULT_TIMEOUT, "HcommThreadNotifyWaitOnThreadWithDefaultTimeout")
 
 
 def _float_seconds(value, api: str) -> int:
@@ -177,8 +178,7 @@ def _runtime_notify(notify_id, t, api: str):
     from ..errors import not_support
     if _sim().runtime.product.is_950:
         raise not_support(api, f"runtime notifies are not supported on {_sim().runtime.product.name}")
-    if isinstance(notify_id, bool) or not isinstance(notify_id, int):
-        raise TypeError(f"{api}: notify id must be an int, not {type(notify_id).__name__}")
+    notify_id = args.integer(notify_id, api, "notify id", -(1 << 64), args.UINT64_MAX)
     n = _sim().runtime_notifies.get(notify_id)
     if n is None:
         raise para(api, f"no runtime notify has id {notify_id} (aclrtCreateNotify + aclrtGetNotifyId)")
@@ -200,5 +200,5 @@ def aclrt_wait(thread, notify_id, timeout) -> None:
     api = "HcommAclrtNotifyWaitOnThread"
     t, side, ctx = _issuer(thread, api)
     n = _runtime_notify(notify_id, t, api)
-    _check_timeout(timeout, api)
+    timeout = _check_timeout(timeout, api)
     enqueue(NotifyWaitTask("AclrtNotifyWait", t.stream, t.handle, t.rank, side, n.notify, n.id, timeout), api, ctx)

@@ -36,9 +36,9 @@ the same bytes, and code that does not is not punished here.
 """
 from __future__ import annotations
 
-import numpy as np
-
+from .. import args
 from ..sim import current_sim as _sim
+from ..sim.kernel import current_kernel
 from ..sim.runtime import on_device_side
 from ..sim.task import Task, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, HcommDataType, HcommReduceOp
@@ -78,9 +78,7 @@ def _name(enum, value) -> str:
 
 def _int_arg(value, name: str, enum, api: str = API) -> int:
     """An enum argument as an int (numpy integers too); ``TypeError`` for anything else, as a binding."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{api}: {name} must be an int ({enum.__name__}), not {type(value).__name__}")
-    return int(value)
+    return args.integer(value, api, f"{name} ({enum.__name__})", -(1 << 64), args.UINT64_MAX)
 
 
 def check_dtype_op(data_type, reduce_op, device_side: bool | None = None, api: str = API) -> tuple:
@@ -148,8 +146,8 @@ def local_reduce(thread: int, dst: int, src: int, count: int, data_type: int, re
         HcclNotSupportedError: product, side or engine rules, or a data type Atlas 350 maps but
             does not reduce (``HCCL_E_NOT_SUPPORT``).
     """
-    v.nonnull(dst, API, "dst")
-    v.nonnull(src, API, "src")
+    dst = v.nonnull(dst, API, "dst")
+    src = v.nonnull(src, API, "src")
     device_side = on_device_side()
     dt, op, _engine = check_dtype_op(data_type, reduce_op, device_side)
     _enqueue(thread, dst, src, count, dt, op, device_side)
@@ -182,7 +180,10 @@ def _enqueue(thread, dst, src, count, dt, op, device_side) -> None:
     t = get_thread(thread, API)
     v.product_supports_hcomm(API)
     v.thread_side(t, API)
-    v.length(count, API, "count")
+    kernel = current_kernel()
+    if kernel is not None:
+        v.kernel_device(t, kernel, API)
+    count = v.length(count, API, "count")
     n = count * DATA_TYPE_SIZE[dt]
     if n > v.UINT64_MAX:
         raise para(API, f"count {count} x {DATA_TYPE_SIZE[dt]} bytes ({dt.name}) = {n} bytes overflows "

@@ -9,6 +9,7 @@ from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error, not_support, para
 from ..hccl.thread import get_thread
 from .notify import _check_timeout
+from .validate import kernel_device
 
 
 
@@ -26,23 +27,24 @@ def thread_join(thread, timeout) -> None:
         raise not_support(api, f"supported on Atlas 350 only, not on {product.name}")
     if not host_ctx().kernels:
         raise not_support(api, "supported on the device side only (inside an AI CPU kernel)")
-    _check_timeout(timeout, api)
+    kernel = host_ctx().kernels[-1]
+    kernel_device(t, kernel, api)
+    timeout = _check_timeout(timeout, api)
     st = t.stream
-    if st is host_ctx().kernels[-1].stream:
-        raise para(api, f"thread 0x{thread:x} runs on the stream of the calling kernel: it can never be idle")
+    if st is kernel.stream:
+        raise para(api, f"thread 0x{t.handle:x} runs on the stream of the calling kernel: it can never be idle")
     status = _sim().scheduler.run_until(lambda: st.idle or st.error is not None, timeout or None,
-                                        f"{api}(thread 0x{thread:x}) in kernel {host_ctx().kernels[-1].name}",
-                                        (st,))
+                                        f"{api}(thread 0x{t.handle:x}) in kernel {kernel.name}", (st,))
     _sim().record.host_effect("ThreadJoin", api, ok=status == DONE_OK and st.error is None, rank=t.rank,
                               device=t.device, engine=t.engine.name, thread=t.handle, stream=st.handle,
                               streams=(st.handle,), timeout=float(timeout) if timeout else None,
                               result=outcome(status, st.error))
     if status == TIMED_OUT:
         raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
-                         f"thread 0x{thread:x} still had {len(st.queue)} task(s) after {timeout} s")
+                         f"thread 0x{t.handle:x} still had {len(st.queue)} task(s) after {timeout} s")
     if st.error is not None:
         code = st.error.code if isinstance(st.error.code, HcclResult) else HcclResult.HCCL_E_INTERNAL
-        raise hccl_error(code, api, f"thread 0x{thread:x} failed: {st.error}")
+        raise hccl_error(code, api, f"thread 0x{t.handle:x} failed: {st.error}")
 
 
 def fence(thread) -> None:
@@ -52,7 +54,7 @@ def fence(thread) -> None:
     t = get_thread(thread, api)
     if host_ctx().kernels or t.engine != CommEngine.COMM_ENGINE_CPU:
         raise not_support(api, "supported for COMM_ENGINE_CPU threads on the host only "
-                               f"(thread 0x{thread:x} is {t.engine.name}"
+                               f"(thread 0x{t.handle:x} is {t.engine.name}"
                                + (", called inside a kernel)" if host_ctx().kernels else ")"))
     # the record's Fence: the NBI operations this host program posted are complete from here on
     _sim().record.host_effect("Fence", api, rank=t.rank, device=t.device, engine=t.engine.name, thread=t.handle,

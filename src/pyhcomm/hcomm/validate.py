@@ -1,6 +1,11 @@
-"""Argument checks shared by every data-plane primitive (validate first, then act)."""
+"""Argument checks shared by every data-plane primitive (validate first, then act).
+
+Pointers, handles and integers are first made plain ``int`` by :mod:`pyhcomm.args`; a call issued
+inside an AI CPU kernel may use only threads (and so channels) of the kernel's own device.
+"""
 from __future__ import annotations
 
+from .. import args
 from ..sim import current_sim as _sim
 from ..sim import memory
 from ..sim.runtime import host_ctx, in_library, on_device_side
@@ -8,25 +13,21 @@ from ..enums import CommEngine
 from ..errors import not_support, para, ptr
 from ..hccl.thread import get_thread
 
-UINT64_MAX = (1 << 64) - 1
+UINT64_MAX = args.UINT64_MAX
 
 
 def nonnull(value, api: str, name: str) -> int:
-    """Check a pointer argument: NULL (0 / None) is ``HCCL_E_PTR``."""
+    """Check a pointer argument and return it as an int: NULL (0 / None) is ``HCCL_E_PTR``."""
+    if type(value) is not int:
+        value = args.pointer(value, api, name)
     if not value:
         raise ptr(api, f"{name} is NULL")
-    if not isinstance(value, int):
-        raise TypeError(f"{api}: {name} must be an int address, not {type(value).__name__}")
     return value
 
 
 def length(value, api: str, name: str = "len") -> int:
-    """Check a byte or element count: an int in [0, 2**64)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{api}: {name} must be an int, not {type(value).__name__}")
-    if not 0 <= value <= UINT64_MAX:
-        raise para(api, f"{name} {value} is outside [0, 2**64)")
-    return value
+    """Check a byte or element count and return it as an int in [0, 2**64)."""
+    return args.integer(value, api, name)
 
 
 def product_supports_hcomm(api: str) -> None:
@@ -55,15 +56,27 @@ def issuing_thread(handle, api: str):
     """The thread a primitive is issued on, checked (handle, product, side); returns
     ``(thread, the caller's host context, whether the caller is on the device side)``."""
     ctx = host_ctx()
-    t = ctx.sim.handles.threads._objs.get(handle) if handle else None
+    t = ctx.sim.handles.threads._objs.get(handle) if type(handle) is int else None
     if t is None or t.stream.destroyed:
         t = get_thread(handle, api)
     if not ctx.sim.runtime.product.hcomm and not ctx.library:
         product_supports_hcomm(api)
-    device_side = bool(ctx.kernels)
+    kernels = ctx.kernels
+    device_side = bool(kernels)
     if t.host_side == device_side:
         engine_side(t, api)
+    if device_side and kernels[-1].device != t.device:
+        kernel_device(t, kernels[-1], api)
     return t, ctx, device_side
+
+
+def kernel_device(thread, kernel, api: str) -> None:
+    """``HCCL_E_PARA`` when a kernel issues on a thread of another device: device-side code
+    reaches only its own device's threads, channels and memory (another rank's memory only
+    through a channel, where the peer exposed it)."""
+    if kernel.device != thread.device:
+        raise para(api, f"thread 0x{thread.handle:x} belongs to rank {thread.rank} on device {thread.device}; "
+                        f"the AI CPU kernel {kernel.name} runs on device {kernel.device} and cannot use it")
 
 
 def engine_side(thread, api: str) -> None:

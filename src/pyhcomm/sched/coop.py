@@ -8,8 +8,9 @@ plain program's main greenlet while it waits). The hub:
 
 1. runs queued tasks: it picks one of the streams that may run and runs its runnable prefix;
 2. otherwise resumes an actor: a new one, or a blocked one whose wait is over;
-3. otherwise the world cannot progress: waits whose timeout passed fail; then the blocked streams
-   fail with the hang report; blocked actors that still cannot go on get ``STUCK``.
+3. otherwise the transport makes progress (``sim.transport.progress()``: messages of other
+   processes); when it has none, the world cannot progress: waits whose timeout passed fail; then
+   the blocked streams fail with the hang report; blocked actors that still cannot go on get ``STUCK``.
 
 Every choice among runnable streams and among runnable actors is made by a seeded policy
 (:class:`SeededPolicy`; ``PYHCOMM_SEED`` or ``launch(seed=...)``), so the same program with the
@@ -288,7 +289,7 @@ class CoopScheduler(Scheduler):
                 for s in list(active):
                     self.hint(s)
                 continue
-            if self._recheck_blocked():
+            if self._recheck_blocked() or self.sim.transport.progress():
                 continue
             # 4. the world cannot progress
             now = _monotonic()

@@ -184,6 +184,8 @@ class ThreadedScheduler(Scheduler):
                 continue
             if done():
                 return DONE_OK
+            if self.sim.transport.progress():   # messages of other processes (local: none)
+                continue
             now = _monotonic()
             if self._expire(now):
                 self._wake()

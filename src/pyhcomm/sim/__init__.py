@@ -85,9 +85,7 @@ class Sim:
         self.scheduler = make_scheduler(scheduler or self.config.scheduler or "threaded", self)
         self.transport = transport if transport is not None else LocalTransport(self)
         # control-plane registries
-        self.roots: dict = {}                   # root id -> World (HcclGetRootInfo)
-        self.cluster_worlds: dict = {}          # rank-table path -> World
-        self.world_ids = itertools.count()
+        self.roots: dict = {}                   # root id (the transport's) -> this process's World
         self.runtime_notifies: dict = {}        # runtime notify id -> AclNotify
         self.notify_ids = itertools.count(1)
         self.open_batches: set = set()

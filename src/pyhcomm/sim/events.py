@@ -307,9 +307,9 @@ def _local_reduce(b, t, f):
 def _transfer(b, t, f):
     args = t.args
     ch, _peer = t.detail
-    if "Reduce" not in t.kind:  # copy: (api, d, d_off, s, s_off, nbytes, notify, write)
+    if "Reduce" not in t.kind:  # copy: (api, peer, remote, alloc, off, nbytes, notify, write)
         nbytes, count, dtype, op = args[5], None, None, None
-    else:               # reduce: (api, d, d_off, s, s_off, count, np_dtype, op, notify)
+    else:               # reduce: (api, peer, remote, alloc, off, count, np_dtype, op, notify, into_peer)
         count, dtype, op = args[5], _DTYPE_OF.get(args[6]), args[7]
         nbytes = t.writes[0][1]
         dtype, op = _enum_name(HcommDataType, dtype), _enum_name(HcommReduceOp, op)

@@ -151,6 +151,7 @@ def free_device(alloc: Allocation) -> None:
         alloc.freed = True
         space.freed_map.add(Allocation(alloc.addr, alloc.size, alloc.device, DEVICE, None, alloc.owner))
         alloc.storage = None
+        current_sim().transport.memory_freed(alloc)   # a peer it was exposed to no longer sees it
 
 
 def alloc_host(size: int) -> Allocation:
@@ -167,17 +168,42 @@ def free_host(alloc: Allocation) -> None:
         alloc.storage = None
 
 
-def register_host_array(array, readonly: bool = False, keep=None) -> int:
+#: The owner of a registered host region that must not be written (``bytes``, read-only arrays).
+READONLY = "numpy-readonly"
+
+
+class _Pin:
+    """A registration that keeps its owner alive and holds a buffer export of it (``view``), so
+    the owner can neither be collected nor resized (``bytearray.extend`` raises ``BufferError``)
+    while the Sim lives."""
+
+    __slots__ = ("owner", "view")
+
+    def __init__(self, owner, view):
+        self.owner, self.view = owner, view
+
+    def __call__(self):
+        return self.owner
+
+
+def register_host_array(array, readonly: bool = False, keep=None, pin: bool = False) -> int:
     """Make a numpy array's memory usable as a host pointer; return its address.
 
     The registration ends by itself when the owning object (``keep``, else the array's base) is
-    garbage collected; an owner that cannot be weakly referenced stays registered (and alive).
+    garbage collected: while it is registered a numpy owner cannot be resized (numpy refuses to
+    resize an array that is weakly referenced). With ``pin``, or for an owner that cannot be
+    weakly referenced, the registration pins: it keeps the owner alive and holds ``array`` (an
+    export of the owner's buffer), so the bytes can never move while the Sim lives.
     """
     owner_obj = keep if keep is not None else (array.base if isinstance(array.base, np.ndarray) else array)
-    try:
-        anchor = weakref.ref(owner_obj)
-    except TypeError:
-        anchor = (lambda obj: (lambda: obj))(owner_obj)
+    anchor = None
+    if not pin:
+        try:
+            anchor = weakref.ref(owner_obj)
+        except TypeError:
+            pass
+    if anchor is None:
+        anchor = _Pin(owner_obj, array)
     host_map = _space().host_map
     storage = current_sim().backend.wrap(array, anchor)
     if storage.size == 0:
@@ -188,7 +214,7 @@ def register_host_array(array, readonly: bool = False, keep=None) -> int:
     if existing is not None or host_map.find(storage.addr + storage.size - 1) is not None:
         # part of a region registered before (a view of a registered array): lookups find that one
         return storage.addr
-    alloc = Allocation(storage.addr, storage.size, None, HOST, storage, "numpy-readonly" if readonly else "numpy")
+    alloc = Allocation(storage.addr, storage.size, None, HOST, storage, READONLY if readonly else "numpy")
     host_map.add(alloc)
     if isinstance(anchor, weakref.ref):
         weakref.finalize(owner_obj, host_map.remove, alloc)
@@ -203,11 +229,16 @@ class BadRange(ValueError):
     the argument's name and raises its own error code (:func:`resolve`)."""
 
 
-def resolve(addr: int, n: int, space: str = DEVICE, device: int | None = None) -> Allocation:
+def resolve(addr: int, n: int, space: str = DEVICE, device: int | None = None,
+            writable: bool = False) -> Allocation:
     """The live allocation holding all of ``[addr, addr + n)``: the one place that decides it.
 
-    ``space``: ``DEVICE`` (of ``device`` when given), ``HOST`` (``aclrtMallocHost``, registered
-    numpy arrays), or ``ANY`` (device first). Raises :class:`BadRange` saying what is wrong.
+    ``addr`` and ``n`` are ints (see :mod:`pyhcomm.args`). ``space``: ``DEVICE`` (of ``device``
+    when given), ``HOST`` (``aclrtMallocHost``, registered numpy arrays), or ``ANY`` (device
+    first; ``device`` restricts the device memory it accepts). ``writable``: the range is a
+    destination, so read-only host memory (a ``bytes`` object, a read-only array) is refused.
+    A zero-length range needs an address inside an allocation too (one past the end is not).
+    Raises :class:`BadRange` saying what is wrong.
     """
     mem = _space()
     if space != HOST:
@@ -225,10 +256,26 @@ def resolve(addr: int, n: int, space: str = DEVICE, device: int | None = None) -
     if a is not None:
         if addr + n > a.end:
             raise BadRange(f"0x{addr:x} + {n} runs past its host buffer ({a.size} bytes at 0x{a.addr:x})")
+        if writable and a.owner == READONLY:
+            raise BadRange(f"0x{addr:x} is read-only host memory (a bytes object or a read-only array)")
         return a
     if mem.device_map.find(addr) is not None:
         raise BadRange(f"0x{addr:x} is device memory; host memory is needed here")
     raise BadRange(f"0x{addr:x} is not host memory known to pyhcomm (use aclrtMallocHost or acl.util.numpy_to_ptr)")
+
+
+def hold(alloc: Allocation):
+    """The storage of ``alloc`` and the object that owns its bytes, for one access: while the
+    caller keeps both, the bytes stay where they are even if the allocation is freed meanwhile
+    (by another host thread), or its owner is released. :class:`BadRange` when that already
+    happened."""
+    storage = alloc.storage
+    if storage is None:
+        raise BadRange(f"0x{alloc.addr:x} was freed")
+    owner = storage.anchor()
+    if owner is None:
+        raise BadRange(f"0x{alloc.addr:x} was released by its owner")
+    return storage, owner
 
 
 def device_of_address(addr: int) -> int | None:
@@ -257,4 +304,5 @@ def read_host(addr: int, n: int) -> bytes:
     """A copy of ``n`` bytes of host memory at ``addr`` (what a C API reads through a pointer
     argument); raises :class:`BadRange` if the range is not host memory known to pyhcomm."""
     alloc = resolve(addr, n, HOST)
-    return current_sim().backend.to_host(alloc.storage, addr - alloc.addr, n)
+    storage, _owner = hold(alloc)
+    return current_sim().backend.to_host(storage, addr - alloc.addr, n)

@@ -95,8 +95,9 @@ class Task(TaskBase):
 
 class NotifyingTask(Task):
     """A :class:`Task` whose effect ends by recording ``notify`` (``WriteWithNotify``,
-    ``WriteReduceWithNotify``): a recorder of that notify, like a notify record task. ``gen`` is
-    the generation it set (stored when it ran)."""
+    ``WriteReduceWithNotify``): a recorder of that notify, like a notify record task. ``notify``
+    is a value naming the peer's notify (it has ``owner`` and ``index``); ``fn`` returns the
+    generation it set, stored in ``gen`` when it ran."""
 
     __slots__ = ("notify", "gen")
     waits = False
@@ -106,8 +107,7 @@ class NotifyingTask(Task):
         self.notify = notify
 
     def run(self) -> None:
-        self.fn(*self.args)
-        self.gen = self.notify.gen
+        self.gen = self.fn(*self.args)
 
 
 class SiteTask(TaskBase):

@@ -64,7 +64,12 @@ def main(argv) -> int:
         return status or 1
     for k, (sim, path) in enumerate(zip(sims, _paths(ns.output, len(sims)))):
         model = cost_model(ns.product) if ns.product else None
-        tl = replay(sim, model)
+        try:
+            tl = replay(sim, model)
+        except ValueError as exc:
+            print(f"trace: {exc}", file=sys.stderr)
+            status = status or 1
+            continue
         size = write_trace(tl, path)
         print(f"trace: {path} ({size} bytes, {len(tl)} entries, {tl.model.product} cost model)")
         for call in tl.calls:

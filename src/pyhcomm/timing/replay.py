@@ -35,6 +35,7 @@ that timed out, tasks behind a failure) get no times (``nan``).
 """
 from __future__ import annotations
 
+import gc
 from array import array
 from math import inf
 
@@ -66,15 +67,29 @@ def replay(source, model=None, graph=None, exact: bool = False) -> Timeline:
     """The :class:`Timeline` of ``source`` (a Sim or its record) under ``model`` (default: the
     cost model of the Sim's product, or of the current product for a bare record). ``graph``: the
     happens-before graph of the same record, when one is at hand. ``exact``: always replay with
-    the discrete-event engine (the result is the same when no two flows overlap)."""
+    the discrete-event engine (the result is the same when no two flows overlap).
+
+    Raises ``ValueError`` when the record lost entries (``Record.whole()`` is false): a replay of
+    part of a program would give wrong times."""
     from ..analysis import happens_before
     record = getattr(source, "record", source)
     if model is None:
         runtime = getattr(source, "runtime", None)
         model = cost_model(runtime.product if runtime is not None else None)
+    if not record.whole():
+        raise ValueError("replay: the record does not hold every entry (recording was disabled, or more than "
+                         f"PYHCOMM_RECORD_CAPACITY={record.capacity} entries were kept); times would be wrong. "
+                         "Run with PYHCOMM_RECORD_CAPACITY=0 (unbounded) or a larger capacity")
     if graph is None:
         graph = happens_before.build(record)
-    return _Replay(model, graph, record).run(exact)
+    paused = gc.isenabled()     # the record's millions of objects form no cycles: a collection
+    if paused:                  # would scan them all, again and again, while the replay allocates
+        gc.disable()
+    try:
+        return _Replay(model, graph, record).run(exact)
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _pred_codes(graph):

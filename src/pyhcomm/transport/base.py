@@ -1,23 +1,121 @@
-"""The transport contract: what ranks need from whatever joins them.
+"""The transport contract: every effect that crosses from one rank to another.
 
-A transport pairs the two ends of a channel (``publish``), tells an end who its peer is, moves
-bytes one-sidedly into and out of memory a peer exposed, and records a peer's notify. The
-in-process transport (:mod:`.local`) does this with the Sim's own objects; an MPI transport does it
-with messages between processes, driven by ``progress``.
+A transport forms worlds (the rendezvous of ``HcclCommInitRootInfo``, ``HcclCommInitClusterInfo``
+and ``HcclCommInitAll``), pairs the two ends of a channel, moves bytes one-sidedly into and out of
+memory a peer exposed, records a peer's notify and makes progress on what is in flight. The
+in-process transport (:mod:`.local`) does this with the objects of the one Sim that holds every
+rank; an MPI transport does it with messages between processes.
+
+**Values only.** Nothing handed to a rank through this interface is an object of another rank: a
+peer is a :class:`PeerRef`, what a rank knows of its peer's channel end is a :class:`PeerInfo`
+(its rank, its notify count, the memory it exposed as :class:`Region` values, closed or not), a
+remote range is ``(peer, remote address)``, a remote notify is ``(peer, index)``. A transport
+receives this rank's own objects (its channel end, its local allocation) and may keep them; it
+must never give them to another rank.
+
+**Blocking.** No hook blocks waiting for another rank. A hook that needs the other side (a join,
+a publish) only announces; the caller then waits through the scheduler (``run_until``) for the
+state to change (:meth:`members` complete, ``end.peer_ref`` set, :meth:`barrier_rounds` past its
+round). The scheduler calls :meth:`progress` whenever nothing else can run, and declares a hang
+only when it returns False (a transport with messages in flight must say so). ``put``/``get``/
+``accumulate``/``remote_notify`` run as a task of the issuing stream: they model the transfer
+landing (the local transport completes them in the call; a transport whose transfers complete
+later must complete them, in issue order per peer, before :meth:`fence` returns, and before a
+later ``remote_notify`` to the same peer lands, as a notify on the hardware follows the writes
+before it).
+
+**Callers.** The control-plane hooks (worlds, publish, withdraw) are called with ``sim.lock``
+held, except ``leave`` and ``memory_freed``; the data-plane hooks are called by the scheduler
+while it runs a task (one task at a time per Sim), and directly by the NBI host calls and
+``HcommChannelNotifyRecord``.
+
+Errors: a hook raises :class:`TransportError` (a refused join, a freed or closed remote range at
+run time); callers turn it into the HCCL code of the API (``HCCL_E_PARA`` for a join,
+``HCCL_E_MEMORY`` for a transfer, which fails its stream).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class PeerRef:
-    """Who is at the other end of a channel: a value (the peer's world, rank and the channel's key),
-    never a pointer to the peer's objects; the transport resolves it (:meth:`Transport.peer_of`)."""
+class TransportError(Exception):
+    """What the transport refuses, in words (the caller adds the API and the HCCL code)."""
 
-    world: int
-    rank: int
-    key: tuple
+
+class _Value:
+    """A small value, never changed once made; equal when its fields are. (Plain slotted classes,
+    not frozen dataclasses or named tuples: they are made per channel end and read on every
+    transfer, and a plain ``__init__`` and slot reads are the cheapest.)"""
+
+    __slots__ = ()
+
+    def _fields(self):
+        return tuple(getattr(self, f) for f in self.__slots__)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._fields() == self._fields()
+
+    def __hash__(self):
+        return hash(self._fields())
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self.__slots__)})"
+
+
+class PeerRef(_Value):
+    """Who is at the other end of a channel: a value, never a pointer to the peer's objects.
+
+    ``world`` and ``rank`` name the peer, ``key`` the channel (both ends give the same one),
+    ``end`` is the transport's own number for the peer's end (what it looks up first).
+    """
+
+    __slots__ = ("world", "rank", "key", "end")
+
+    def __init__(self, world: int, rank: int, key: tuple, end: int = 0):
+        self.world = world
+        self.rank = rank
+        self.key = key
+        self.end = end
+
+
+class Region(NamedTuple):
+    """A range of memory a channel end exposes to its peer: ``[start, start + size)``; ``label``
+    says what it is in messages, ``tag`` is the ``HcclCommMemReg`` tag (None: its HCCL buffer)."""
+
+    start: int
+    size: int
+    label: str
+    tag: str | None = None
+
+
+class RemoteNotify(_Value):
+    """A notify of another rank's channel end, as a value (a task's ``notify`` field): ``owner``
+    and ``index`` name it as its own rank does."""
+
+    __slots__ = ("peer", "index", "owner")
+
+    def __init__(self, peer: PeerRef, index: int, owner: str):
+        self.peer = peer
+        self.index = index
+        self.owner = owner
+
+
+class PeerInfo(_Value):
+    """What one end knows of its peer's end once connected: ``ref`` (a :class:`PeerRef`),
+    ``notifies`` (a :class:`RemoteNotify` per channel notify), ``regions`` (the :class:`Region`
+    values it exposes now, its HCCL buffer first), ``closed`` (its rank destroyed its end)."""
+
+    __slots__ = ("ref", "notifies", "regions", "closed")
+
+    def __init__(self, ref: PeerRef, notifies: tuple, regions: tuple, closed: bool):
+        self.ref = ref
+        self.notifies = notifies
+        self.regions = regions
+        self.closed = closed
+
+    @property
+    def rank(self) -> int:
+        return self.ref.rank
 
 
 class Transport:
@@ -31,38 +129,96 @@ class Transport:
     def _missing(self, hook: str):
         return NotImplementedError(f"{self.name} transport: needs {hook}")
 
-    # -- control plane -------------------------------------------------------------------------
+    # -- worlds (rendezvous) ---------------------------------------------------------------------
+    def new_root(self) -> int:
+        """A fresh root id (``HcclGetRootInfo``; ``HcclCommInitAll`` takes one too): a value every
+        process can pass on in the root info bytes. Never blocks."""
+        raise self._missing("new_root")
+
+    def named_root(self, name: str, nranks: int) -> int:
+        """The root every rank that names ``name`` (a rank-table path) joins: the same one until
+        ``nranks`` ranks joined it, then a new one. Never blocks."""
+        raise self._missing("named_root")
+
+    def join(self, root: int, nranks: int, rank: int, device: int) -> None:
+        """Announce ``rank`` (on simulated ``device``) as a member of ``root``'s world of
+        ``nranks``. Raises :class:`TransportError` when it is refused now (unknown root, another
+        ``nranks``, the rank already joined, its device taken). Never blocks: wait for
+        :meth:`members` to hold ``nranks`` ranks."""
+        raise self._missing("join")
+
+    def members(self, root: int):
+        """``{rank: device}`` of the ranks joined so far (read only; a live view is fine)."""
+        raise self._missing("members")
+
+    def left(self, root: int):
+        """The ranks that joined and then left (destroyed their communicator)."""
+        raise self._missing("left")
+
+    def leave(self, root: int, rank: int, joined: bool = True) -> None:
+        """``rank`` is gone: it destroyed its communicator (``joined``), or its join gave up before
+        the world was complete (``joined`` False: as if it never joined, it may join again)."""
+        raise self._missing("leave")
+
+    def barrier_arrive(self, root: int, rank: int) -> int:
+        """``rank`` reached a host barrier of ``root``'s world; returns the round it arrived in
+        (the barrier is over when :meth:`barrier_rounds` is past it). Never blocks."""
+        raise self._missing("barrier_arrive")
+
+    def barrier_rounds(self, root: int) -> int:
+        """How many host-barrier rounds of ``root``'s world are complete."""
+        raise self._missing("barrier_rounds")
+
+    # -- channels --------------------------------------------------------------------------------
     def publish(self, end, key) -> None:
         """Offer this rank's channel ``end`` under ``key`` (both ends give the same key); connect
-        it when the other end is there. Never blocks."""
+        it when the other end is there. Connecting sets ``end.peer_ref`` (a :class:`PeerRef`) and
+        ``end.peer`` (a :class:`PeerInfo`) and settles the scheduler's waiters of the end
+        (``sim.scheduler.settle(end)``). From ``end`` the transport reads values only: its
+        ``rank``, ``peer_rank``, ``notifies`` (count and owner name) and what it exposes
+        (``end.exposed()``: regions and their allocations, which stay in this process). Never
+        blocks."""
         raise self._missing("publish")
 
-    def peer_of(self, end):
-        """What this side knows of the peer's end of ``end`` (its notifies, the memory it exposed,
-        whether it closed) once connected, else None."""
-        raise self._missing("peer_of")
+    def peer_of(self, end) -> PeerInfo | None:
+        """What this side knows of the peer's end of ``end`` once connected, else None. The
+        transport keeps it current in ``end.peer`` (the peer closed, exposed memory was freed),
+        which the data plane reads on every transfer's issue; this returns it."""
+        return end.peer
 
     def withdraw(self, end) -> None:
-        """This rank's end is gone (communicator destroyed): its peer sees it closed."""
+        """This rank's ``end`` is gone (communicator destroyed): its peer sees it closed."""
         raise self._missing("withdraw")
 
-    # -- data plane ----------------------------------------------------------------------------
-    def put(self, dst_alloc, dst_off, src_alloc, src_off, n) -> None:
-        """Copy ``n`` local bytes into the peer memory ``dst_alloc + dst_off``."""
+    def memory_freed(self, alloc) -> None:
+        """Local device memory ``alloc`` was freed: a peer it was exposed to no longer sees it
+        (its ``PeerInfo.regions`` lose it). Called on every device free; never blocks."""
+
+    # -- data plane ------------------------------------------------------------------------------
+    def put(self, peer: PeerRef, remote: int, alloc, off: int, n: int) -> None:
+        """Copy ``n`` bytes of the local allocation ``alloc`` at ``off`` to the peer's address
+        ``remote`` (a range it exposed, checked at issue)."""
         raise self._missing("put")
 
-    def get(self, dst_alloc, dst_off, src_alloc, src_off, n) -> None:
-        """Copy ``n`` bytes of the peer memory ``src_alloc + src_off`` into local memory."""
+    def get(self, peer: PeerRef, remote: int, alloc, off: int, n: int) -> None:
+        """Copy ``n`` bytes at the peer's address ``remote`` into ``alloc`` at ``off``."""
         raise self._missing("get")
 
-    def accumulate(self, dst_alloc, dst_off, src_alloc, src_off, count, np_dtype, op) -> None:
-        """Reduce ``count`` elements into ``dst`` (one side local, the other the peer's)."""
+    def accumulate(self, peer: PeerRef, remote: int, alloc, off: int, count: int, np_dtype, op: int,
+                   into_peer: bool) -> None:
+        """Reduce ``count`` elements: the local ones into the peer's (``into_peer``, a
+        WriteReduce), or the peer's into the local ones (a ReadReduce)."""
         raise self._missing("accumulate")
 
-    def remote_notify(self, notify) -> None:
-        """Record the peer's ``notify``."""
+    def remote_notify(self, peer: PeerRef, index: int):
+        """Record notify ``index`` of the peer's end; returns the generation it set when known
+        (else None)."""
         raise self._missing("remote_notify")
 
+    def fence(self, peer: PeerRef) -> None:
+        """Every transfer issued to ``peer`` so far has landed (local: they land when issued)."""
+
     def progress(self) -> bool:
-        """Make progress on anything in flight; True when something happened (local: nothing to do)."""
+        """Make progress on anything in flight; True when something happened (local: nothing to do).
+        May wait a short poll interval, never longer."""
         return False

@@ -5,7 +5,8 @@ or a transfer that sets a notify when it lands (``WriteWithNotify``, ``WriteRedu
 ``task.notify`` with ``waits`` False). For a blocked wait this module finds every queued
 recorder of the same notify (and those in batches never ended), says where each one sits, and
 follows "waits for a record that sits behind another wait" edges to print a wait-for cycle when
-there is one.
+there is one. A notify is known by its owner and index (a recorder on another rank holds a value
+naming it, :class:`pyhcomm.transport.base.RemoteNotify`).
 
 The facts come from the record (:mod:`pyhcomm.sim.record`): the tasks not yet run, per stream in
 enqueue order (the first is the stream's head). Only when the record cannot say (recording
@@ -48,20 +49,20 @@ class Facts:
             for stream in list(sim.scheduler.active):
                 queue = list(stream.queue)
                 queued += [(task, queue[0]) for task in queue]
-        self.recorders: dict = {}   # id(notify) -> [(task, head or None, batch or None)]
+        self.recorders: dict = {}   # (owner, index) -> [(task, head or None, batch or None)]
         for task, head in queued:
             n = getattr(task, "notify", None)
             if n is not None and not task.waits:
-                self.recorders.setdefault(id(n), []).append((task, head, None))
+                self.recorders.setdefault((n.owner, n.index), []).append((task, head, None))
         for batch in list(sim.open_batches):
             for task in batch.tasks:
                 n = getattr(task, "notify", None)
                 if n is not None and not task.waits:
-                    self.recorders.setdefault(id(n), []).append((task, None, batch))
+                    self.recorders.setdefault((n.owner, n.index), []).append((task, None, batch))
 
     def of(self, notify):
         """Queued or batched recorders of ``notify``: ``(task, stream head or None, batch or None)``."""
-        return self.recorders.get(id(notify), [])
+        return self.recorders.get((notify.owner, notify.index), [])
 
 
 def _recorders(notify, facts=None):

@@ -1,0 +1,62 @@
+"""Pointer, handle and integer arguments, checked the same way for every call of every tier.
+
+Every call turns its pointer, handle and integer arguments into plain ``int`` here before it uses
+them (in a lookup, in an address computation, in a message), so what a caller passes is either a
+Python ``int`` or refused the same way everywhere:
+
+* an ``int`` is taken as it is; a numpy integer, or any object with ``__index__``, is converted
+  (as a pybind11 or C binding converts it);
+* ``None`` is NULL (``0``) for a pointer or a handle; for an integer it is a wrong type;
+* anything else (``bool``, ``float``, ``str``, a list ...) raises ``TypeError`` naming the API and
+  the argument: the one exception a call of the C or acl tier lets escape, as a binding does;
+* an integer outside the range of its C type gets the API's own invalid-argument code (the caller
+  passes the error factory: ``HCCL_E_PARA`` for HCCL, ``ACL_ERROR_INVALID_PARAM`` ... for acl).
+
+Hot paths test ``type(x) is int`` themselves and call these helpers only for anything else.
+"""
+from __future__ import annotations
+
+import operator
+
+from .errors import para
+
+UINT32_MAX = (1 << 32) - 1
+UINT64_MAX = (1 << 64) - 1
+
+
+def _as_int(value, api: str, name: str, what: str) -> int:
+    if isinstance(value, (bool, float, complex, str, bytes, bytearray)) or value is None:
+        raise TypeError(f"{api}: {name} must be {what}, not {type(value).__name__}")
+    try:
+        return operator.index(value)
+    except Exception:  # noqa: BLE001 - whatever __index__ raises, the argument has the wrong type
+        raise TypeError(f"{api}: {name} must be {what}, not {type(value).__name__}") from None
+
+
+def pointer(value, api: str, name: str, what: str = "an int address (None for NULL)") -> int:
+    """An address argument as an ``int``: ``None`` is NULL (0); the caller decides what NULL means."""
+    if type(value) is int:
+        return value
+    if value is None:
+        return 0
+    return _as_int(value, api, name, what)
+
+
+def handle(value, api: str, name: str) -> int:
+    """A handle argument as an ``int``: ``None`` is NULL (0); the caller looks the value up."""
+    return pointer(value, api, name, "an int handle (None for NULL)")
+
+
+def integer(value, api: str, name: str, lo: int = 0, hi: int = UINT64_MAX, error=para) -> int:
+    """An integer argument in ``[lo, hi]`` (a uint64 by default); ``error(api, message)`` builds
+    the code for a value outside it."""
+    if type(value) is not int:
+        value = _as_int(value, api, name, "an int")
+    if value < lo or value > hi:
+        raise error(api, f"{name} {value} is outside [{lo}, {hi}]")
+    return value
+
+
+def hexa(value) -> str:
+    """``0x...`` for an int, ``repr`` for anything else: message text that cannot raise."""
+    return f"0x{value:x}" if type(value) is int else repr(value)

@@ -1,0 +1,35 @@
+"""The fuzz suite's settings: profiles ``ci`` (the default: a fixed seed and a bounded budget) and
+``long`` (``python -m pytest tests/fuzz --hypothesis-profile=long``: each machine runs for
+``PYHCOMM_FUZZ_MINUTES`` minutes, 3 by default, from ``--hypothesis-seed``); the suite runs on the
+threaded scheduler only, so the cooperative pass of CI leaves it out."""
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from fuzz_calls import STATS
+
+_COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None, print_blob=True)
+settings.register_profile("ci", max_examples=60, stateful_step_count=30, derandomize=True, **_COMMON)
+settings.register_profile("long", max_examples=40, stateful_step_count=60, **_COMMON)
+
+
+def pytest_configure(config):
+    settings.load_profile(config.getoption("hypothesis_profile", None) or "ci")
+
+
+def pytest_collection_modifyitems(config, items):
+    if (config.getoption("hypothesis_profile", None) or "ci") == "long":
+        minutes = float(os.environ.get("PYHCOMM_FUZZ_MINUTES", "3"))
+        for item in items:
+            item.add_marker(pytest.mark.timeout(minutes * 60 + 300))
+    if os.environ.get("PYHCOMM_SCHEDULER") == "coop":
+        skip = pytest.mark.skip(reason="the fuzz suite runs once, on the threaded scheduler")
+        for item in items:
+            if "fuzz" in item.nodeid.split("::")[0]:
+                item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if STATS.calls:
+        terminalreporter.write_line(f"fuzz: {STATS.calls} calls in {STATS.examples} examples")

@@ -1,0 +1,77 @@
+"""Junk into every call: each function of the C tier and of ``acl.rt`` with arguments drawn only
+from values that are never a live handle or usable memory here. The call must return a code (or
+raise the documented ``TypeError``); the caller checks that no byte of any buffer changed.
+
+``acl.util`` has no return codes: it may raise ``TypeError`` or ``ValueError`` (as pyACL's).
+Calls left out change what the fuzzer's model relies on whatever their arguments
+(``aclrtResetDevice(0)`` closes device 0, batch mode keeps the next calls' tasks, the default wait
+timeout applies to the next waits).
+"""
+from __future__ import annotations
+
+import inspect
+
+from hypothesis import strategies as st
+
+import pyhcomm
+from pyhcomm import acl, capi
+
+from fuzz_calls import STATS, TYPE, Finding, call, junk_values
+
+LEFT_OUT = {"HcommBatchModeStart", "HcommBatchModeEnd", "HcommSetNotifyWaitTimeOut", "HcclGetErrorString",
+            "reset_device", "acl_call", "get_soc_name"}
+#: ``void`` inlines of the C headers: they return None (and raise ``TypeError`` for a wrong object).
+VOID = {"HcclCommConfigInit", "CcuLoopCfgInit", "CcuLoopGroupCfgInit"}
+
+
+def _functions():
+    out = []
+    for name in capi.__all__:
+        fn = getattr(capi, name, None)
+        if inspect.isfunction(fn) and name not in LEFT_OUT:
+            out.append(("c", name, fn))
+    for name in dir(acl.rt):
+        fn = getattr(acl.rt, name)
+        if inspect.isfunction(fn) and not name.startswith("_") and name not in LEFT_OUT:
+            out.append(("acl", name, fn))
+    return out
+
+
+FUNCTIONS = _functions()
+UTIL = [("numpy_to_ptr", 1), ("bytes_to_ptr", 1), ("ptr_to_numpy", 3), ("ptr_to_bytes", 2)]
+
+
+def _arity(fn) -> tuple:
+    params = inspect.signature(fn).parameters.values()
+    required = sum(1 for p in params if p.default is p.empty and p.kind == p.POSITIONAL_OR_KEYWORD)
+    total = sum(1 for p in params if p.kind == p.POSITIONAL_OR_KEYWORD)
+    return required, total
+
+
+def junk_call(data) -> None:
+    junk = junk_values()
+    tier, name, fn = data.draw(st.sampled_from(FUNCTIONS), label="function")
+    lo, hi = _arity(fn)
+    n = data.draw(st.integers(lo, hi), label="nargs")
+    args = [data.draw(st.sampled_from(junk), label=f"arg{i}") for i in range(n)]
+    if name in VOID:
+        STATS.add()
+        try:
+            ret = fn(*args)
+        except TypeError:
+            ret = None
+        if ret is not None:
+            raise Finding(f"{name}{tuple(args)!r} returned {ret!r}: a void call returns None")
+    else:
+        call(fn, *args, expect=TYPE if args else "any", tier=tier, name=name)
+    if data.draw(st.booleans(), label="util too"):
+        uname, un = data.draw(st.sampled_from(UTIL), label="util")
+        uargs = [data.draw(st.sampled_from(junk), label=f"uarg{i}") for i in range(un)]
+        STATS.add()
+        try:
+            getattr(acl.util, uname)(*uargs)
+        except (TypeError, ValueError):
+            pass
+        except Exception as exc:  # noqa: BLE001 - the property under test
+            raise Finding(f"acl.util.{uname}{tuple(uargs)!r} raised {type(exc).__name__}: {exc}") from exc
+    pyhcomm.current_sim()  # the Sim is still there

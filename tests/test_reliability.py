@@ -1,0 +1,332 @@
+"""Regression tests of the defects a hostile fuzzer found in the C and acl tiers (issue 8), one or
+more per defect, in its numbering. Each asserts the code (or the documented ``TypeError``) and that
+no byte changed that should not have. docs/errors.md states the rules they pin down."""
+import array
+import gc
+import threading
+import weakref
+
+import numpy as np
+import pytest
+
+import pyhcomm
+from pyhcomm import (HcclChannelDescInit, HcclCommInitAll, HcclCommInitRootInfo, HcclEngineCtxCopy,
+                     HcclEngineCtxCreate, HcclEngineCtxDestroy, HcclThreadAcquire, HcclThreadAcquireWithStream,
+                     HcommBatchModeEnd, HcommBatchModeStart, HcommLocalCopyOnThread, HcommLocalReduceOnThread,
+                     HcommThreadNotifyRecordOnThread, HcommThreadNotifyWaitOnThread, acl)
+from pyhcomm.sim import memory
+from hcomm_testutil import D2D, D2H, H2D, host_setup, malloc, pattern, read, write
+
+R = pyhcomm.HcclResult
+E = pyhcomm.AclError
+CPU_TS, AICPU_TS = pyhcomm.COMM_ENGINE_CPU_TS, pyhcomm.COMM_ENGINE_AICPU_TS
+FP32, SUM = pyhcomm.HCCL_DATA_TYPE_FP32, pyhcomm.HCOMM_REDUCE_SUM
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def on_device(fn, device):
+    """Run ``fn()`` inside an AI CPU kernel launched on ``device``; return what it returned."""
+    assert acl.rt.set_device(device) == 0
+    stream, ret = acl.rt.create_stream()
+    assert ret == 0
+    out = []
+    pyhcomm.Stream(stream, owned=False).launch(lambda: out.append(fn()))
+    assert acl.rt.synchronize_device() == 0
+    return out[0]
+
+
+# -- 1. host registrations pin or refuse ------------------------------------------------------------------
+@pytest.mark.parametrize("make", [lambda: bytearray(64), lambda: array.array("B", bytes(64))],
+                         ids=["bytearray", "array.array"])
+def test_bytes_to_ptr_pins_its_object(make):
+    comm, stream, thread = host_setup()
+    buf = make()
+    p = acl.util.bytes_to_ptr(buf)
+    with pytest.raises(BufferError):   # it can no longer move
+        buf.extend(bytes(1 << 16))
+    d = malloc(64)
+    write(d, pattern(64))
+    assert acl.rt.memcpy(p, 64, d, 64, D2H) == 0
+    assert bytes(buf) == pattern(64).tobytes()
+
+
+def test_numpy_to_ptr_array_cannot_be_resized_while_registered():
+    host_setup()
+    arr = np.zeros(64, np.uint8)
+    acl.util.numpy_to_ptr(arr)
+    with pytest.raises(ValueError):
+        arr.resize(1 << 20, refcheck=False)
+
+
+def test_a_numpy_view_of_a_registration_keeps_the_memory_alive():
+    host_setup()
+    arr = np.arange(64, dtype=np.uint8)
+    alive = weakref.ref(arr)
+    view = acl.util.ptr_to_numpy(acl.util.numpy_to_ptr(arr), (64,), np.uint8)
+    del arr
+    gc.collect()
+    assert alive() is not None
+    assert view.tolist() == list(range(64))
+    del view
+    gc.collect()
+    assert alive() is None
+
+
+# -- 2. read-only host memory is never written -------------------------------------------------------------
+def test_memset_refuses_read_only_host_memory():
+    comm, stream, thread = host_setup()
+    data = b"constant bytes that must not change" + bytes(29)
+    p = acl.util.bytes_to_ptr(data)
+    assert acl.rt.memset(p, 64, 0x55, 64) == E.ACL_ERROR_RT_PARAM_INVALID
+    assert acl.rt.memset_async(p, 64, 0x55, 64, stream) == E.ACL_ERROR_RT_PARAM_INVALID
+    assert acl.rt.synchronize_stream(stream) == 0
+    assert data.startswith(b"constant bytes")
+    view = acl.util.ptr_to_numpy(p, (64,), np.uint8)
+    assert not view.flags.writeable
+
+
+# -- 3. device ownership of threads, wherever the call is issued --------------------------------------------
+def _two_ranks():
+    pyhcomm.set_product("Atlas 800T A2")
+    assert acl.init() == 0
+    ret, comms = HcclCommInitAll([0, 1])
+    assert ret == 0
+    ret, (t0, u0) = HcclThreadAcquire(comms[0], AICPU_TS, 2, 1)
+    assert ret == 0
+    assert acl.rt.set_device(0) == 0
+    a, b = malloc(64), malloc(64)
+    write(a, pattern(64, 1))
+    write(b, pattern(64, 2))
+    return comms, t0, u0, a, b
+
+
+def test_a_kernel_cannot_issue_on_a_thread_of_another_device():
+    comms, t0, u0, a, b = _two_ranks()
+
+    def kernel():
+        assert HcommBatchModeStart("k") == 0
+        codes = [HcommLocalCopyOnThread(t0, a, b, 64),
+                 HcommLocalReduceOnThread(t0, a, b, 16, FP32, SUM),
+                 HcommThreadNotifyRecordOnThread(t0, u0, 0),
+                 HcommThreadNotifyWaitOnThread(u0, 0, 1)]
+        assert HcommBatchModeEnd("k") == 0
+        return codes
+
+    assert on_device(kernel, 1) == [R.HCCL_E_PARA] * 4
+    assert acl.rt.set_device(0) == 0
+    assert (read(a, 64) == pattern(64, 1)).all()
+    assert on_device(kernel, 0) == [R.HCCL_SUCCESS] * 4  # its own device's kernel may
+
+
+# -- 4. a batch cannot outlive the streams and threads of its tasks -------------------------------------------
+def test_batch_end_after_its_stream_was_destroyed_launches_nothing():
+    comm, stream, thread = host_setup()
+    other, _ = acl.rt.create_stream()
+    ret, t2 = HcclThreadAcquireWithStream(comm, CPU_TS, other, 1)
+    a, b = malloc(64, 1), malloc(64, 2)
+    assert HcommBatchModeStart("b") == 0
+    assert HcommLocalCopyOnThread(thread, a, b, 32) == 0
+    assert HcommLocalCopyOnThread(t2, a + 32, b, 32) == 0
+    assert acl.rt.destroy_stream(other) == 0
+    assert HcommBatchModeEnd("b") == R.HCCL_E_NOT_FOUND
+    assert HcommBatchModeStart("next") == 0 and HcommBatchModeEnd("next") == 0  # the batch is closed
+    assert acl.rt.synchronize_device() == 0
+    assert (read(a, 64) == 1).all()
+
+
+def test_batch_end_after_its_communicator_was_destroyed_launches_nothing():
+    comm, stream, thread = host_setup()
+    a, b = malloc(64, 1), malloc(64, 2)
+    assert HcommBatchModeStart("b") == 0
+    assert HcommLocalCopyOnThread(thread, a, b, 64) == 0
+    assert pyhcomm.HcclCommDestroy(comm) == 0
+    assert HcommBatchModeEnd("b") == R.HCCL_E_NOT_FOUND
+    assert acl.rt.synchronize_stream(stream) == 0
+    assert (read(a, 64) == 1).all()
+
+
+# -- 5, 15, 16. pointers and handles are ints: a numpy integer is one, a float is a TypeError ----------------
+def test_float_pointers_and_handles_are_type_errors_not_value_errors():
+    comm, stream, thread = host_setup()
+    d = malloc(64)
+    h, _ = acl.rt.malloc_host(64)
+    calls = [lambda: acl.rt.free(float(d)), lambda: acl.rt.free_host(1.5),
+             lambda: acl.rt.memcpy(1.5, 64, d, 64, D2D), lambda: acl.rt.memcpy_async(float(d), 64, d, 64, D2D, stream),
+             lambda: acl.rt.memset(2.5, 64, 0, 64), lambda: acl.rt.memset_async(float(d), 64, 0, 64, stream),
+             lambda: HcclThreadAcquireWithStream(comm, CPU_TS, 1.5, 1),
+             lambda: HcommLocalCopyOnThread(float(thread), d, d, 8),
+             lambda: pyhcomm.HcclAllReduce(1.5, d, 4, FP32, SUM, comm, stream),
+             lambda: pyhcomm.HcclBroadcast(d, 4, FP32, 0, comm, 2.5)]
+    for call in calls:
+        with pytest.raises(TypeError):
+            call()
+    assert acl.rt.synchronize_stream(stream) == 0  # nothing reached the stream (16)
+
+
+def test_numpy_integer_pointers_and_counts_are_accepted():
+    comm, stream, thread = host_setup()
+    d = malloc(64)
+    src = pattern(64)
+    out = np.zeros(64, np.uint8)
+    i64 = np.int64
+    assert acl.rt.memset(np.uint64(d), i64(64), i64(7), i64(64)) == 0
+    assert (read(d, 64) == 7).all()
+    assert acl.rt.memcpy(i64(d), 64, i64(acl.util.numpy_to_ptr(src)), np.int32(64), H2D) == 0
+    assert HcommLocalCopyOnThread(i64(thread), i64(d), i64(d), i64(64)) == 0
+    assert acl.rt.memcpy_async(i64(acl.util.numpy_to_ptr(out)), 64, i64(d), 64, D2H, i64(stream)) == 0
+    assert acl.rt.synchronize_stream(stream) == 0
+    assert (out == src).all()
+
+
+# -- 6. root info: whatever comes in gets a code --------------------------------------------------------------
+@pytest.mark.parametrize("root", [-1, 2 ** 62, 7, 1.5, "root", [1, 2], object()])
+def test_root_info_of_the_wrong_kind_is_para(root):
+    acl.init()
+    acl.rt.set_device(0)
+    assert HcclCommInitRootInfo(1, root, 0) == (R.HCCL_E_PARA, 0)
+
+
+def test_root_info_null_is_ptr():
+    acl.init()
+    acl.rt.set_device(0)
+    assert HcclCommInitRootInfo(1, None, 0) == (R.HCCL_E_PTR, 0)
+    assert HcclCommInitRootInfo(1, 0, 0) == (R.HCCL_E_PTR, 0)
+
+
+# -- 7, 8. frees racing a synchronous copy ------------------------------------------------------------------
+def test_free_between_the_checks_and_the_copy_of_memcpy_is_harmless(monkeypatch):
+    host_setup()
+    dst, src = malloc(64), malloc(64)
+    write(src, pattern(64))
+    real = memory.resolve
+
+    def resolve_then_free_dst(addr, n, space=memory.DEVICE, device=None, writable=False):
+        alloc = real(addr, n, space, device, writable)
+        if addr == src:  # dst was checked: another host thread frees it now
+            assert acl.rt.free(dst) == 0
+        return alloc
+
+    monkeypatch.setattr(memory, "resolve", resolve_then_free_dst)
+    assert acl.rt.memcpy(dst, 64, src, 64, D2D) == 0   # the copy lands in memory being released
+    monkeypatch.setattr(memory, "resolve", real)
+    assert acl.rt.memcpy(dst, 64, src, 64, D2D) == E.ACL_ERROR_RT_PARAM_INVALID
+
+
+@pytest.mark.threads
+def test_engine_ctx_copy_and_destroy_are_serialised(monkeypatch):
+    from pyhcomm.hccl import engine_ctx
+    comm, stream, thread = host_setup()
+    ret, ctx = HcclEngineCtxCreate(comm, "t", AICPU_TS, 64)
+    assert ret == 0
+    real = engine_ctx._source_bytes
+    done = []
+
+    def source_then_destroy(src, size, api):
+        # another host thread destroys the context now: it must wait for this copy
+        t = threading.Thread(target=lambda: done.append(HcclEngineCtxDestroy(comm, "t", AICPU_TS)))
+        t.start()
+        t.join(0.2)
+        assert not done  # blocked behind the copy
+        source_then_destroy.thread = t
+        return real(src, size, api)
+
+    monkeypatch.setattr(engine_ctx, "_source_bytes", source_then_destroy)
+    assert HcclEngineCtxCopy(comm, AICPU_TS, "t", b"x" * 64, 64, 0) == 0
+    source_then_destroy.thread.join(10)
+    assert done == [0]
+    monkeypatch.setattr(engine_ctx, "_source_bytes", real)
+    assert HcclEngineCtxCopy(comm, AICPU_TS, "t", b"x" * 64, 64, 0) == R.HCCL_E_NOT_FOUND
+
+
+# -- 9. a collective is not kept by the caller's open batch ----------------------------------------------
+def test_collective_issued_inside_an_open_batch_completes_with_its_stream():
+    comm, stream, thread = host_setup()
+    src, dst = malloc(64), malloc(64, 0)
+    values = np.arange(16, dtype=np.float32)
+    write(src, values.view(np.uint8))
+    a, b = malloc(64, 1), malloc(64, 2)
+    assert HcommBatchModeStart("user") == 0
+    assert HcommLocalCopyOnThread(thread, a, b, 64) == 0
+    assert pyhcomm.HcclAllReduce(src, dst, 16, FP32, SUM, comm, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == 0
+    assert (read(dst, 64).view(np.float32) == values).all()
+    assert (read(a, 64) == 1).all()                      # the batch still keeps its own copy
+    assert HcommBatchModeEnd("user") == 0
+    assert acl.rt.synchronize_stream(stream) == 0
+    assert (read(a, 64) == 2).all()
+
+
+# -- 10. "no notify" is never a caller's value ---------------------------------------------------------------
+def test_write_with_notify_index_none_is_a_type_error():
+    from pyhcomm.hcomm import channel_ops
+    pyhcomm.set_product("Atlas 350")
+    assert acl.init() == 0
+    ret, comms = HcclCommInitAll([0, 1])
+    assert ret == 0
+    ends = []
+    for r in (0, 1):
+        d = pyhcomm.HcclChannelDesc()
+        assert HcclChannelDescInit(d) == 0
+        d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, pyhcomm.COMM_PROTOCOL_ROCE, 1
+        ret, chans = pyhcomm.HcclChannelAcquire(comms[r], pyhcomm.COMM_ENGINE_CPU, [d])
+        assert ret == 0
+        ends.append(chans[0])
+    assert acl.rt.set_device(0) == 0
+    src = malloc(64)
+    _, peer, _ = pyhcomm.HcclGetHcclBuffer(comms[1])
+    with pytest.raises(TypeError):
+        pyhcomm.HcommWriteWithNotifyNbi(ends[0], peer, src, 64, None)
+    assert pyhcomm.HcommWriteWithNotifyNbi(ends[0], peer, src, 64, 0) == 0
+    assert channel_ops.NO_NOTIFY is not None
+
+
+def test_notify_wait_timeout_none_is_a_type_error():
+    comm, stream, thread = host_setup()
+    with pytest.raises(TypeError):
+        HcommThreadNotifyWaitOnThread(thread, 0, None)
+    assert acl.rt.synchronize_stream(stream) == 0
+
+
+# -- 11, 12. descriptors and configurations of the wrong shape ---------------------------------------------
+@pytest.mark.parametrize("descs", ["abc", 5, [1, 2], [pyhcomm.HcclChannelDesc(), "x"]])
+def test_channel_desc_init_of_non_descriptors_is_para(descs):
+    assert HcclChannelDescInit(descs) == R.HCCL_E_PARA
+
+
+def test_channel_desc_init_checks_every_element_before_changing_any():
+    good = pyhcomm.HcclChannelDesc()
+    assert HcclChannelDescInit([good, "x"]) == R.HCCL_E_PARA
+    assert good.header.magicWord == 0
+
+
+@pytest.mark.parametrize("cfg", [{"attrs": [1]}, {"attrs": ["moduleId"]}, {"attrs": 3},
+                                 {"numAttrs": 1, "attrs": [None]}])
+def test_malloc_with_cfg_attrs_of_the_wrong_type_are_type_errors(cfg):
+    host_setup()
+    with pytest.raises(TypeError):
+        acl.rt.malloc_with_cfg(64, 0, cfg)
+
+
+# -- 13. collectives check their stream even when nothing is to be sent --------------------------------------
+def test_collectives_refuse_a_dead_stream_with_nothing_to_send():
+    comm, stream, thread = host_setup()
+    d = malloc(64)
+    dead, _ = acl.rt.create_stream()
+    assert acl.rt.destroy_stream(dead) == 0
+    assert pyhcomm.HcclAllReduce(d, d, 0, FP32, SUM, comm, dead) == R.HCCL_E_PARA
+    assert pyhcomm.HcclBroadcast(d, 4, FP32, 0, comm, dead) == R.HCCL_E_PARA      # one rank: nothing to do
+    assert pyhcomm.HcclBroadcast(d, 4, FP32, 0, comm, 0x5710_DEAD) == R.HCCL_E_PARA
+    assert pyhcomm.HcclBroadcast(d, 4, FP32, 0, comm, stream) == 0
+
+
+# -- 14. a zero-length range at one past the end gets one answer ----------------------------------------------
+def test_zero_length_copy_at_the_end_of_an_allocation_is_para_always():
+    comm, stream, thread = host_setup()
+    a, b = malloc(64), malloc(64)
+    assert HcommLocalCopyOnThread(thread, a + 64, b, 0) == R.HCCL_E_PARA     # fresh thread
+    assert HcommLocalCopyOnThread(thread, a, b, 64) == 0                       # the thread used a and b
+    assert HcommLocalCopyOnThread(thread, a + 64, b, 0) == R.HCCL_E_PARA
+    assert HcommLocalCopyOnThread(thread, a, b + 64, 0) == R.HCCL_E_PARA
+    assert HcommLocalCopyOnThread(thread, a + 63, b, 0) == 0
+    assert acl.rt.synchronize_stream(stream) == 0
