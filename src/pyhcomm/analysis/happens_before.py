@@ -384,11 +384,11 @@ def _build(source) -> Graph:
                 notify_entries.append(i)
                 gen = e.gen if steps.get(seq, 0) > 0 else None
                 if gen is not None:
-                    n = e.notify   # a notify is known by owner and index (a remote one is a value)
+                    nt = e.notify  # a notify is known by owner and index (a remote one is a value)
                     if e.waits:
-                        waits.append(((n.owner, n.index), gen, i))
+                        waits.append(((nt.owner, nt.index), gen, i))
                     else:
-                        records.setdefault((n.owner, n.index), {})[gen] = i
+                        records.setdefault((nt.owner, nt.index), {})[gen] = i
             elif kind == "KernelLaunch":
                 kernel_at[seq] = i
             if mine is not None:
