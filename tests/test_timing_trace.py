@@ -1,5 +1,4 @@
 """The Perfetto / Chrome trace of a replay: layout, size, and Perfetto's trace processor loading it."""
-import gc
 import json
 import os
 
@@ -99,8 +98,6 @@ def test_trace_processor_loads_and_answers_queries(timeline, tmp_path):
         assert call == pytest.approx(timeline.calls[0].seconds * 1e9, abs=2)
     finally:
         tp.close()
-        del tp
-        gc.collect()    # free the WebAssembly store now: freed during interpreter shutdown, wasmtime crashes
 
 
 @heavy
