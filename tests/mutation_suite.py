@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import runpy
 from contextlib import ExitStack, contextmanager
 from typing import Callable, NamedTuple
 
@@ -263,21 +264,10 @@ def custom_allgather(fault=None, nbytes: int = 256, loops: int = 2):
 
 
 # -- small programs breaking the runtime's rules ---------------------------------------------------
-def _kernel_then_host_read(comm):
-    """Atlas 350: a kernel copies the input into the HCCL buffer on an AICPU_TS thread; the host
-    synchronizes only the stream it launched the kernel on, then reads the HCCL buffer."""
-    inp, _ = acl.rt.malloc(256, 0)
-    stream, _ = acl.rt.create_stream()
-    ccl = comm.hccl_buffer().addr
-    _, (t,) = pyhcomm.HcclThreadAcquire(comm.handle, E.COMM_ENGINE_AICPU_TS, 1, 1)
-
-    def kernel():
-        pyhcomm.HcommLocalCopyOnThread(t, ccl, inp, 256)
-
-    pyhcomm.Stream(stream, owned=False).launch(kernel)
-    assert acl.rt.synchronize_stream(stream) == 0
-    out = np.zeros(256, np.uint8)
-    acl.rt.memcpy(acl.util.numpy_to_ptr(out), 256, ccl, 256, D2H)
+#: Atlas 350: a kernel copies into the HCCL buffer on an AICPU_TS thread; the host synchronizes the
+#: launch stream only, then reads the buffer (the README's first example)
+_kernel_then_host_read = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples",
+                                                     "verify", "kernel_race.py"))["main"]
 
 
 def _nbi_channel(comm):

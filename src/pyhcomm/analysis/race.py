@@ -102,6 +102,19 @@ class _Shadow:
         self.buckets: dict = {}     # (space, bucket) -> (starts, cells) sorted by start
         self.exact: dict = {}       # (space, lo, hi) -> cell, for the ranges accessed whole
 
+    def _split(self, space, starts, cells, k, at):
+        """Cut cell ``k`` of a bucket at ``at`` (both parts keep its history); returns the back part."""
+        cell = cells[k]
+        back = [at, cell[1], cell[2], dict(cell[3]) if cell[3] else None]
+        exact = self.exact
+        del exact[(space, cell[0], cell[1])]
+        cell[1] = at
+        exact[(space, cell[0], at)] = cell
+        exact[(space, at, back[1])] = back
+        starts.insert(k + 1, at)
+        cells.insert(k + 1, back)
+        return back
+
     def cells(self, space, lo, hi):
         """The cells covering ``[lo, hi)``, split and created as needed, in address order."""
         cell = self.exact.get((space, lo, hi))
@@ -128,24 +141,11 @@ class _Shadow:
                         cur = cell[0]
                         k += 1
                         continue
-                    if cell[0] < cur:                       # starts before: split off its front
-                        back = [cur, cell[1], cell[2], dict(cell[3]) if cell[3] else None]
-                        del exact[(space, cell[0], cell[1])]
-                        cell[1] = cur
-                        exact[(space, cell[0], cur)] = cell
-                        exact[(space, cur, back[1])] = back
-                        starts.insert(k + 1, cur)
-                        cells.insert(k + 1, back)
+                    if cell[0] < cur:                       # starts before: keep its front apart
+                        cell = self._split(space, starts, cells, k, cur)
                         k += 1
-                        cell = back
-                    if cell[1] > bhi:                       # ends after: split off its back
-                        back = [bhi, cell[1], cell[2], dict(cell[3]) if cell[3] else None]
-                        del exact[(space, cell[0], cell[1])]
-                        cell[1] = bhi
-                        exact[(space, cell[0], bhi)] = cell
-                        exact[(space, bhi, back[1])] = back
-                        starts.insert(k + 1, bhi)
-                        cells.insert(k + 1, back)
+                    if cell[1] > bhi:                       # ends after: keep its back apart
+                        self._split(space, starts, cells, k, bhi)
                     out.append(cell)
                     cur = cell[1]
                     k += 1
