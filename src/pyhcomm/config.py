@@ -19,7 +19,12 @@ DEFAULT_BUFFSIZE_MB = 200
 DEFAULT_CONNECT_TIMEOUT = 120.0
 DEFAULT_EXEC_TIMEOUT = 1836
 DEFAULT_RECORD_CAPACITY = 1_000_000
+DEFAULT_QUEUE_BUDGET = 1024
 SCHEDULERS = ("threaded", "coop")
+TRANSPORTS = ("auto", "local", "mpi")
+DEFAULT_MPI_LIVENESS = 10.0
+#: set by MPI launchers in every process they start: the number of processes (Hydra / MPICH, Open MPI)
+LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 
 def _parse_int(raw: str, minimum: int) -> int:
     value = int(raw.strip())
@@ -61,6 +66,9 @@ _VARS = {
     "PYHCOMM_DATA": ("data", _parse_bool, "0 (data-less) or 1"),
     "PYHCOMM_SCHEDULER": ("scheduler", lambda r: _choice(r.strip().lower(), SCHEDULERS), "threaded or coop"),
     "PYHCOMM_SEED": ("seed", lambda r: _parse_int(r, 0), "an integer >= 0"),
+    "PYHCOMM_TRANSPORT": ("transport", lambda r: _choice(r.strip().lower(), TRANSPORTS), "auto, local or mpi"),
+    "PYHCOMM_MPI_LIVENESS": ("mpi_liveness", lambda r: _parse_seconds(r), "a number of seconds >= 0"),
+    "PYHCOMM_QUEUE_BUDGET": ("queue_budget", lambda r: _parse_int(r, 0), "an integer >= 0 (0: unbounded)"),
     "PYHCOMM_VERIFY": ("verify", _parse_bool, "0 or 1"),
 }
 
@@ -89,6 +97,10 @@ class Config:
     data: bool = True
     scheduler: str | None = None            # None: threaded, but coop for pyhcomm.launch
     seed: int = 0
+    transport: str = "auto"                 # auto: mpi when an MPI launcher started several processes
+    mpi_liveness: float = DEFAULT_MPI_LIVENESS  # seconds of silence after which a process is dead
+    launcher_size: int = 1                  # processes an MPI launcher started (PMI_SIZE, ...)
+    queue_budget: int = DEFAULT_QUEUE_BUDGET   # coop: tasks an actor issues before it yields
     verify: bool = False                    # check every launch (pyhcomm.verify)
     #: variable -> message, for every variable whose value did not parse
     errors: dict = field(default_factory=dict, compare=False)
@@ -108,7 +120,19 @@ class Config:
                 errors[var] = f"{var}={raw!r} is not valid: expected {valid}"
         if values.get("product") == "":
             values.pop("product")
+        for var in LAUNCHER_SIZE_VARS:
+            try:
+                values["launcher_size"] = max(1, int(env.get(var, "")))
+                break
+            except ValueError:
+                continue
         return cls(errors=errors, **values)
+
+    @property
+    def use_mpi(self) -> bool:
+        """Whether a Sim joins other processes over MPI (``PYHCOMM_TRANSPORT``; ``auto``: when an MPI
+        launcher started more than one process)."""
+        return self.transport == "mpi" or (self.transport == "auto" and self.launcher_size > 1)
 
     def with_values(self, **changes) -> "Config":
         """A copy with some fields changed."""

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, settings
 from fuzz_calls import STATS
 
 _COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None, print_blob=True)
-settings.register_profile("ci", max_examples=60, stateful_step_count=30, derandomize=True, **_COMMON)
+settings.register_profile("ci", max_examples=250, stateful_step_count=30, derandomize=True, **_COMMON)
 settings.register_profile("long", max_examples=40, stateful_step_count=60, **_COMMON)
 
 

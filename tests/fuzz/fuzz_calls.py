@@ -9,6 +9,7 @@ has the wrong type: ``TypeError`` or a nonzero code), ``"any"`` (a race: 0 or a 
 """
 from __future__ import annotations
 
+import collections
 import math
 import threading
 
@@ -30,10 +31,12 @@ class Stats:
         self.lock = threading.Lock()
         self.calls = 0
         self.examples = 0
+        self.by_api = collections.Counter()
 
-    def add(self, n: int = 1) -> None:
+    def add(self, n: int = 1, api: str = "other") -> None:
         with self.lock:
             self.calls += n
+            self.by_api[api] += n
 
 
 STATS = Stats()
@@ -57,8 +60,8 @@ def code_of(ret, tier: str):
 def call(fn, *args, expect=OK, tier="c", name=None):
     """Call ``fn(*args)`` and check its outcome against ``expect``; return what it returned (None
     after a ``TypeError``)."""
-    STATS.add()
     label = name or getattr(fn, "__name__", repr(fn))
+    STATS.add(api=label)
     try:
         ret = fn(*args)
     except TypeError as exc:

@@ -64,8 +64,9 @@ class FuzzMachine(CallsMachine):
             d, s = dst.addr + doff, src.addr + soff
             if dst is src and d != s and d < s + n and s < d + n:
                 continue
-            what = data.draw(st.sampled_from(["copy", "reduce", "other thread", "other memory", "host thread",
-                                              "bad len"]), label=f"op{i}")
+            what = data.draw(st.sampled_from(["copy", "reduce", "write", "read", "other thread", "other memory",
+                                              "host thread", "bad len", "foreign channel", "not exposed"]),
+                             label=f"op{i}")
             t = rk.aicpu
             if what == "copy":
                 ops.append((what, pyhcomm.HcommLocalCopyOnThread, (t, d, s, n)))
@@ -74,6 +75,23 @@ class FuzzMachine(CallsMachine):
                 ops.append((what, pyhcomm.HcommLocalReduceOnThread, (t, d, s, n // 4, 2, 0)))
                 effects.append((OK, (lambda a=dst, ao=doff, b=src, bo=soff, k=n // 4:
                                      apply_reduce(a, ao, b, bo, k, 2, 0))))
+            elif what in ("write", "read"):  # through this rank's AICPU_TS channel, the peer's HCCL buffer
+                remote = other.hccl
+                k = min(n, remote.size)
+                roff = data.draw(st.integers(0, remote.size - k), label=f"roff{i}")
+                ch = rk.dev_channels[other.r]
+                if what == "write":
+                    ops.append((what, pyhcomm.HcommWriteOnThread, (t, ch, remote.addr + roff, s, k)))
+                    effects.append((OK, (lambda a=remote, ao=roff, b=src, bo=soff, k=k: apply_copy(a, ao, b, bo, k))))
+                else:
+                    ops.append((what, pyhcomm.HcommReadOnThread, (t, ch, d, remote.addr + roff, k)))
+                    effects.append((OK, (lambda a=dst, ao=doff, b=remote, bo=roff, k=k: apply_copy(a, ao, b, bo, k))))
+            elif what == "foreign channel":  # another rank's channel end
+                ops.append((what, pyhcomm.HcommWriteOnThread, (t, other.dev_channels[rk.r], other.hccl.addr, s, 4)))
+                effects.append((FAIL, None))
+            elif what == "not exposed":      # the peer's device buffer: not exposed on the channel
+                ops.append((what, pyhcomm.HcommWriteOnThread, (t, rk.dev_channels[other.r], other.bufs[0].addr, s, 4)))
+                effects.append((FAIL, None))
             elif what == "other thread":     # a thread of another device, with that device's memory
                 ob = other.bufs[0]
                 ops.append((what, pyhcomm.HcommLocalCopyOnThread, (other.aicpu, ob.addr, ob.addr + 4, 4)))
@@ -111,6 +129,7 @@ class FuzzMachine(CallsMachine):
                 effect()
 
     # -- several host threads at once ---------------------------------------------------------------------
+    @precondition(lambda self: self.w is not None and self.w.host_local_ops)
     @rule(data=st.data())
     def host_threads(self, data):
         """One host thread per chosen rank, each issuing valid work on one of its streams and its own

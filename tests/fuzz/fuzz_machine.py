@@ -329,9 +329,9 @@ class CallsMachine(Base):
         overlap = dst is src and d != s and d < s + n and s < d + n
         args = [thread, d, s, n]
         bad = self.mutation(data, "thread", "dst", "src", "len", "numpy", "other device")
-        expect = FAIL if overlap else OK
+        expect = FAIL if overlap or not self.w.host_local_ops else OK
         if bad == "thread":
-            args[0], expect = self.bad_handle(data, [stream, rk.comm, rk.channels[(rk.r + 1) % len(self.w.ranks)]])
+            args[0], expect = self.bad_handle(data, [stream, rk.comm] + list(rk.channels.values())[:1])
         elif bad == "dst":
             args[1], expect = self.bad_pointer(data, dst)
         elif bad == "src":
@@ -362,7 +362,7 @@ class CallsMachine(Base):
         overlap = dst is src and d != s and d < s + n and s < d + n
         args = [thread, d, s, count, dtype, op]
         bad = self.mutation(data, "thread", "dst", "count", "dtype", "op", "numpy", "other device")
-        expect = FAIL if overlap else OK
+        expect = FAIL if overlap or not self.w.host_local_ops else OK
         if bad == "thread":
             args[0], expect = self.bad_handle(data, [stream])
         elif bad == "dst":
@@ -385,6 +385,7 @@ class CallsMachine(Base):
             self.queue(stream, batched(lambda: apply_reduce(dst, doff, src, soff, count, dtype, op)))
 
     # -- C tier: one-sided transfers through channels -----------------------------------------------------
+    @precondition(lambda self: self.w is not None and self.w.host_channels)
     @rule(data=st.data())
     def channel_transfer(self, data):
         rk = self.rank(data)
@@ -488,6 +489,7 @@ class CallsMachine(Base):
         self.waiting.setdefault(stream, []).append(key)
         self.queue(stream, batched(lambda: None))
 
+    @precondition(lambda self: self.w is not None and self.w.host_channels)
     @rule(data=st.data())
     def channel_notify_pair(self, data):
         """A record on one rank's channel end, then (maybe) the peer's wait on its own end."""
@@ -590,7 +592,14 @@ class CallsMachine(Base):
     # -- junk into every call -------------------------------------------------------------------------------
     @rule(data=st.data())
     def junk_call(self, data):
-        """Any C or acl call with junk arguments only: a code or TypeError, and no byte changes."""
+        """Any C or acl call with junk arguments (or junk mixed with live handles and pointers, for
+        the calls that cannot touch what the model tracks): a code or TypeError, no byte changes."""
         from fuzz_junk import junk_call
         self.quiesce_all()
-        junk_call(data)
+        live = ()
+        if data.draw(st.booleans(), label="mix in live values"):
+            rk = self.rank(data)
+            live = (rk.comm, rk.streams[0], rk.thread_of[rk.streams[0]], rk.aicpu, rk.bufs[0].addr,
+                    self.w.host[0].addr, 1, 2, 4, 8, 64, pyhcomm.HcclChannelDesc(), [rk.comm], "tag",
+                    *list(rk.channels.values())[:1])
+        junk_call(data, live)

@@ -1,7 +1,9 @@
 """The simulated world a fuzz example runs in: 2-4 ranks (``HcclCommInitAll``), per rank two user
-streams with a CPU_TS thread each, an AICPU_TS thread, CPU_TS HCCS channels (3 notifies, as the collectives' own) to every other rank,
-device buffers and the start of the HCCL buffer; host buffers (numpy blocks with canaries,
-``aclrtMallocHost``). Every block starts with random bytes; the model starts equal to them."""
+streams with a CPU_TS thread each, an AICPU_TS thread, device buffers and the start of the HCCL
+buffer; AICPU_TS channels to every other rank (HCCS, UBC_TP on Atlas 350) and, on Atlas A2,
+CPU_TS HCCS channels (3 notifies each, as the collectives' own); host buffers (numpy blocks with canaries, ``aclrtMallocHost``). Every block starts with
+random bytes; the model starts equal to them. ``host_channels`` and ``host_local_ops`` say what
+the product lets the host do (Atlas 350 runs local operations on the device side only)."""
 from __future__ import annotations
 
 import random
@@ -30,6 +32,7 @@ class Rank:
         self.aicpu = 0                        # an AICPU_TS thread (for kernels)
         self.aicpu_stream = 0
         self.channels: dict[int, int] = {}    # peer rank -> CPU_TS channel
+        self.dev_channels: dict[int, int] = {}  # peer rank -> AICPU_TS channel (for kernels)
         self.bufs: list[Buffer] = []          # device buffers
         self.hccl: Buffer | None = None
 
@@ -41,7 +44,8 @@ class World:
         self.rnd = random.Random(seed)
         self.product = product
         cfg = Config.from_env().with_values(buffsize_mb=1)
-        pyhcomm.reset(scheduler="threaded", product=product, config=cfg)
+        pyhcomm.reset(scheduler="threaded", config=cfg)
+        pyhcomm.set_product(product)            # chosen: aclInit keeps it
         call(acl.init, tier="acl")
         ret, comms = call(pyhcomm.HcclCommInitAll, list(range(nranks)))
         self.ranks = [Rank(r, c) for r, c in enumerate(comms)]
@@ -62,18 +66,29 @@ class World:
             rk.hccl = self._adopt(Buffer(f"hccl{rk.r}", "hccl", rk.r, addr, HCCL_WINDOW, addr, HCCL_WINDOW + GUARD))
             for _ in range(2):
                 rk.bufs.append(self.device_buffer(rk.r))
+        self.host_channels = pyhcomm.current_sim().runtime.product.family == "A2"   # CPU_TS channels
+        self.host_local_ops = not pyhcomm.current_sim().runtime.product.device_side_only
+        family = pyhcomm.current_sim().runtime.product.family
+        dev_protocol = pyhcomm.COMM_PROTOCOL_UBC_TP if family == "950" else pyhcomm.COMM_PROTOCOL_HCCS
         for rk in self.ranks:
             for peer in self.ranks:
-                if peer.r != rk.r:
-                    d = pyhcomm.HcclChannelDesc()
-                    call(pyhcomm.HcclChannelDescInit, d)
-                    d.remoteRank, d.channelProtocol, d.notifyNum = peer.r, pyhcomm.COMM_PROTOCOL_HCCS, 3
-                    _, (ch,) = call(pyhcomm.HcclChannelAcquire, rk.comm, E.COMM_ENGINE_CPU_TS, [d])
-                    rk.channels[peer.r] = ch
+                if peer.r == rk.r:
+                    continue
+                if self.host_channels:
+                    rk.channels[peer.r] = self._channel(rk, peer, E.COMM_ENGINE_CPU_TS, pyhcomm.COMM_PROTOCOL_HCCS)
+                rk.dev_channels[peer.r] = self._channel(rk, peer, E.COMM_ENGINE_AICPU_TS, dev_protocol)
         call(acl.rt.set_device, 0, tier="acl")
         for _ in range(2):
             self.host.append(self.host_buffer())
         self.host.append(self.pinned_buffer())
+
+    @staticmethod
+    def _channel(rk, peer, engine, protocol) -> int:
+        d = pyhcomm.HcclChannelDesc()
+        call(pyhcomm.HcclChannelDescInit, d)
+        d.remoteRank, d.channelProtocol, d.notifyNum = peer.r, protocol, 3
+        _, (ch,) = call(pyhcomm.HcclChannelAcquire, rk.comm, engine, [d])
+        return ch
 
     # -- buffers -------------------------------------------------------------------------------
     def _size(self) -> int:

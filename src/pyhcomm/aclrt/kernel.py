@@ -202,7 +202,9 @@ def aclrtCreateBinary(data, data_len) -> int:
     if isinstance(data, (bytes, bytearray, memoryview)):
         source = bytes(data)[:data_len] if data_len else bytes(data)
     else:
-        if not data or not isinstance(data_len, int) or data_len <= 0:
+        data = argcheck.pointer(data, api, "data")
+        data_len = argcheck.integer(data_len, api, "dataLen", -(1 << 64), argcheck.UINT64_MAX, _invalid)
+        if not data or data_len <= 0:
             raise _invalid(api, "data must be a host pointer and dataLen a positive size")
         try:
             source = memory.read_host(data, data_len)

@@ -138,7 +138,11 @@ def aclrtFree(dev_ptr: int) -> None:
 
 def aclrtMallocHost(size: int) -> int:
     """Allocate host memory; the result is a real process address."""
-    return memory.alloc_host(_size("aclrtMallocHost", size)).addr
+    api = "aclrtMallocHost"
+    try:
+        return memory.alloc_host(_size(api, size)).addr
+    except memory.OutOfHostMemory as exc:
+        raise acl_error(AclError.ACL_ERROR_RT_MEMORY_ALLOCATION, api, str(exc)) from None
 
 
 def aclrtFreeHost(host_ptr: int) -> None:

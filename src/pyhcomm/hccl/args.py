@@ -1,4 +1,6 @@
-"""Array arguments of the flat C tier: a Python sequence, or (as in C) a host pointer.
+"""Array and object-handle arguments of the flat C tier (scalars: :mod:`pyhcomm.args`).
+
+An array is a Python sequence, or (as in C) a host pointer.
 
 pyhccl passes C arrays inside structs as pointers (``HcclChannelDesc.memHandles``,
 ``HcclTeamCreateDesc.rankIds``): an int address of host memory holding the elements. pyhcomm
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import struct
 
+from .. import args as scalar
 from ..errors import not_found, para, ptr
 from ..sim import current_sim as _sim
 from ..sim import memory
@@ -40,9 +43,10 @@ def live_object(handle, cls, api: str, name: str, what: str, missing=not_found):
     """The live object of class ``cls`` behind an opaque handle of the Sim's ``misc`` table
     (teams, windows, endpoints, configs, MC2 arguments): 0 is ``HCCL_E_PTR``; anything else that
     is not a live ``cls`` is ``missing`` (``HCCL_E_NOT_FOUND`` by default), naming ``what``."""
+    handle = scalar.handle(handle, api, name)
     if not handle:
         raise ptr(api, f"{name} is NULL")
-    obj = _sim().handles.misc.get(handle) if isinstance(handle, int) else None
+    obj = _sim().handles.misc.get(handle)
     if not isinstance(obj, cls) or not getattr(obj, "live", True):
         raise missing(api, f"{name} {handle!r} is not {what}")
     return obj

@@ -242,7 +242,7 @@ def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> PeerInfo:
     transport, root = sim.transport, ch.world_id
 
     def settled():
-        return ch.peer_ref is not None or ch.peer_rank in transport.left(root)
+        return ch.peer is not None or ch.peer_rank in transport.left(root)
 
     status = sim.scheduler.run_until(settled, timeout, f"{api}(channel 0x{ch.handle:x} to rank {ch.peer_rank})",
                                      (ch,), detect_stuck=False)
@@ -253,7 +253,7 @@ def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> PeerInfo:
         return peer
     if status == ABORTED:
         raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {sim.scheduler.abort_reason}")
-    if settled():
+    if ch.peer_rank in transport.left(root):
         raise para(api, f"channel 0x{ch.handle:x}: rank {ch.peer_rank} destroyed its communicator")
     why = f"within {timeout:g} s" if status == TIMED_OUT else "and no other rank can run any more"
     raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,

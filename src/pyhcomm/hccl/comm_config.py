@@ -137,13 +137,18 @@ def get_config(which) -> int:
     return _sim().registry("hccl_settings").get(HcclConfig.HCCL_DETERMINISTIC, 0)
 
 
+#: The largest ``infoLen`` :func:`config_info` answers (pyhcomm's bound: it returns that many bytes).
+CONFIG_INFO_MAX = 1 << 16
+
+
 def config_info(comm, cfg_type, info_len: int) -> bytes:
     """``HcclConfigGetInfo``: ``info_len`` bytes describing one setting of ``comm`` (a 4-byte
     little-endian value, or a NUL-padded string for the algorithm and the UDI)."""
     api = "HcclConfigGetInfo"
     settings = getattr(comm, "settings", None) or CommSettings()
-    if isinstance(info_len, bool) or not isinstance(info_len, int) or info_len <= 0:
-        raise para(api, f"infoLen {info_len!r} must be a positive int")
+    if isinstance(info_len, bool) or not isinstance(info_len, int) or not 0 < info_len <= CONFIG_INFO_MAX:
+        raise para(api, f"infoLen {info_len!r} must be an int in [1, {CONFIG_INFO_MAX}] (the longest value is a "
+                        "128-byte string)")
     strings = {HcclConfigType.HCCL_CONFIG_TYPE_HCCL_ALGO: "hcclAlgo", HcclConfigType.HCCL_CONFIG_TYPE_UDI: "hcclUdi"}
     if cfg_type in strings:
         text = settings.fields.get(strings[cfg_type], "").encode()

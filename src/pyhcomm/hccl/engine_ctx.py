@@ -112,9 +112,8 @@ def _allocate(comm, engine: CommEngine, size: int, api: str) -> memory.Allocatio
     if is_host_engine(engine):
         try:
             alloc = memory.alloc_host(size)
-        except (MemoryError, ValueError) as exc:
-            raise hccl_error(HcclResult.HCCL_E_MEMORY, api,
-                             f"cannot allocate {size} bytes of host memory: {exc}") from None
+        except memory.OutOfHostMemory as exc:
+            raise hccl_error(HcclResult.HCCL_E_MEMORY, api, str(exc)) from None
         alloc.owner = OWNER
         return alloc
     used = sum(a.size for a in _sim().memory.device_map if a.device == comm.device)

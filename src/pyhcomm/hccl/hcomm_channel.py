@@ -19,6 +19,7 @@ simulated link needs no handshake. ``HcommChannelDestroy`` closes ends (the peer
 from __future__ import annotations
 
 from .. import topology
+from ..defs.cstruct import struct_arg
 from ..defs.res_defs import (HCOMM_CHANNEL_MAGIC_WORD, HCOMM_CHANNEL_VERSION, HCOMM_UB_QOS_DEFAULT, CommAbiHeader,
                              CommProtocol, EndpointLocType, HcommChannelDesc, HcommChannelStatus, HcommSocketRole,
                              endpoint_desc_init)
@@ -62,8 +63,7 @@ class EndOwner:
 def desc_init(desc) -> None:
     """``HcommChannelDescInit``: 0xFF in the union, the ABI header, no notifies or memories,
     reserved role, port 0, QoS 4, a reserved remote endpoint, no name."""
-    if desc is None:
-        raise ptr("HcommChannelDescInit", "channelDesc is NULL")
+    struct_arg(desc, HcommChannelDesc, "HcommChannelDescInit", "channelDesc")
     desc.fill(0xFF)
     desc.header = CommAbiHeader(version=HCOMM_CHANNEL_VERSION, magicWord=HCOMM_CHANNEL_MAGIC_WORD, size=472, reserved=0)
     desc.notifyNum, desc.exchangeAllMems, desc.memHandles, desc.memHandleNum = 0, False, 0, 0

@@ -14,6 +14,7 @@ plane moves bytes to peers through channels only: these addresses are bookkeepin
 """
 from __future__ import annotations
 
+from .. import args
 from ..defs.hccl_types import HCCL_DEFAULT_SYMMETRIC_MEMORY_STRIDE
 from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
 from ..sim import current_sim as _sim
@@ -84,6 +85,8 @@ def find(comm_handle, ptr_, size):
     """``HcclCommSymWinGet``: ``(window, offset)`` of the live window holding ``[ptr, ptr + size)``."""
     api = "HcclCommSymWinGet"
     c = comm_mod.get_comm(comm_handle, api)
+    ptr_ = args.pointer(ptr_, api, "ptr")
+    size = args.integer(size, api, "size")
     if not ptr_:
         raise ptr(api, "ptr is NULL")
     for (rank, _k), win in sorted(_windows(c.world).items()):

@@ -4,9 +4,13 @@ The contract, the same for every implementation:
 
 * ``submit(task)`` appends a task to its stream and never runs it (a queue deeper than
   ``DRAIN_DEPTH`` runs its runnable tasks at once, like a full hardware queue).
-* Tasks run only while some host program blocks in ``run_until`` (a synchronize-style call): the
-  scheduler then runs every runnable task, FIFO per stream, until what the caller waits for holds.
-  So results appear only after a synchronisation, exactly as the contract of the real library says.
+* Tasks run only while some host program blocks in ``run_until`` (a synchronize-style call), or,
+  on the cooperative scheduler, yields because it issued its queue budget
+  (``PYHCOMM_QUEUE_BUDGET`` tasks, default 1024, since it last blocked: a host thread whose
+  hardware queue is full waits too): the scheduler then runs every runnable task, FIFO per
+  stream, until what the caller waits for holds. So results are guaranteed only after a
+  synchronisation, exactly as the contract of the real library says (a program that reads device
+  memory without synchronising may see some of its tasks done, as on hardware).
 * A task whose ``ready()`` is false (a notify wait) blocks its stream. When no host program can
   make progress and nothing can run, nothing ever will: the blocked streams fail at once with an
   :class:`HcclDeadlockError` whose text names each wait and who could have satisfied it.
@@ -46,10 +50,14 @@ class HangReport:
     def __init__(self):
         self.deadlock = lambda heads, sched: "deadlock: every host thread is blocked and no queued task can run"
         self.wait = lambda task: "it can never become ready"
+        self.snapshot = lambda sim, heads=None, proc=0: None
 
-    def install(self, deadlock, wait) -> None:
-        """``deadlock(heads, scheduler) -> str``, ``wait(task) -> str``."""
+    def install(self, deadlock, wait, snapshot=None) -> None:
+        """``deadlock(heads, scheduler) -> str``, ``wait(task) -> str``, ``snapshot(sim, heads=None,
+        proc=0)``: this process's facts as values (for a report over several processes)."""
         self.deadlock, self.wait = deadlock, wait
+        if snapshot is not None:
+            self.snapshot = snapshot
 
 
 hang_report = HangReport()

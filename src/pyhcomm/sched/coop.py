@@ -9,8 +9,17 @@ plain program's main greenlet while it waits). The hub:
 1. runs queued tasks: it picks one of the streams that may run and runs its runnable prefix;
 2. otherwise resumes an actor: a new one, or a blocked one whose wait is over;
 3. otherwise the transport makes progress (``sim.transport.progress()``: messages of other
-   processes); when it has none, the world cannot progress: waits whose timeout passed fail; then
-   the blocked streams fail with the hang report; blocked actors that still cannot go on get ``STUCK``.
+   processes); when it has none, waits whose timeout passed fail; then, once the transport says
+   that no process can progress (``world_idle``; in one process: at once), the blocked streams
+   fail with the hang report; blocked actors that still cannot go on get ``STUCK``.
+
+Queue budget: an actor that has submitted ``PYHCOMM_QUEUE_BUDGET`` tasks (default 1024; 0:
+unbounded) since the hub last resumed it yields to the hub, as a host thread waits when its
+hardware queue is full: it becomes runnable again behind the actors already waiting, and the hub
+runs what can run first. A program that issues everything before its first synchronize so keeps
+about a budget of tasks queued per actor instead of all of them (a 1024-rank AllReduce: about a
+million, not 12.6 million); the yield points depend only on the counts, so the order stays a
+function of the program and the seed.
 
 Every choice among runnable streams and among runnable actors is made by a seeded policy
 (:class:`SeededPolicy`; ``PYHCOMM_SEED`` or ``launch(seed=...)``), so the same program with the
@@ -77,7 +86,7 @@ def _take(queue: deque, pick):
 class Actor:
     """A host program or kernel: its greenlet and what it waits for."""
 
-    __slots__ = ("name", "glet", "done", "deadline", "status", "started", "finished", "queued")
+    __slots__ = ("name", "glet", "done", "deadline", "status", "started", "finished", "queued", "issued")
 
     def __init__(self, name, glet):
         self.name = name
@@ -88,6 +97,7 @@ class Actor:
         self.started = False
         self.finished = False
         self.queued = False     # in the runnable queue
+        self.issued = 0         # tasks submitted since the hub last resumed it (the queue budget)
 
     def __repr__(self):
         return f"<Actor {self.name}{' waiting' if self.done else ''}>"
@@ -105,6 +115,8 @@ class CoopScheduler(Scheduler):
         self.runnable: deque = deque()  # actors to resume, in the order they became runnable
         self.waiting: dict = {}         # actors blocked without a stream to watch -> None
         self.hub = None                 # the greenlet driving now
+        self.current = None             # the actor the hub resumed and that runs now (else None)
+        self.budget = sim.config.queue_budget or (1 << 62)   # see submit (0: unbounded)
         self.owner = None               # the OS thread this Sim runs on
         self._kernel_ids = 0
         self.ready = deque()            # streams that may run (each at most once: ``stream.hinted``)
@@ -161,8 +173,9 @@ class CoopScheduler(Scheduler):
 
     # -- enqueue ------------------------------------------------------------------------------
     def submit(self, task) -> None:
-        """Append ``task`` to its stream; never runs it (except past ``DRAIN_DEPTH``).
-        (``Scheduler.enqueue`` inlined: this runs for every task.)"""
+        """Append ``task`` to its stream; never runs it (except past ``DRAIN_DEPTH``). The actor
+        that submits its ``budget``-th task since the hub last resumed it yields to the hub (see
+        :meth:`_yield`). (``Scheduler.enqueue`` inlined: this runs for every task.)"""
         rec = self._record
         task.seq = next(rec.counter)
         if rec.enabled:
@@ -177,6 +190,21 @@ class CoopScheduler(Scheduler):
             self.ready.append(stream)
         if len(q) >= DRAIN_DEPTH:
             self._drain_deep(stream)
+        actor = self.current
+        if actor is not None:
+            actor.issued += 1
+            if actor.issued >= self.budget:
+                self._yield(actor)
+
+    def _yield(self, actor) -> None:
+        """The queue budget: ``actor`` issued ``budget`` tasks without blocking. Like a host thread
+        whose hardware queue is full, it stops issuing: it goes to the back of the runnable actors
+        and switches to the hub, which runs the tasks that can run and resumes the actors queued
+        before it first. So the tasks queued at once stay near ``budget`` per actor, even for a
+        program that issues everything before its first synchronize; the order stays a function of
+        the program and the seed."""
+        self._make_runnable(actor)
+        self.hub.switch()
 
     def _drain_deep(self, stream) -> None:
         self._run_streams([stream])
@@ -299,6 +327,8 @@ class CoopScheduler(Scheduler):
                 return TIMED_OUT
             if self._expire_actors(now):
                 continue
+            if not self.sim.transport.world_idle():   # another process may still send something
+                continue
             if self._fail_deadlock():
                 continue
             if self._release_all(STUCK):
@@ -317,11 +347,16 @@ class CoopScheduler(Scheduler):
         return self._release_all(ABORTED)
 
     def _resume(self, actor, status) -> None:
-        if actor.started:
-            actor.glet.switch(status)
-        else:
-            actor.started = True
-            actor.glet.switch()
+        actor.issued = 0
+        self.current = actor
+        try:
+            if actor.started:
+                actor.glet.switch(status)
+            else:
+                actor.started = True
+                actor.glet.switch()
+        finally:
+            self.current = None
         if actor.glet.dead:
             actor.finished = True
             self.actors.pop(actor.glet, None)

@@ -24,6 +24,7 @@ import threading
 from .base import ABORTED, DONE_OK, STUCK, TIMED_OUT, Scheduler, _monotonic
 
 MAX_SLEEP = 1.0  # a sleeping host thread re-checks at least this often (belt and braces)
+REMOTE_POLL = 0.005  # ... and this often when ranks of other processes may send messages
 
 
 class ThreadedScheduler(Scheduler):
@@ -193,6 +194,8 @@ class ThreadedScheduler(Scheduler):
             if deadline is not None and now >= deadline:
                 return TIMED_OUT
             if self._world_stuck(me):
+                if not self.sim.transport.world_idle():   # another process may still send something
+                    continue
                 if self._fail_deadlock():
                     self._wake()
                     continue
@@ -220,6 +223,8 @@ class ThreadedScheduler(Scheduler):
                 if self._step():
                     continue
                 wait = MAX_SLEEP if wake is None else min(MAX_SLEEP, max(0.0, wake - now))
+                if self.sim.transport.remote:   # messages of other processes wake nobody
+                    wait = min(wait, REMOTE_POLL)
                 levels = self._levels[me]
                 handover = self._parked.pop(me, None)
                 if handover is not None:  # a kernel's first block: the thread that started it goes on
@@ -253,7 +258,7 @@ class ThreadedScheduler(Scheduler):
         self.lock.release()
 
     def _world_stuck(self, me) -> bool:
-        for ident, t in list(self.hosts.items()):
+        for ident, t in tuple(self.hosts.copy().items()):  # copy(): atomic, hosts change without the lock
             if ident == me:
                 continue
             if ident in self.sleepers:

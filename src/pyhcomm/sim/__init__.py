@@ -83,7 +83,13 @@ class Sim:
         self.backend = backend if backend is not None else make_backend(self.config)
         self.runtime = Runtime(self, product, product_chosen)
         self.scheduler = make_scheduler(scheduler or self.config.scheduler or "threaded", self)
-        self.transport = transport if transport is not None else LocalTransport(self)
+        if transport is None:
+            if self.config.use_mpi:
+                from ..transport.mpi import MpiTransport
+                transport = MpiTransport(self)
+            else:
+                transport = LocalTransport(self)
+        self.transport = transport
         # control-plane registries
         self.roots: dict = {}                   # root id (the transport's) -> this process's World
         self.runtime_notifies: dict = {}        # runtime notify id -> AclNotify

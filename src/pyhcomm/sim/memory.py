@@ -154,9 +154,17 @@ def free_device(alloc: Allocation) -> None:
         current_sim().transport.memory_freed(alloc)   # a peer it was exposed to no longer sees it
 
 
+class OutOfHostMemory(Exception):
+    """The process cannot get ``size`` bytes of host memory (the caller answers with its code)."""
+
+
 def alloc_host(size: int) -> Allocation:
-    """Allocate ``size`` bytes of host memory; its address is the real process address."""
-    storage = current_sim().backend.allocate_host(size)
+    """Allocate ``size`` bytes of host memory; its address is the real process address. Raises
+    :class:`OutOfHostMemory` when the process cannot have them."""
+    try:
+        storage = current_sim().backend.allocate_host(size)
+    except (MemoryError, ValueError, OverflowError, OSError) as exc:
+        raise OutOfHostMemory(f"cannot allocate {size} bytes of host memory: {exc}") from None
     alloc = Allocation(storage.addr, size, None, HOST, storage, "user")
     _space().host_map.add(alloc)
     return alloc
@@ -240,6 +248,8 @@ def resolve(addr: int, n: int, space: str = DEVICE, device: int | None = None,
     A zero-length range needs an address inside an allocation too (one past the end is not).
     Raises :class:`BadRange` saying what is wrong.
     """
+    if type(addr) is not int or type(n) is not int:  # callers convert first (pyhcomm.args): a backstop
+        raise TypeError(f"an address and a length must be ints, not {type(addr).__name__} and {type(n).__name__}")
     mem = _space()
     if space != HOST:
         a = mem.device_map.find(addr)

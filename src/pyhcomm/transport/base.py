@@ -15,9 +15,10 @@ must never give them to another rank.
 
 **Blocking.** No hook blocks waiting for another rank. A hook that needs the other side (a join,
 a publish) only announces; the caller then waits through the scheduler (``run_until``) for the
-state to change (:meth:`members` complete, ``end.peer_ref`` set, :meth:`barrier_rounds` past its
+state to change (:meth:`members` complete, ``end.peer`` set, :meth:`barrier_rounds` past its
 round). The scheduler calls :meth:`progress` whenever nothing else can run, and declares a hang
-only when it returns False (a transport with messages in flight must say so). ``put``/``get``/
+only when it returns False (a transport with messages in flight must say so) and then
+:meth:`world_idle` returns True (no other process can progress either). ``put``/``get``/
 ``accumulate``/``remote_notify`` run as a task of the issuing stream: they model the transfer
 landing (the local transport completes them in the call; a transport whose transfers complete
 later must complete them, in issue order per peer, before :meth:`fence` returns, and before a
@@ -172,8 +173,8 @@ class Transport:
     # -- channels --------------------------------------------------------------------------------
     def publish(self, end, key) -> None:
         """Offer this rank's channel ``end`` under ``key`` (both ends give the same key); connect
-        it when the other end is there. Connecting sets ``end.peer_ref`` (a :class:`PeerRef`) and
-        ``end.peer`` (a :class:`PeerInfo`) and settles the scheduler's waiters of the end
+        it when the other end is there. Connecting sets ``end.peer`` (a :class:`PeerInfo`), then
+        ``end.peer_ref`` (a :class:`PeerRef`), and settles the scheduler's waiters of the end
         (``sim.scheduler.settle(end)``). From ``end`` the transport reads values only: its
         ``rank``, ``peer_rank``, ``notifies`` (count and owner name) and what it exposes
         (``end.exposed()``: regions and their allocations, which stay in this process). Never
@@ -222,3 +223,14 @@ class Transport:
         """Make progress on anything in flight; True when something happened (local: nothing to do).
         May wait a short poll interval, never longer."""
         return False
+
+    #: True when ranks of other processes may send messages (schedulers then poll: they never
+    #: sleep long waiting for a wake-up nobody in this process will give)
+    remote = False
+
+    def world_idle(self) -> bool:
+        """Called by a scheduler that can run nothing and has nothing to progress: True when no
+        process can progress any more (then it fails the blocked waits with the hang report),
+        False when another process may still send something (it polls again; this may wait a
+        short poll interval). One process: True at once."""
+        return True

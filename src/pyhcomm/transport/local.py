@@ -115,10 +115,11 @@ class LocalTransport(Transport):
         ends[end.rank] = end
         other = ends.get(end.peer_rank)
         if other is not None and not other.closed:
-            end.peer_ref = PeerRef(other.world_id, other.rank, key, other.tid)
-            other.peer_ref = PeerRef(end.world_id, end.rank, key, end.tid)
-            end.peer = self._describe(other, end.peer_ref)
-            other.peer = self._describe(end, other.peer_ref)
+            to_other = PeerRef(other.world_id, other.rank, key, other.tid)
+            to_end = PeerRef(end.world_id, end.rank, key, end.tid)
+            end.peer = self._describe(other, to_other)     # ``peer`` first: a host thread that sees
+            other.peer = self._describe(end, to_end)       # ``peer_ref`` set finds ``peer`` set too
+            end.peer_ref, other.peer_ref = to_other, to_end
             self.sim.scheduler.settle(other)   # who waits for ``other`` to connect goes on
 
     @staticmethod

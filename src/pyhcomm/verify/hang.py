@@ -11,6 +11,11 @@ naming it, :class:`pyhcomm.transport.base.RemoteNotify`).
 The facts come from the record (:mod:`pyhcomm.sim.record`): the tasks not yet run, per stream in
 enqueue order (the first is the stream's head). Only when the record cannot say (recording
 disabled, entries dropped) are the scheduler's stream queues read instead.
+
+Ranks in several processes (the MPI transport): each process gives its facts as values
+(:func:`snapshot`: :class:`TaskView` per task, picklable); a report over all of them
+(:func:`explain_snapshots`) reads like the report of one process holding every rank, wait-for
+cycles across processes included.
 """
 from __future__ import annotations
 
@@ -22,6 +27,62 @@ def _label(task) -> str:
     who = f"rank {task.rank} " if task.rank is not None else ""
     thr = f"thread 0x{task.thread:x}" if task.thread else f"stream 0x{task.stream.handle:x}"
     return f"{who}{thr}"
+
+
+class TaskView:
+    """What a hang report says of a task, as a value that crosses processes: ``ident`` (process,
+    seq) tells tasks apart, ``notify`` is ``(owner, index)`` or None."""
+
+    __slots__ = ("ident", "rank", "thread", "stream", "where", "kind", "waits", "notify", "blocker")
+
+    def __init__(self, task, proc: int = 0):
+        self.ident = (proc, task.seq)
+        self.rank, self.thread, self.where, self.kind = task.rank, task.thread, task.where, task.kind
+        self.stream = _Handle(task.stream.handle)
+        self.waits = bool(getattr(task, "waits", False))
+        n = getattr(task, "notify", None)
+        self.notify = None if n is None else _NotifyName(n.owner, n.index)
+        self.blocker = None
+        if task.blocker is not None and not (self.waits and self.notify is not None):
+            why = task.blocker()
+            self.blocker = lambda: why
+
+    def __getstate__(self):
+        state = {k: getattr(self, k) for k in self.__slots__}
+        state["blocker"] = self.blocker() if self.blocker is not None else None
+        return state
+
+    def __setstate__(self, state):
+        why = state.pop("blocker")
+        for k, v in state.items():
+            setattr(self, k, v)
+        self.blocker = None if why is None else (lambda: why)
+
+
+class _Handle:
+    __slots__ = ("handle",)
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __getstate__(self):
+        return self.handle
+
+    def __setstate__(self, handle):
+        self.handle = handle
+
+
+class _NotifyName:
+    __slots__ = ("owner", "index")
+
+    def __init__(self, owner, index):
+        self.owner, self.index = owner, index
+
+    def __getstate__(self):
+        return (self.owner, self.index)
+
+    def __setstate__(self, state):
+        self.owner, self.index = state
 
 
 def _what(task) -> str:
@@ -64,6 +125,48 @@ class Facts:
         """Queued or batched recorders of ``notify``: ``(task, stream head or None, batch or None)``."""
         return self.recorders.get((notify.owner, notify.index), [])
 
+    @classmethod
+    def merged(cls, snapshots):
+        """The facts of several processes' :func:`snapshot` s, as one."""
+        facts = cls.__new__(cls)
+        facts.from_record = all(s["from_record"] for s in snapshots)
+        facts.recorders = {}
+        for s in snapshots:
+            for rec, head, batch in s["recorders"]:
+                facts.recorders.setdefault((rec.notify.owner, rec.notify.index), []).append(
+                    (rec, head, _Batch(batch) if batch is not None else None))
+        return facts
+
+
+class _Batch:
+    __slots__ = ("tag",)
+
+    def __init__(self, tag):
+        self.tag = tag
+
+
+def snapshot(sim, heads=None, proc: int = 0) -> dict:
+    """This process's hang facts as values (:class:`TaskView`): the blocked heads (``heads``, else
+    the scheduler's), every queued or batched recorder with its stream's head, the blocking calls
+    of the host programs."""
+    facts = Facts(sim)
+    heads = sim.scheduler.blocked_heads() if heads is None else heads
+    views: dict = {}
+
+    def view(task):
+        v = views.get(id(task))
+        if v is None:
+            v = views[id(task)] = TaskView(task, proc)
+        return v
+
+    recorders = []
+    for recs in facts.recorders.values():
+        for rec, head, batch in recs:
+            recorders.append((view(rec), view(head) if head is not None else None,
+                              batch.tag if batch is not None else None))
+    return {"proc": proc, "from_record": facts.from_record, "heads": [view(t) for _s, t in heads],
+            "recorders": recorders, "hosts": [w for w in list(sim.scheduler.blocked_calls.values()) if w]}
+
 
 def _recorders(notify, facts=None):
     return (facts or Facts()).of(notify)
@@ -91,47 +194,70 @@ def explain_wait(task, facts=None) -> str:
 
 def _cycle(start, facts):
     """Follow wait -> record -> blocked head edges from ``start``; return the cycle or None."""
-    path, seen = [start], {id(start)}
+    key = _key
+    path, seen = [start], {key(start)}
     cur = start
     while True:
         nxt = None
         for rec, head, batch in facts.of(cur.notify):
-            if batch is None and head is not None and head is not rec and getattr(head, "waits", False):
+            if batch is None and head is not None and key(head) != key(rec) and getattr(head, "waits", False):
                 nxt = head
                 break
         if nxt is None:
             return None
-        if id(nxt) in seen:
-            i = next(k for k, t in enumerate(path) if t is nxt)
+        if key(nxt) in seen:
+            i = next(k for k, t in enumerate(path) if key(t) == key(nxt))
             return path[i:]
         path.append(nxt)
-        seen.add(id(nxt))
+        seen.add(key(nxt))
         cur = nxt
 
 
+def _key(task):
+    """What tells tasks apart: a view's ident, else the task object itself."""
+    return task.ident if type(task) is TaskView else id(task)
+
+
 def explain_deadlock(heads, scheduler) -> str:
-    """The report for blocked ``(stream, task)`` heads of a world that cannot progress."""
+    """The report for blocked ``(stream, task)`` heads of a world that cannot progress; with ranks
+    in other processes, the report over every process's facts (the transport's)."""
+    remote = getattr(scheduler.sim.transport, "remote_hang_facts", None)
+    everyone = remote() if remote is not None else None
+    if everyone:
+        return explain_snapshots([everyone[p] for p in sorted(everyone)])
     facts = Facts(scheduler.sim)
+    hosts = [what for what in list(scheduler.blocked_calls.values()) if what]  # changed without the lock
+    return _report([t for _s, t in heads], facts, hosts)
+
+
+def explain_snapshots(snapshots) -> str:
+    """The report over the :func:`snapshot` s of several processes, as if one held every rank."""
+    facts = Facts.merged(snapshots)
+    heads = [t for s in snapshots for t in s["heads"]]
+    hosts = [h for s in snapshots for h in s["hosts"]]
+    return _report(heads, facts, hosts)
+
+
+def _report(heads, facts, hosts) -> str:
     lines = ["deadlock: every host thread is blocked and no queued task can run"]
-    for _stream, task in heads:
+    for task in heads:
         if getattr(task, "waits", False) and getattr(task, "notify", None) is not None:
             why = explain_wait(task, facts)
         else:
             why = task.blocker() if task.blocker else "it can never become ready"
         lines.append(f"  {_label(task)} waits at {task.where} ({task.kind}): {why}")
     printed = set()
-    for _stream, task in heads:
+    for task in heads:
         if not getattr(task, "waits", False):
             continue
         cyc = _cycle(task, facts)
-        if cyc and not (frozenset(id(t) for t in cyc) & printed):
-            printed |= {id(t) for t in cyc}
+        if cyc and not (frozenset(_key(t) for t in cyc) & printed):
+            printed |= {_key(t) for t in cyc}
             steps = [f"{_label(t)} waits for {_what(t)} at {t.where}" for t in cyc]
             lines.append("  wait-for cycle: " + " -> ".join(steps) + f" -> back to {_label(cyc[0])}")
-    hosts = [what for what in list(scheduler.blocked_calls.values()) if what]  # changed without the lock
     if hosts:
         lines.append("  host threads blocked in: " + "; ".join(hosts))
     return "\n".join(lines)
 
 
-hang_report.install(explain_deadlock, explain_wait)
+hang_report.install(explain_deadlock, explain_wait, snapshot)

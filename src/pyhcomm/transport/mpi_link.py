@@ -1,0 +1,555 @@
+"""The process's link to the other processes of an MPI job: messages, liveness, global idleness.
+
+One :class:`Link` per process (:func:`link`), shared by every MPI transport of the process (each
+Sim has its own transport; worlds and channel ends are routed to the transport that owns them).
+It talks on ``MPI.COMM_WORLD`` with two tags of its own (``TAG``: everything pyhcomm sends, in
+order per pair of processes; ``TAG_BEAT``: heartbeats), so it needs no collective call to start
+and never matches a message of the program's own.
+
+Messages are byte buffers whose first byte says what they are: ``C`` a pickled control tuple,
+``D`` a data-plane header (eight int64 words, then the payload when it is small), ``B`` the payload
+of a large transfer, received in place right after its header (MPI keeps the order of the
+messages of one sender). Everything a process receives is handled in arrival order, by
+:meth:`Link.serve`, called from the scheduler's ``progress`` and from every wait of the link.
+
+Liveness: a daemon thread sends a heartbeat to every other process every quarter of
+``PYHCOMM_MPI_LIVENESS`` seconds; a process heard from once and then silent for that long is dead
+(its ranks are named in the abort). Global idleness (:meth:`Link.world_idle`) is a termination
+detection: each idle process reports (messages sent, received) to the coordinator (the lowest
+process still there), which confirms that every process is still idle with the same counts, so
+no message was in flight, and then hands everyone the hang facts of every process.
+
+Where it differs from hardware: a one-sided write lands when the target process next serves its
+messages (MPI's own active-message RMA does the same); the link keeps the order that matters
+(every write before a later notify or control message reaches its target process, see
+:meth:`Link.fence_others`).
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import sys
+import threading
+import time
+
+import numpy as np
+
+TAG = 0x5AC0            # every pyhcomm message (one tag: MPI keeps their order per sender)
+TAG_BEAT = 0x5AC1       # heartbeats
+EAGER = 1 << 16         # payloads up to this many bytes travel inside their header message
+HDR = 72                # kind byte + 7 pad + 8 int64 words
+
+# data-plane operations (word 0 of a ``D`` header)
+PUT, NOTIFY, GET, GOT, ACC, FENCE, FENCED = range(1, 8)
+INLINE, BULK = 1, 2     # word 6: where the payload is
+
+_POLL_MAX = 0.002       # the longest an idle poll sleeps (seconds)
+
+_link = None
+_link_lock = threading.Lock()
+
+
+def _unlink_mpi_segments() -> None:
+    """Remove the shared-memory files of MPICH this process maps (``/dev/shm/mpich_shm_*``):
+    leaving without ``MPI_Finalize`` (after a death) would leave them behind. Linux only."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            paths = {line.split(None, 5)[5].strip() for line in f if "/dev/shm/mpich_shm_" in line}
+    except OSError:
+        return
+    for path in paths:
+        if not path.endswith("(deleted)"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+class LinkError(RuntimeError):
+    """The link cannot go on: the job was aborted, or a process died."""
+
+
+def mpi_module():
+    """``mpi4py.MPI``, or ImportError naming the extra that brings it."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise ImportError("pyhcomm's MPI transport needs mpi4py and an MPI library: "
+                          "pip install 'pyhcomm[mpi]'") from exc
+    return MPI
+
+
+def mpiexec() -> list:
+    """The command that starts an MPI job: the ``mpiexec`` installed beside this Python (the
+    ``mpich`` wheel puts it there), else the first on ``PATH``."""
+    import shutil
+    import sysconfig
+    for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        path = os.path.join(folder, "mpiexec")
+        if os.access(path, os.X_OK):
+            return [path]
+    found = shutil.which("mpiexec")
+    if found is None:
+        raise FileNotFoundError("no mpiexec: pip install 'pyhcomm[mpi]' brings MPICH's")
+    return [found]
+
+
+def link(liveness: float = 10.0) -> "Link":
+    """The process's link (made on first use: initialises MPI)."""
+    global _link
+    with _link_lock:
+        if _link is None:
+            _link = Link(mpi_module(), liveness)
+        return _link
+
+
+def active_link():
+    """The process's link if MPI is already in use, else None (never initialises MPI)."""
+    return _link
+
+
+class Link:
+    """See the module docstring."""
+
+    def __init__(self, MPI, liveness: float):
+        self.MPI = MPI
+        self.comm = MPI.COMM_WORLD
+        self.me = self.comm.Get_rank()
+        self.nprocs = self.comm.Get_size()
+        self.lock = threading.RLock()
+        self.liveness = liveness
+        self.status = MPI.Status()
+        self.rbuf = np.empty(HDR + EAGER + 8, np.uint8)    # receive buffer of small messages
+        self.sends: list = []          # (request, buffer) of sends not known complete
+        self.sent = 0                  # messages sent / received (global idleness counts them)
+        self.received = 0
+        self.dirty: set = set()        # processes written to since their last fence
+        self.reqids = 0
+        self.done: set = set()         # request ids answered (fences, reads)
+        self.reads: dict = {}          # request id -> where a read's bytes go
+        self.routes_root: dict = {}    # root id -> transport
+        self.routes_end: dict = {}     # channel end id -> transport
+        self.handlers = None           # the transport that handles what has no route (set by transports)
+        self.last_seen: dict = {}      # process -> monotonic time of its last message
+        self.gone: set = set()         # processes that are leaving the job (said ``exit``)
+        self.byes: set = set()         # processes that sent their last message (said ``bye``)
+        self.dead: dict = {}           # process -> why it is considered dead
+        self.abort_reason = None
+        self.abort_rank = None         # the rank whose failure began the abort (None: unknown)
+        self.abort_remote = False      # the abort began in another process (or with a death)
+        self.owners: dict = {}         # process -> the ranks it hosts (for messages)
+        self.idle_spins = 0
+        # global idleness
+        self.idle_state = None         # (sent, received) last reported while idle
+        self.states: dict = {}         # coordinator: process -> (sent, received)
+        self.wave = 0
+        self.confirm = None            # coordinator: (wave, {process: answer or None})
+        self.pending_confirm = None    # (wave, counts) asked of this process
+        self.verdict = None            # (wave, {process: snapshot}): the world is stuck
+        self.used_verdict = -1
+        self.snapshotter = None        # callable -> this process's hang facts (set by transports)
+        self.beat = None
+        self._stop = threading.Event()
+        if liveness and self.nprocs > 1 and MPI.Query_thread() == MPI.THREAD_MULTIPLE:
+            self.beat = threading.Thread(target=self._beat, name="pyhcomm-mpi-heartbeat", daemon=True)
+            self.beat.start()
+        atexit.register(self.close)
+        self._hook = sys.excepthook
+        sys.excepthook = self._uncaught
+
+    def _uncaught(self, kind, exc, tb) -> None:
+        """An exception nobody caught ends this process: the others give up naming its ranks."""
+        if self.abort_reason is None and not issubclass(kind, KeyboardInterrupt):
+            self.abort_all(f"{self.ranks_of(self.me)} failed: {exc!r}")
+        self._hook(kind, exc, tb)
+
+    # -- sending ---------------------------------------------------------------------------------
+    def _isend(self, buf, proc) -> None:
+        req = self.comm.Isend(buf, proc, TAG)
+        self.sends.append((req, buf))
+        if len(self.sends) > 64:
+            self._reap()
+
+    def _reap(self) -> None:
+        keep = []
+        for req, buf in self.sends:
+            if not req.Test():
+                keep.append((req, buf))
+        self.sends = keep
+
+    def send_ctrl(self, proc: int, msg: tuple, counted: bool = True, fence: bool = True) -> None:
+        """Send a control tuple to ``proc`` (to this process: handled at once). ``fence``: every
+        write of this process to a third process lands first (see :meth:`fence_others`)."""
+        if proc == self.me:
+            if counted:
+                self.sent += 1
+                self.received += 1
+            self._dispatch_ctrl(self.me, msg)
+            return
+        with self.lock:
+            if fence:
+                self.fence_others(proc)
+            body = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+            buf = np.empty(8 + len(body), np.uint8)
+            buf[0] = ord("C")
+            buf[1] = 1 if counted else 0
+            buf[8:] = np.frombuffer(body, np.uint8)
+            if counted:
+                self.sent += 1
+            self._isend(buf, proc)
+
+    def send_data(self, proc: int, op: int, tid: int, addr: int, size: int, aux: int = 0, reqid: int = 0,
+                  extra: int = 0, payload=None, owned: bool = False) -> None:
+        """Send a data-plane message; ``payload`` (a uint8 array) goes inline when small, else
+        as a ``B`` message received in place. Returns once MPI is done reading ``payload``, unless
+        ``owned`` (a copy nobody else touches: it is kept until the send completes)."""
+        with self.lock:
+            if payload is not None and len(payload) <= EAGER:
+                buf = np.empty(HDR + len(payload), np.uint8)
+                buf[HDR:] = payload
+                where = INLINE
+            else:
+                buf = np.empty(HDR, np.uint8)
+                where = 0 if payload is None else BULK
+            buf[0] = ord("D")
+            buf[8:HDR].view(np.int64)[:] = (op, tid, addr, size, aux, reqid, where, extra)
+            self.sent += 1
+            self._isend(buf, proc)
+            if where == BULK:
+                req = self.comm.Isend(payload, proc, TAG)
+                if owned:
+                    self.sends.append((req, payload))
+        if where == BULK and not owned:
+            self.wait(req.Test, "a large transfer to be taken")
+
+    def request_id(self) -> int:
+        self.reqids += 1
+        return self.reqids
+
+    def fence_others(self, proc: int) -> None:
+        """Every write of this process to a process other than ``proc`` has landed (one round trip
+        to each; nothing when none is outstanding). Called before every notify and control
+        message, so that whoever learns of it through ``proc`` sees those writes."""
+        others = [p for p in self.dirty if p != proc]
+        if others:
+            self.fence(others)
+
+    def fence(self, procs) -> None:
+        """Every write of this process to ``procs`` has landed (a round trip to each)."""
+        ids = []
+        with self.lock:
+            for p in procs:
+                self.dirty.discard(p)
+                rid = self.request_id()
+                ids.append(rid)
+                self.send_data(p, FENCE, 0, 0, 0, reqid=rid)
+        self.wait(lambda: all(i in self.done for i in ids), "writes to land")
+        self.done.difference_update(ids)
+
+    # -- receiving -------------------------------------------------------------------------------
+    def serve(self) -> int:
+        """Handle every message that has arrived, in order; returns how many."""
+        if not self.lock.acquire(blocking=False):
+            return 0   # another thread of this process serves now
+        try:
+            return self._serve()
+        finally:
+            self.lock.release()
+
+    def _serve(self) -> int:
+        MPI, comm, st = self.MPI, self.comm, self.status
+        handled = 0
+        before = self.received
+        while True:
+            msg = comm.Improbe(MPI.ANY_SOURCE, TAG, st)
+            if msg is None:
+                break
+            src = st.Get_source()
+            n = st.Get_count(MPI.BYTE)
+            buf = self.rbuf if n <= len(self.rbuf) else np.empty(n, np.uint8)
+            msg.Recv([buf, n, MPI.BYTE])
+            self.last_seen[src] = time.monotonic()
+            kind = buf[0]
+            if kind == 68:      # "D"
+                self.received += 1
+                self._dispatch_data(src, buf, n)
+            elif kind == 67:    # "C"
+                if buf[1]:
+                    self.received += 1
+                self._dispatch_ctrl(src, pickle.loads(buf[8:n].tobytes()))
+            else:
+                raise LinkError(f"process {self.me}: unexpected message kind {kind} from process {src}")
+            handled += 1
+        if self.beat is not None:
+            self._hear_beats()
+        if handled:
+            self.idle_spins = 0
+            if self.pending_confirm is not None and self.received != before:
+                self._answer_confirm(False)   # work arrived: not idle any more
+        if self.sends:
+            self._reap()
+        return handled
+
+    def recv_bulk(self, src: int, into) -> None:
+        """Receive the payload that follows a header from ``src`` into ``into`` (a uint8 array)."""
+        self.comm.Recv(into, src, TAG)
+
+    def _dispatch_data(self, src, buf, n) -> None:
+        op, tid, addr, size, aux, reqid, where, extra = (int(x) for x in buf[8:HDR].view(np.int64))
+        inline = buf[HDR:n] if where == INLINE else None
+        if op == FENCE:
+            self.send_data(src, FENCED, 0, 0, 0, reqid=reqid)
+        elif op == FENCED:
+            self.done.add(reqid)
+        elif op == GOT:
+            dst = self.reads.pop(reqid, None)
+            if where == BULK:
+                self.recv_bulk(src, dst if dst is not None else np.empty(size, np.uint8))
+            elif dst is not None and inline is not None:
+                dst[:] = inline
+            self.done.add(reqid)
+        else:
+            t = self.routes_end.get(tid)
+            if t is None:
+                if where == BULK:
+                    self.recv_bulk(src, np.empty(size, np.uint8))
+                if op == GET:
+                    self.send_data(src, GOT, 0, 0, 0, reqid=reqid)
+                return
+            t.on_data(src, op, tid, addr, size, aux, reqid, where, extra, inline)
+
+    def _dispatch_ctrl(self, src, msg) -> None:
+        kind = msg[0]
+        if kind == "state":
+            self.states[src] = msg[1]
+            self.gone.discard(src)
+            self._coordinate()
+        elif kind == "confirm":
+            self.pending_confirm = (msg[1], msg[2])
+        elif kind == "answer":
+            self._on_answer(src, msg[1], msg[2], msg[3])
+        elif kind == "stuck":
+            self.verdict = (msg[1], msg[2])
+        elif kind == "abort":
+            self._on_abort(msg[1], msg[2])
+        elif kind == "bye":
+            self.byes.add(src)
+        elif kind == "exit":
+            if src == self.coordinator():
+                self.idle_state = None  # the next coordinator has not heard this process yet
+            self.gone.add(src)
+            self.states[src] = msg[1]
+            self._coordinate()
+        else:
+            route = self.routes_root.get(msg[1]) if len(msg) > 1 else None
+            target = route or self.handlers
+            if target is not None:
+                target.on_ctrl(src, msg)
+
+    # -- waiting ---------------------------------------------------------------------------------
+    def check(self) -> None:
+        """Raise :class:`LinkError` when the job was aborted or a process died."""
+        if self.abort_reason is not None:
+            raise LinkError(self.abort_reason)
+        self._check_liveness()
+        if self.abort_reason is not None:
+            raise LinkError(self.abort_reason)
+
+    def wait(self, done, what: str) -> None:
+        """Serve messages until ``done()`` holds (a transfer's answer); raises :class:`LinkError`
+        when the job is aborted or a process dies first."""
+        spins = 0
+        while not done():
+            if not self.serve():
+                spins += 1
+                self.check()
+                if spins > 200:
+                    time.sleep(min(_POLL_MAX, 1e-5 * (spins - 200)))
+
+    def poll_pause(self) -> None:
+        """An idle caller's pause: none at first (latency), then growing to ``_POLL_MAX``."""
+        self.idle_spins += 1
+        if self.idle_spins > 50:
+            time.sleep(min(_POLL_MAX, 2e-5 * (self.idle_spins - 50)))
+        elif self.idle_spins > 5:
+            time.sleep(0)
+
+    # -- failures --------------------------------------------------------------------------------
+    def abort_all(self, reason: str, rank=None) -> None:
+        """This process failed (``rank`` of it, when known): tell every other process (their
+        blocking calls give up naming it). A failure that follows an abort passes the first cause
+        on instead (a rank that gave up because another died is not the origin)."""
+        if self.abort_reason is None:
+            self.abort_reason, self.abort_rank = reason, rank
+        else:
+            reason, rank = self.abort_reason, self.abort_rank
+        for p in range(self.nprocs):
+            if p != self.me and p not in self.dead:
+                try:
+                    self.send_ctrl(p, ("abort", reason, rank), counted=False, fence=False)
+                except Exception:  # noqa: BLE001 - best effort: the job is failing anyway
+                    pass
+
+    def _on_abort(self, reason: str, rank=None) -> None:
+        if self.abort_reason is None:
+            self.abort_reason, self.abort_rank, self.abort_remote = reason, rank, True
+            for t in set(self.routes_root.values()) | ({self.handlers} - {None}):
+                t.on_abort(reason)
+
+    def ranks_of(self, proc: int) -> str:
+        ranks = sorted(self.owners.get(proc, ()))
+        if not ranks:
+            return f"MPI process {proc}"
+        return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))} (MPI process {proc})"
+
+    def _hear_beats(self) -> None:
+        MPI, comm, st = self.MPI, self.comm, self.status
+        one = self.rbuf[:8]
+        while True:
+            msg = comm.Improbe(MPI.ANY_SOURCE, TAG_BEAT, st)
+            if msg is None:
+                return
+            msg.Recv([one, 8, MPI.BYTE])
+            self.last_seen[st.Get_source()] = time.monotonic()
+
+    def _check_liveness(self) -> None:
+        if self.beat is None or not self.liveness:
+            return
+        now = time.monotonic()
+        for p, seen in list(self.last_seen.items()):
+            if p in self.byes or p in self.dead or now - seen < self.liveness:
+                continue
+            why = f"{self.ranks_of(p)} died: no sign of life for {self.liveness:g} s (PYHCOMM_MPI_LIVENESS)"
+            self.dead[p] = why
+            self.idle_state = None
+            ranks = sorted(self.owners.get(p, ()))
+            self._on_abort(why, ranks[0] if ranks else None)
+
+    def _beat(self) -> None:
+        buf = np.zeros(8, np.uint8)
+        period = max(0.05, self.liveness / 4)
+        reqs = []
+        while not self._stop.wait(period):
+            reqs = [r for r in reqs if not r.Test()]
+            for p in range(self.nprocs):
+                if p != self.me and p not in self.byes and p not in self.dead:
+                    reqs.append(self.comm.Isend(buf, p, TAG_BEAT))
+        for r in reqs:
+            r.Test()
+
+    def close(self) -> None:
+        """At exit, in two phases, so that no message is left unreceived (``MPI_Finalize`` of
+        MPICH then never returns): say ``exit`` and serve until every other process said it too
+        (this process's memory stays readable meanwhile); stop the heartbeats, say ``bye`` and
+        take everything until each other process's ``bye``. A dead process is not waited for;
+        after a death, leave at once (``MPI_Finalize`` would wait for the dead process forever)."""
+        if self._stop.is_set():
+            return
+        try:
+            told = None
+            while True:
+                others = self._others()
+                counts = (self.sent, self.received)
+                if told != counts:
+                    told = counts
+                    for p in others:
+                        self.send_ctrl(p, ("exit", counts), counted=False, fence=False)
+                if all(p in self.gone for p in others):
+                    break
+                self._idle_wait()
+            self._stop.set()
+            if self.beat is not None:
+                self.beat.join(5.0)
+            for p in self._others():
+                self.send_ctrl(p, ("bye",), counted=False, fence=False)
+            while not all(p in self.byes for p in self._others()):
+                self._idle_wait()
+            self.serve()
+            self._hear_beats()
+            deadline = time.monotonic() + 5.0
+            while self.sends and time.monotonic() < deadline:
+                self._reap()
+                time.sleep(0.001)
+        except Exception:  # noqa: BLE001 - leaving anyway
+            pass
+        self._stop.set()
+        if self.dead:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            _unlink_mpi_segments()
+            os._exit(1)
+
+    def _others(self):
+        return [p for p in range(self.nprocs) if p != self.me and p not in self.dead]
+
+    def _idle_wait(self) -> None:
+        if not self.serve():
+            self._check_liveness()
+            time.sleep(0.002)
+
+    # -- global idleness (termination detection) -------------------------------------------------
+    def coordinator(self) -> int:
+        for p in range(self.nprocs):
+            if p not in self.gone and p not in self.dead:
+                return p
+        return self.me
+
+    def world_idle(self) -> bool:
+        """Called by an idle scheduler: True once every process of the job is idle with no message
+        in flight (then :attr:`verdict` holds every process's hang facts); else pauses a poll
+        interval and returns False."""
+        if self.serve():
+            return False
+        self._check_liveness()
+        if self.verdict is not None and self.verdict[0] > self.used_verdict:
+            self.used_verdict = self.verdict[0]
+            self.idle_state = None      # report again: a later hang is a new detection
+            return True
+        counts = (self.sent, self.received)
+        if self.idle_state != counts:
+            self.idle_state = counts
+            self.send_ctrl(self.coordinator(), ("state", counts), counted=False, fence=False)
+        if self.pending_confirm is not None:
+            self._answer_confirm(True)
+        self.poll_pause()
+        return False
+
+    def _answer_confirm(self, idle: bool) -> None:
+        wave, counts = self.pending_confirm
+        self.pending_confirm = None
+        yes = idle and counts == (self.sent, self.received) and self.idle_state == counts
+        facts = self.snapshotter() if yes and self.snapshotter is not None else None
+        self.send_ctrl(self.coordinator(), ("answer", wave, yes, facts), counted=False, fence=False)
+
+    def _coordinate(self) -> None:
+        """Coordinator: when every process reported idle with matching totals, confirm it."""
+        if self.coordinator() != self.me or self.confirm is not None:
+            return
+        live = [p for p in range(self.nprocs) if p not in self.dead]
+        if any(p not in self.states for p in live):
+            return
+        if sum(self.states[p][0] for p in live) != sum(self.states[p][1] for p in live):
+            return
+        waiting = [p for p in live if p not in self.gone]
+        if not waiting:
+            return
+        self.wave += 1
+        self.confirm = (self.wave, {p: None for p in waiting}, {p: self.states[p] for p in waiting})
+        for p in waiting:
+            self.send_ctrl(p, ("confirm", self.wave, self.states[p]), counted=False, fence=False)
+
+    def _on_answer(self, src, wave, yes, facts) -> None:
+        if self.confirm is None or self.confirm[0] != wave:
+            return
+        answers = self.confirm[1]
+        if not yes:
+            self.confirm = None
+            self.states.pop(src, None)   # it reports again when idle
+            return
+        answers[src] = facts
+        if all(a is not None for a in answers.values()):
+            self.confirm = None
+            self.states.clear()
+            for p in answers:
+                self.send_ctrl(p, ("stuck", wave, answers), counted=False, fence=False)

@@ -1,0 +1,86 @@
+"""One process of an MPI job started by tests/test_mpi.py (``mpiexec -n N python tests/mpi_worker.py``).
+
+Runs HCCL's example ports (tests/hccl_examples) the way HCCL's MPI examples do: MPI rank ``r`` is
+device ``r``, rank 0 makes the root info and broadcasts it with ``comm.bcast``, every rank runs the
+sample's body for its device. Then the seed examples (examples/seed_*.py), each in a fresh default
+Sim. Process 0 prints one JSON line: ``{"ports": {sample: [digest per rank]}, "seeds": {script:
+its output}}``.
+
+``mpi_worker.py launch CASE N ARGS...``: ``pyhcomm.launch(mpi_cases.CASE, N, *ARGS)`` in every
+process; each prints ``{"proc", "ok", "rank", "text"}`` (its results, or its RankError).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import runpy
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "hccl_examples")]
+
+import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
+
+import pyhcomm  # noqa: E402
+from pyhcomm import acl  # noqa: E402
+
+PORTS = [("ex01_point_to_point", "01_send_recv"), ("ex01_point_to_point", "02_batch_send_recv_ring")] + [
+    ("ex02_collectives", name) for name in ("01_allreduce", "02_broadcast", "03_allgather", "04_reduce_scatter",
+                                            "05_reduce", "06_alltoall", "07_alltoallv", "08_alltoallvc",
+                                            "09_scatter")]
+SEEDS = ["seed_host_a2.py", "seed_device_350.py"]
+
+
+def digest(out) -> str | None:
+    return None if out is None else hashlib.sha256(np.asarray(out).tobytes()).hexdigest()[:16]
+
+
+def run_port(module: str, name: str, world) -> list:
+    from example_main import ThreadContext
+    mod = __import__(module)
+    rank, size = world.rank, world.size
+    acl.rt.set_device(rank)
+    root_info = pyhcomm.HcclGetRootInfo()[1] if rank == 0 else None
+    root_info = world.bcast(root_info, root=0)        # as HCCL's examples do with MPI_Bcast
+    out = mod.SAMPLES[name](ThreadContext(root_info, rank, size))
+    return world.allgather(digest(out))
+
+
+def run_seed(script: str) -> str:
+    pyhcomm.reset()
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        runpy.run_path(os.path.join(HERE, "..", "examples", script), run_name="__main__")
+    return text.getvalue()
+
+
+def main() -> None:
+    world = MPI.COMM_WORLD
+    assert pyhcomm.current_sim().transport.name == "mpi"
+    acl.init()
+    ports = {f"{m}:{n}": run_port(m, n, world) for m, n in PORTS}
+    seeds = {s: run_seed(s) for s in SEEDS}
+    if world.rank == 0:
+        print(json.dumps({"ports": ports, "seeds": seeds}), flush=True)
+
+
+def launch_case(case: str, n: int, *args) -> None:
+    import mpi_cases
+    world = MPI.COMM_WORLD
+    try:
+        res = pyhcomm.launch(getattr(mpi_cases, case), n, *(int(a) for a in args), timeout=60)
+        line = {"proc": world.rank, "ok": True, "rank": None, "text": res}
+    except pyhcomm.RankError as exc:
+        line = {"proc": world.rank, "ok": False, "rank": exc.rank, "text": str(exc)}
+    print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["launch"]:
+        launch_case(sys.argv[2], int(sys.argv[3]), *sys.argv[4:])
+    else:
+        main()

@@ -1,0 +1,140 @@
+"""Ranks in many processes over MPI give what one process gives (``mpiexec -n 2..4``).
+
+The same rank bodies (tests/mpi_cases.py) run in one process and as one MPI process per rank
+(``pyhcomm.launch(..., mpi=True)`` starts ``mpiexec``); every output buffer must hold the same
+bytes. HCCL's example ports run as HCCL's MPI examples do (root info broadcast with
+``comm.bcast``, tests/mpi_worker.py), the seed examples under ``mpiexec`` print what they print
+alone. Failures: a rank that raises, a process that dies and a hang across processes are each
+reported, naming the rank, in every process, and leave no shared memory behind.
+
+The matrix runs in the threaded pass of CI only (``PYHCOMM_SCHEDULER=coop`` skips it: its ranks
+run the cooperative scheduler anyway, it would add the same CPU time twice).
+"""
+import json
+import os
+import runpy
+import subprocess
+import sys
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mpi4py", reason="the MPI tests need mpi4py and MPICH: pip install 'pyhcomm[mpi]'")
+
+import pyhcomm  # noqa: E402
+from pyhcomm.transport.mpi_link import mpiexec  # noqa: E402
+
+import mpi_cases  # noqa: E402
+import mpi_worker  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+A2, A3 = "Atlas 800T A2", "Atlas A3"
+
+pytestmark = [
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(os.environ.get("PYHCOMM_SCHEDULER", "").strip().lower() == "coop",
+                       reason="the MPI matrix runs in the threaded pass only (its ranks run the cooperative "
+                              "scheduler in both)"),
+]
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYHCOMM_", "HCCL_"))}
+    src = str(Path(pyhcomm.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join([src, str(HERE)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYHCOMM_LOG_LEVEL"] = "OFF"
+    env.update(extra)
+    return env
+
+
+def _job(n, args, timeout=150, cleanup=True, **env):
+    """Run ``mpiexec -n n python args...``; returns (exit code, JSON lines, output)."""
+    before = _segments()
+    cmd = mpiexec() + ([] if cleanup else ["-disable-auto-cleanup"]) + ["-n", str(n), sys.executable] + args
+    proc = subprocess.run(cmd, env=_env(**env), capture_output=True, text=True, timeout=timeout, cwd=HERE)
+    lines = _objects(proc.stdout)
+    assert _segments() <= before, f"shared memory left behind: {sorted(_segments() - before)}"
+    return proc.returncode, lines, proc.stdout + proc.stderr
+
+
+def _objects(text):
+    """The JSON objects the processes printed (mpiexec may put two processes' lines on one)."""
+    out, dec, i = [], json.JSONDecoder(), text.find("{")
+    while i >= 0:
+        try:
+            obj, end = dec.raw_decode(text, i)
+        except json.JSONDecodeError:
+            end = i + 1
+        else:
+            out.append(obj)
+        i = text.find("{", end)
+    return [o for o in out if isinstance(o, dict)]
+
+
+def _segments():
+    shm = Path("/dev/shm")
+    return {p.name for p in shm.glob("mpich_shm_*")} if shm.is_dir() else set()
+
+
+@pytest.mark.parametrize("n, product", [(2, A2), (3, A3), (4, A2)], ids=["2-A2", "3-A3", "4-A2"])
+def test_every_collective_gives_the_same_bytes_in_one_process_per_rank(n, product, monkeypatch):
+    for var in ("PYHCOMM_SCHEDULER", "PYHCOMM_TRANSPORT"):
+        monkeypatch.delenv(var, raising=False)
+    one = pyhcomm.launch(mpi_cases.every_collective, n, product=product, mpi=False)
+    many = pyhcomm.launch(mpi_cases.every_collective, n, product=product, mpi=True, timeout=150)
+    assert [[list(c) for c in r] for r in one] == [[list(c) for c in r] for r in many]
+    assert len(one) == n and all(len(r) == len(one[0]) > 15 for r in one)
+
+
+def test_hccl_example_ports_and_seed_examples_give_the_same_bytes_over_mpi(monkeypatch):
+    code, lines, out = _job(2, [str(HERE / "mpi_worker.py")], PYHCOMM_DEVICE_COUNT="2")
+    assert code == 0, out
+    (got,) = lines
+    pyhcomm.set_product(A2, device_count=2)
+    for key, digests in got["ports"].items():
+        module, name = key.split(":")
+        expected = [mpi_worker.digest(o) for o in __import__(module).run(name)]
+        assert digests == expected, key
+    for script, text in got["seeds"].items():
+        monkeypatch.setenv("PYHCOMM_PRODUCT", "")   # recorded: what the script sets is undone after
+        monkeypatch.delenv("PYHCOMM_PRODUCT")
+        buf = io.StringIO()
+        pyhcomm.reset(product=None)   # the script chooses (as alone, where nothing chose one before)
+        with contextlib.redirect_stdout(buf):
+            runpy.run_path(str(HERE.parent / "examples" / script), run_name="__main__")
+        assert text == buf.getvalue(), script
+    assert "output == input: True" in got["seeds"]["seed_host_a2.py"]
+
+
+def test_a_rank_that_raises_fails_every_process_naming_it():
+    code, lines, out = _job(3, ["mpi_worker.py", "launch", "fails_on", "3", "1"])
+    assert sorted(line["proc"] for line in lines) == [0, 1, 2], out
+    for line in lines:
+        assert not line["ok"] and line["rank"] == 1, line
+        assert "rank 1 gives up" in line["text"], line
+
+
+def test_a_process_that_dies_is_named_by_the_others_within_the_liveness_bound():
+    code, lines, out = _job(3, ["mpi_worker.py", "launch", "dies_on", "3", "1"], cleanup=False,
+                            PYHCOMM_MPI_LIVENESS="2")
+    assert code != 0
+    assert sorted(line["proc"] for line in lines) == [0, 2], out
+    for line in lines:
+        assert not line["ok"] and line["rank"] == 1, line
+        assert "rank 1 (MPI process 1) died: no sign of life for 2 s" in line["text"], line
+
+
+def test_a_hang_across_processes_is_one_report_with_the_wait_for_cycle():
+    code, lines, out = _job(3, ["mpi_worker.py", "launch", "two_receivers", "3"])
+    assert code == 0, out
+    assert len(lines) == 3
+    reports = {line["proc"]: line["text"] for line in lines}
+    assert all(r == reports[0] for r in reports.values())          # every process got every rank's result
+    first = reports[0][0]
+    assert first.startswith("107020: aclrtSynchronizeStream: deadlock"), first
+    assert "rank 0 thread" in first and "rank 1 thread" in first
+    cycle = next(line for line in first.splitlines() if "wait-for cycle" in line)
+    assert "rank 0 thread" in cycle and "-> rank 1 thread" in cycle and "back to rank 0" in cycle
+    assert reports[0][2] == "0: "                                   # rank 2 waited for nothing
