@@ -4,13 +4,15 @@ read the ratios).
     python benchmarks/mpi.py                  # everything below
     python benchmarks/mpi.py --quick          # smaller sizes, fewer repetitions
 
-1. Two processes on this machine (``mpiexec -n 2``), one channel between rank 0 and rank 1:
+1. Two processes on this machine (``mpiexec -n 2``, Atlas 800T A2), one channel between rank 0 and
+   rank 1:
    * large one-sided writes: ``HcommWriteOnThread`` of S bytes into the peer's HCCL buffer, k times,
-     then a ``WriteWithNotify`` the peer waits for and answers; against ``MPI.Win.Put`` of S bytes
+     then a channel notify the peer waits for and answers; against ``MPI.Win.Put`` of S bytes
      into a window of S bytes (``Win.Allocate``, lock / put / unlock), k times, then a message the
      peer answers. GB/s and the ratio.
-   * small-message latency: a ping-pong of 8-byte ``WriteWithNotify`` + ``NotifyWait`` (every task
-     enqueued first, one synchronize: the data plane alone), against an ``MPI.Comm.Send`` /
+   * small-message latency: a ping-pong of an 8-byte ``HcommWriteOnThread`` + channel notify record,
+     answered the same way after a ``NotifyWait`` (every task enqueued first, one synchronize: the
+     data plane alone), against an ``MPI.Comm.Send`` /
      ``Recv`` ping-pong of 8 bytes. Microseconds per one-way trip and the ratio.
 2. 16 processes (``nice mpiexec -n 16``) x 1 MiB AllReduce with data (``pyhcomm.launch`` inside the
    job): wall time, the peak RSS of the largest process, and whether every rank's output matches
@@ -77,10 +79,10 @@ def pair_job(sizes, reps, pings) -> None:
             world.Barrier()
             t0 = time.perf_counter()
             if rank == 0:
-                for _ in range(k - 1):
-                    P.HcommWriteOnThread(thread, ch, remote, src, size)
-                P.HcommWriteWithNotifyOnThread(thread, ch, remote, src, size, 0)
-                P.HcommChannelNotifyWaitOnThread(thread, ch, 1, 1836)
+                for _ in range(k):
+                    assert P.HcommWriteOnThread(thread, ch, remote, src, size) == 0
+                assert P.HcommChannelNotifyRecordOnThread(thread, ch, 0) == 0
+                assert P.HcommChannelNotifyWaitOnThread(thread, ch, 1, 1836) == 0
             else:
                 P.HcommChannelNotifyWaitOnThread(thread, ch, 0, 1836)
                 P.HcommChannelNotifyRecordOnThread(thread, ch, 1)
@@ -116,11 +118,13 @@ def pair_job(sizes, reps, pings) -> None:
         t0 = time.perf_counter()
         for _ in range(pings):
             if rank == 0:
-                P.HcommWriteWithNotifyOnThread(thread, ch, remote, src, 8, 0)
+                P.HcommWriteOnThread(thread, ch, remote, src, 8)
+                P.HcommChannelNotifyRecordOnThread(thread, ch, 0)
                 P.HcommChannelNotifyWaitOnThread(thread, ch, 1, 1836)
             else:
                 P.HcommChannelNotifyWaitOnThread(thread, ch, 0, 1836)
-                P.HcommWriteWithNotifyOnThread(thread, ch, remote, src, 8, 1)
+                P.HcommWriteOnThread(thread, ch, remote, src, 8)
+                P.HcommChannelNotifyRecordOnThread(thread, ch, 1)
         _sync(acl, stream)
         lat.append((time.perf_counter() - t0) / pings / 2)
     b = np.zeros(8, np.uint8)

@@ -46,8 +46,24 @@ INLINE, BULK = 1, 2     # word 6: where the payload is
 
 _POLL_MAX = 0.002       # the longest an idle poll sleeps (seconds)
 
+_SPIN = [50e-6]         # idle for less than this: poll again at once (latency); the link sets it
+_SPIN_ALONE = 1e-3      # ... when the job has no more processes on this machine than cores
+_YIELD = 2e-3           # ... less than this: give the core away, then poll (other processes run)
+
 _link = None
 _link_lock = threading.Lock()
+
+
+def _pause(idle: float) -> None:
+    """Wait before polling again, ``idle`` seconds into a wait: not at all (longer when every
+    process of the job on this machine has a core), then yielding the core, then sleeping up to
+    ``_POLL_MAX`` (a tenth of the time idle so far)."""
+    if idle < _SPIN[0]:
+        return
+    if idle < _YIELD:
+        os.sched_yield()
+        return
+    time.sleep(min(_POLL_MAX, idle / 10))
 
 
 def _unlink_mpi_segments() -> None:
@@ -117,6 +133,13 @@ class Link:
         self.comm = MPI.COMM_WORLD
         self.me = self.comm.Get_rank()
         self.nprocs = self.comm.Get_size()
+        try:
+            here = int(os.environ.get("MPI_LOCALNRANKS", "") or self.nprocs)
+            cores = len(os.sched_getaffinity(0))
+        except (ValueError, AttributeError):
+            here, cores = self.nprocs, 1
+        if here <= cores:       # a core each: spin longer before giving it away (as MPI's own waits)
+            _SPIN[0] = _SPIN_ALONE
         self.lock = threading.RLock()
         self.liveness = liveness
         self.status = MPI.Status()
@@ -140,12 +163,13 @@ class Link:
         self.abort_remote = False      # the abort began in another process (or with a death)
         self.owners: dict = {}         # process -> the ranks it hosts (for messages)
         self.idle_spins = 0
+        self.idle_since = 0.0
         # global idleness
         self.idle_state = None         # (sent, received) last reported while idle
         self.states: dict = {}         # coordinator: process -> (sent, received)
         self.wave = 0
-        self.confirm = None            # coordinator: (wave, {process: answer or None})
-        self.pending_confirm = None    # (wave, counts) asked of this process
+        self.confirm = None            # coordinator: (wave, {process: answer or None}, counts expected)
+        self.pending_confirm = None    # the wave that asked this process whether it is idle
         self.verdict = None            # (wave, {process: snapshot}): the world is stuck
         self.used_verdict = -1
         self.snapshotter = None        # callable -> this process's hang facts (set by transports)
@@ -326,9 +350,9 @@ class Link:
             self.gone.discard(src)
             self._coordinate()
         elif kind == "confirm":
-            self.pending_confirm = (msg[1], msg[2])
+            self.pending_confirm = msg[1]
         elif kind == "answer":
-            self._on_answer(src, msg[1], msg[2], msg[3])
+            self._on_answer(src, *msg[1:])
         elif kind == "stuck":
             self.verdict = (msg[1], msg[2])
         elif kind == "abort":
@@ -359,21 +383,24 @@ class Link:
     def wait(self, done, what: str) -> None:
         """Serve messages until ``done()`` holds (a transfer's answer); raises :class:`LinkError`
         when the job is aborted or a process dies first."""
-        spins = 0
+        since = None
         while not done():
-            if not self.serve():
-                spins += 1
-                self.check()
-                if spins > 200:
-                    time.sleep(min(_POLL_MAX, 1e-5 * (spins - 200)))
+            if self.serve():
+                since = None
+                continue
+            self.check()
+            now = time.monotonic()
+            if since is None:
+                since = now
+            _pause(now - since)
 
     def poll_pause(self) -> None:
-        """An idle caller's pause: none at first (latency), then growing to ``_POLL_MAX``."""
+        """An idle caller's pause (see :func:`_pause`), by how long this process has been idle."""
+        now = time.monotonic()
+        if self.idle_spins == 0:
+            self.idle_since = now
         self.idle_spins += 1
-        if self.idle_spins > 50:
-            time.sleep(min(_POLL_MAX, 2e-5 * (self.idle_spins - 50)))
-        elif self.idle_spins > 5:
-            time.sleep(0)
+        _pause(now - self.idle_since)
 
     # -- failures --------------------------------------------------------------------------------
     def abort_all(self, reason: str, rank=None) -> None:
@@ -516,14 +543,17 @@ class Link:
         return False
 
     def _answer_confirm(self, idle: bool) -> None:
-        wave, counts = self.pending_confirm
+        wave = self.pending_confirm
         self.pending_confirm = None
-        yes = idle and counts == (self.sent, self.received) and self.idle_state == counts
-        facts = self.snapshotter() if yes and self.snapshotter is not None else None
-        self.send_ctrl(self.coordinator(), ("answer", wave, yes, facts), counted=False, fence=False)
+        facts = self.snapshotter() if idle and self.snapshotter is not None else None
+        self.send_ctrl(self.coordinator(), ("answer", wave, idle, (self.sent, self.received), facts),
+                       counted=False, fence=False)
 
     def _coordinate(self) -> None:
-        """Coordinator: when every process reported idle with matching totals, confirm it."""
+        """Coordinator: when every process reported idle with matching totals, confirm it with
+        two waves (the four-counter method: the world is stuck when every process answers idle
+        twice, the second wave started after the first ended, with the same counts both times and
+        as many messages received as sent)."""
         if self.coordinator() != self.me or self.confirm is not None:
             return
         live = [p for p in range(self.nprocs) if p not in self.dead]
@@ -532,24 +562,39 @@ class Link:
         if sum(self.states[p][0] for p in live) != sum(self.states[p][1] for p in live):
             return
         waiting = [p for p in live if p not in self.gone]
-        if not waiting:
-            return
-        self.wave += 1
-        self.confirm = (self.wave, {p: None for p in waiting}, {p: self.states[p] for p in waiting})
-        for p in waiting:
-            self.send_ctrl(p, ("confirm", self.wave, self.states[p]), counted=False, fence=False)
+        if waiting:
+            self._wave(waiting, None)
 
-    def _on_answer(self, src, wave, yes, facts) -> None:
+    def _wave(self, procs, expect) -> None:
+        self.wave += 1
+        self.confirm = (self.wave, {p: None for p in procs}, expect)
+        for p in procs:
+            self.send_ctrl(p, ("confirm", self.wave), counted=False, fence=False)
+
+    def _on_answer(self, src, wave, idle, counts, facts) -> None:
         if self.confirm is None or self.confirm[0] != wave:
             return
-        answers = self.confirm[1]
-        if not yes:
+        _, answers, expect = self.confirm
+        if not idle:
             self.confirm = None
             self.states.pop(src, None)   # it reports again when idle
             return
-        answers[src] = facts
-        if all(a is not None for a in answers.values()):
-            self.confirm = None
-            self.states.clear()
-            for p in answers:
-                self.send_ctrl(p, ("stuck", wave, answers), counted=False, fence=False)
+        answers[src] = (counts, facts)
+        if any(a is None for a in answers.values()):
+            return
+        self.confirm = None
+        got = {p: a[0] for p, a in answers.items()}
+        self.states.update(got)
+        left = [self.states[p] for p in self.gone if p in self.states and p not in self.dead and p not in got]
+        sent = sum(c[0] for c in got.values()) + sum(c[0] for c in left)
+        received = sum(c[1] for c in got.values()) + sum(c[1] for c in left)
+        if sent != received or (expect is not None and got != expect):
+            self._coordinate()               # messages in flight, or something moved: look again
+            return
+        if expect is None:
+            self._wave(list(got), got)       # the second wave, after the first ended
+            return
+        self.states.clear()
+        facts_all = {p: a[1] for p, a in answers.items()}
+        for p in answers:
+            self.send_ctrl(p, ("stuck", wave, facts_all), counted=False, fence=False)
