@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import io
 import json
+import logging
 import os
 import runpy
 import sys
@@ -58,14 +59,40 @@ def run_seed(script: str) -> str:
     return text.getvalue()
 
 
+def refused_join(world) -> list:
+    """Process 1 also claims rank 0, which process 0 (the root's process) registered first: its
+    join is refused (HCCL_E_PARA, the reason from the root's process); it then joins as rank 1.
+    (Process 0 handles no message between the broadcast and its own join, so the order is fixed.)
+    Returns each process's codes."""
+    acl.rt.set_device(world.rank)
+    root_info = pyhcomm.HcclGetRootInfo()[1] if world.rank == 0 else None
+    root_info = world.bcast(root_info, root=0)
+    logged = []
+    catch = logging.Handler()
+    catch.emit = lambda record: logged.append(record.getMessage())
+    logging.getLogger("pyhcomm").addHandler(catch)
+    try:
+        ret, comm = pyhcomm.HcclCommInitRootInfo(2, root_info, 0)
+    finally:
+        logging.getLogger("pyhcomm").removeHandler(catch)
+    codes = [int(ret)]
+    if world.rank == 1:
+        codes.append(" | ".join(logged))
+        ret, comm = pyhcomm.HcclCommInitRootInfo(2, root_info, 1)
+        codes.append(int(ret))
+    pyhcomm.HcclCommDestroy(comm)
+    return world.allgather(codes)
+
+
 def main() -> None:
     world = MPI.COMM_WORLD
     assert pyhcomm.current_sim().transport.name == "mpi"
     acl.init()
     ports = {f"{m}:{n}": run_port(m, n, world) for m, n in PORTS}
+    refused = refused_join(world)
     seeds = {s: run_seed(s) for s in SEEDS}
     if world.rank == 0:
-        print(json.dumps({"ports": ports, "seeds": seeds}), flush=True)
+        print(json.dumps({"ports": ports, "seeds": seeds, "refused": refused}), flush=True)
 
 
 def launch_case(case: str, n: int, *args) -> None:

@@ -4,7 +4,7 @@ The same rank bodies (tests/mpi_cases.py) run in one process and as one MPI proc
 (``pyhcomm.launch(..., mpi=True)`` starts ``mpiexec``); every output buffer must hold the same
 bytes. HCCL's example ports run as HCCL's MPI examples do (root info broadcast with
 ``comm.bcast``, tests/mpi_worker.py), the seed examples under ``mpiexec`` print what they print
-alone. Failures: a rank that raises, a process that dies and a hang across processes are each
+alone, a join another process refuses fails at once with HCCL_E_PARA. Failures: a rank that raises, a process that dies and a hang across processes are each
 reported, naming the rank, in every process, and leave no shared memory behind.
 
 The matrix runs in the threaded pass of CI only (``PYHCOMM_SCHEDULER=coop`` skips it: its ranks
@@ -106,6 +106,10 @@ def test_hccl_example_ports_and_seed_examples_give_the_same_bytes_over_mpi(monke
             runpy.run_path(str(HERE.parent / "examples" / script), run_name="__main__")
         assert text == buf.getvalue(), script
     assert "output == input: True" in got["seeds"]["seed_host_a2.py"]
+    first, second = got["refused"]
+    assert first == [0]
+    assert second[0] == 1 and second[2] == 0, second      # HCCL_E_PARA, then joined as rank 1
+    assert "rank 0 already joined" in second[1], second
 
 
 def test_a_rank_that_raises_fails_every_process_naming_it():

@@ -232,9 +232,10 @@ def wait_joined(comm: Communicator, api: str = "HcclGroupEnd") -> None:
     sim, world, rank, nranks = _sim(), comm.world, comm.rank, comm.world.nranks
     timeout = sim.config.connect_timeout
     sched, transport, root = sim.scheduler, sim.transport, world.id
-    status = sched.run_until(lambda: len(transport.members(root)) >= nranks, timeout,
-                             f"{api}(rank {rank} of {world.name})", detect_stuck=False)
-    if status == DONE_OK:
+    status = sched.run_until(lambda: len(transport.members(root)) >= nranks or transport.refused(root, rank),
+                             timeout, f"{api}(rank {rank} of {world.name})", detect_stuck=False)
+    refused = transport.refused(root, rank)   # checked elsewhere (ranks in other processes)
+    if status == DONE_OK and refused is None:
         return
     with sim.lock:
         missing = sorted(set(range(nranks)) - set(transport.members(root)))
@@ -242,6 +243,8 @@ def wait_joined(comm: Communicator, api: str = "HcclGroupEnd") -> None:
         transport.leave(root, rank, joined=False)
         world.programs.pop(rank, None)
         sim.handles.comms.remove(comm.handle)
+    if refused is not None:
+        raise para(api, f"{refused} ({world.name})")
     if status == ABORTED:
         raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {sched.abort_reason}")
     why = (f"within {timeout:g} s ({ENV_CONNECT_TIMEOUT})" if status == TIMED_OUT

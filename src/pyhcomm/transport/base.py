@@ -148,6 +148,12 @@ class Transport:
         :meth:`members` to hold ``nranks`` ranks."""
         raise self._missing("join")
 
+    def refused(self, root: int, rank: int):
+        """Why the join of ``rank`` (of this process) to ``root``'s world was refused after
+        :meth:`join` returned, else None (a transport that checks joins elsewhere answers later;
+        in one process :meth:`join` refuses at once)."""
+        return None
+
     def members(self, root: int):
         """``{rank: device}`` of the ranks joined so far (read only; a live view is fine)."""
         raise self._missing("members")

@@ -169,10 +169,11 @@ class MpiTransport(Transport):
         w = self.worlds.get(root)
         if w is None:
             raise TransportError(f"root {root} is unknown to this process")
-        if w.refused:
-            rank, why = next(iter(w.refused.items()))
-            raise TransportError(why)
         return w.members
+
+    def refused(self, root, rank):
+        w = self.worlds.get(root)
+        return None if w is None else w.refused.get(rank)
 
     def left(self, root):
         return self._route(root).left
@@ -186,8 +187,8 @@ class MpiTransport(Transport):
                     self.link.send_ctrl(p, ("left", root, rank))
         else:
             w.members.pop(rank, None)
-            w.refused.pop(rank, None)
-            self.link.send_ctrl(root >> 32, ("unjoin", root, rank))
+            if w.refused.pop(rank, None) is None:   # a refused join was never counted there
+                self.link.send_ctrl(root >> 32, ("unjoin", root, rank))
         self.sim.scheduler.poke()
 
     def barrier_arrive(self, root, rank) -> int:
