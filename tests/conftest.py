@@ -12,16 +12,29 @@ import pyhcomm
 from pyhcomm.products import DEFAULT_PRODUCT
 
 
+pytest_plugins = ["pytester"]    # tests of pyhcomm's own pytest plugin run pytest in-process
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="also run the tests marked slow (long variants CI does not run)")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "threads: the test starts OS threads of its own (threaded scheduler)")
+    config.addinivalue_line("markers", "slow: a long variant, run on demand (--slow, or -m slow)")
 
 
 _STARTS_THREADS = ("run_threads(", "threading.Thread(")
 
 
-def pytest_collection_modifyitems(items):
-    """Mark the tests whose body starts OS threads (the cooperative scheduler is bound to one)."""
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests whose body starts OS threads (the cooperative scheduler is bound to one);
+    skip the slow ones unless asked for."""
+    run_slow = config.getoption("--slow") or "slow" in (config.getoption("-m") or "")
     for item in items:
+        if item.get_closest_marker("slow") and not run_slow:
+            item.add_marker(pytest.mark.skip(reason="slow: run with --slow (or -m slow)"))
         fn = getattr(item, "function", None)
         try:
             source = inspect.getsource(fn) if fn is not None else ""

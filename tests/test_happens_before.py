@@ -117,7 +117,7 @@ def test_a_kernel_gives_launch_join_and_kernel_end_edges(product):
     assert not g.happens_before(late.seq, sync.seq)      # the host synchronized the launch stream only
     prog = g.programs[g.program(copy.seq)]
     assert prog.kernel == launch.seq and prog.label == f"kernel kernel of rank 0 (launch #{launch.seq})"
-    assert g.programs[g.program(launch.seq)].label == f"host program {g.program(launch.seq)}"   # no rank: acl calls
+    assert g.programs[g.program(launch.seq)].label == "rank 0's host program"     # its acl calls, on rank 0's device
 
 
 def test_tasks_of_a_batch_follow_the_last_host_effect_before_its_end(product):

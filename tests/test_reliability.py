@@ -135,6 +135,32 @@ def test_batch_end_after_its_stream_was_destroyed_launches_nothing():
     assert (read(a, 64) == 1).all()
 
 
+def test_a_task_reaching_a_stream_destroyed_meanwhile_is_skipped_never_run(monkeypatch):
+    """Another host thread destroys the stream between End's check and its launch."""
+    from pyhcomm.hcomm import launch
+    comm, stream, thread = host_setup()
+    other, _ = acl.rt.create_stream()
+    ret, t2 = HcclThreadAcquireWithStream(comm, CPU_TS, other, 1)
+    a, b = malloc(64, 1), malloc(64, 2)
+    assert HcommBatchModeStart("b") == 0
+    assert HcommLocalCopyOnThread(t2, a, b, 64) == 0
+    real = launch._dead_owner
+
+    def checked_then_destroyed(tasks):
+        why = real(tasks)
+        assert acl.rt.destroy_stream(other) == 0
+        return why
+
+    monkeypatch.setattr(launch, "_dead_owner", checked_then_destroyed)
+    assert HcommBatchModeEnd("b") == 0
+    c, d = malloc(64, 3), malloc(64, 4)
+    assert HcommLocalCopyOnThread(thread, c, d, 64) == 0      # work elsewhere: the scheduler runs
+    assert acl.rt.synchronize_stream(stream) == 0             # every stream it can
+    assert (read(c, 64) == 4).all()
+    assert (read(a, 64) == 1).all()
+    assert [t.state for t in pyhcomm.record.tasks() if t.kind == "LocalCopy"] == ["skipped", "done"]
+
+
 def test_batch_end_after_its_communicator_was_destroyed_launches_nothing():
     comm, stream, thread = host_setup()
     a, b = malloc(64, 1), malloc(64, 2)

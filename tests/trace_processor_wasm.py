@@ -128,7 +128,12 @@ class WasmTransport:
         return out
 
     def close(self) -> None:
+        """Free the store now (freed during interpreter shutdown, wasmtime's finalizers crash)."""
         self._replies.clear()
+        store, self.store = self.store, None
+        self._memory = self._on_request = None
+        if store is not None:
+            store.close()
 
 
 def _unsupported(name, results):

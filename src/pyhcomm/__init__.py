@@ -101,6 +101,7 @@ globals().update(_constants)
 from .pythonic import Buffer, Comm, Device, Kernel, Stream, Thread  # noqa: E402
 from .spmd import LaunchTimeout, RankError, launch  # noqa: E402
 from .verify import hang as _hang  # noqa: E402,F401  (installs the hang report)
+from . import verify  # noqa: E402,F401  (installs the verifier's launch hooks: PYHCOMM_VERIFY)
 
 __all__ = (list(_capi_all) + list(_constants)
            + ["AclError", "AclRuntimeError", "HcclDeadlockError", "HcclError", "HcclNotSupportedError",

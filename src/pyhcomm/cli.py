@@ -1,4 +1,4 @@
-"""Command line: ``python -m pyhcomm demo | products | version | trace``."""
+"""Command line: ``python -m pyhcomm demo | products | version | trace | verify``."""
 from __future__ import annotations
 
 import argparse
@@ -13,10 +13,15 @@ def main(argv=None) -> int:
     sub.add_parser("version", help="print the version")
     sub.add_parser("trace", help="run a script and write its modeled timeline (Perfetto trace, PNG)",
                    add_help=False)
+    sub.add_parser("verify", help="check a script for races, lost notifies and hangs under explored schedules",
+                   add_help=False)
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["trace"]:
         from .timing.cli import main as trace
         return trace(argv[1:])
+    if argv[:1] == ["verify"]:
+        from .verify.cli import main as verify
+        return verify(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import main as demo

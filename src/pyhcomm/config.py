@@ -69,6 +69,7 @@ _VARS = {
     "PYHCOMM_TRANSPORT": ("transport", lambda r: _choice(r.strip().lower(), TRANSPORTS), "auto, local or mpi"),
     "PYHCOMM_MPI_LIVENESS": ("mpi_liveness", lambda r: _parse_seconds(r), "a number of seconds >= 0"),
     "PYHCOMM_QUEUE_BUDGET": ("queue_budget", lambda r: _parse_int(r, 0), "an integer >= 0 (0: unbounded)"),
+    "PYHCOMM_VERIFY": ("verify", _parse_bool, "0 or 1"),
 }
 
 
@@ -100,6 +101,7 @@ class Config:
     mpi_liveness: float = DEFAULT_MPI_LIVENESS  # seconds of silence after which a process is dead
     launcher_size: int = 1                  # processes an MPI launcher started (PMI_SIZE, ...)
     queue_budget: int = DEFAULT_QUEUE_BUDGET   # coop: tasks an actor issues before it yields
+    verify: bool = False                    # check every launch (pyhcomm.verify)
     #: variable -> message, for every variable whose value did not parse
     errors: dict = field(default_factory=dict, compare=False)
 

@@ -44,6 +44,14 @@ from .hccl import comm as comm_mod
 from .sched import ABORTED, DONE_OK
 
 
+#: Tools that watch launches (the verifier installs them; the core never imports them):
+#: ``start_hooks`` are called with the launch's Sim before its ranks start, ``end_hooks`` with the
+#: Sim and the exception the launch is about to raise (``RankError``, ``LaunchTimeout``) or None,
+#: after the ranks ended; a hook may raise instead.
+start_hooks: list = []
+end_hooks: list = []
+
+
 class RankError(RuntimeError):
     """A rank of :func:`launch` raised; ``.rank`` says which, ``__cause__`` is the exception."""
 
@@ -56,18 +64,15 @@ class LaunchTimeout(RuntimeError):
     """Ranks still ran when :func:`launch`'s timeout passed."""
 
 
-#: Callables told the Sim of every launch (``observe_launches``: ``python -m pyhcomm trace``).
-_observers: list = []
-
-
 @contextlib.contextmanager
 def observe_launches(observer):
-    """Call ``observer(sim)`` with the Sim of every ``launch`` started inside the block."""
-    _observers.append(observer)
+    """Call ``observer(sim)`` with the Sim of every ``launch`` started inside the block (a start
+    hook for its time: ``python -m pyhcomm trace``)."""
+    start_hooks.append(observer)
     try:
         yield
     finally:
-        _observers.remove(observer)
+        start_hooks.remove(observer)
 
 
 def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | None = None, rank_table=None,
@@ -113,8 +118,8 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
         if product is not None:
             sim.runtime.set_product(product)
         sim.scheduler.abort_reason = None
-    for observe in list(_observers):
-        observe(sim)
+    for hook in list(start_hooks):
+        hook(sim)
     devices = list(devices) if devices is not None else list(range(nranks))
     if len(devices) != nranks:
         raise ValueError(f"launch: {nranks} ranks but {len(devices)} devices")
@@ -138,10 +143,14 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
                 json.dump(rank_table.to_json(), f)
             rank_table = written
         world = _World(sim, fn, nranks, args, kwargs, devices, root, rank_table, ranks)
-        if sim.scheduler.name == "coop":
-            results = world.run_coop(timeout)
-        else:
-            results = world.run_threads(timeout)
+        try:
+            results = world.run_coop(timeout) if sim.scheduler.name == "coop" else world.run_threads(timeout)
+        except (RankError, LaunchTimeout) as exc:
+            for hook in list(end_hooks):
+                hook(sim, exc)
+            raise
+        for hook in list(end_hooks):
+            hook(sim, None)
         return results if ranks is None else _job_results(sim, job_world.id, nranks, ranks, results)
     finally:
         sim.scheduler.abort_reason = None   # the abort of this launch ends with it

@@ -46,8 +46,9 @@ every path. Entries that never ran (pending, skipped, a wait that failed) are no
 their ``stream``, ``program`` and other static edges), but get no ``notify`` edge. A blocking call
 that timed out, was stuck or aborted gets no ``sync`` / ``join`` / ``drain`` edge.
 
-The API (stable; :class:`Graph`): ``seqs``, ``preds(seq)``, ``succs(seq)``, ``edges()``,
-``entry(seq)``, ``event(seq)``, ``program(seq)``, ``programs``, ``stream(seq)``, ``step(seq)``,
+The API (stable; :class:`Graph`): ``seqs``, ``preds(seq)``, ``succs(seq)``, ``edges()``, ``pred_codes()``,
+``entry(seq)``, ``event(seq)``, ``program(seq)``, ``programs``, ``host_program(program)``,
+``stream(seq)``, ``step(seq)``,
 ``ran(seq)``, ``order()``, ``happens_before(a, b)``, ``complete``. Every ``seq`` is an entry
 of the record; ``order()`` is a topological order of the entries that executed (their execution
 order), which is what a replay walks.
@@ -112,6 +113,11 @@ class Graph:
         self._succs = None
         self._programs = None
         self._builder = None
+        self._chain: list = []          # per entry: its chain (see pyhcomm.analysis.race)
+        self._readers: list = []        # per entry: its successors on another chain
+        self._notify_entries: list = [] # indices of the notify records and waits
+        self._kernel_of: dict = {}      # kernel program -> the seq of its KernelLaunch
+        self._launcher: dict = {}       # KernelLaunch seq -> the program that queued it
         #: whether the record held every entry (nothing dropped, recording never disabled)
         self.complete = complete
 
@@ -137,6 +143,13 @@ class Graph:
         """The direct predecessors of ``seq``, as :class:`Edge` values."""
         seqs = self.seqs
         return tuple(Edge(seqs[c >> _SHIFT], EDGE_KINDS[c & 15]) for c in self._preds[self._index[seq]] or ())
+
+    def pred_codes(self) -> list:
+        """Every entry's direct predecessors in compact form, for replays over the whole graph:
+        per entry, in the order of ``seqs``, None or a list of ``src << 4 | k``, ``src`` the
+        position of the predecessor in ``seqs`` and ``k`` the index of its kind in
+        :data:`EDGE_KINDS`. Read-only."""
+        return self._preds
 
     def succs(self, seq) -> tuple:
         """The entries ``seq`` is a direct predecessor of, as :class:`Edge` values (``src`` is the
@@ -182,6 +195,17 @@ class Graph:
             self._programs = _programs(self._entries)
         return self._programs
 
+    def host_program(self, program):
+        """The host program behind ``program``: itself, or for a kernel the program that queued
+        its launch (followed up, for kernels launched from kernels)."""
+        kernel_of, launcher = self._kernel_of, self._launcher
+        for _ in range(64):
+            k = kernel_of.get(program)
+            if k is None:
+                return program
+            program = launcher.get(k)
+        return program
+
     def order(self) -> list:
         """The seqs of every entry that executed (ran, or failed as a host effect), in execution
         order: a topological order of the graph restricted to them."""
@@ -222,22 +246,31 @@ def _issued(entries) -> dict:
 
 def _programs(entries) -> dict:
     ranks: dict = {}
+    devices: dict = {}
     kernels: dict = {}
     launches = {}
+    rank_of_device: dict = {}
     for e in entries:
-        p = getattr(e, "program", None)
+        p = e.program
         if e.kind == "KernelLaunch":
             launches[e.seq] = e
+        if e.rank is not None and e.device is not None:
+            rank_of_device.setdefault(e.device, e.rank)
         if p is None:
             continue
         r = ranks.setdefault(p, set())
         if e.rank is not None:
             r.add(e.rank)
-        k = getattr(e, "kernel", None)
+        elif e.device is not None:
+            devices.setdefault(p, set()).add(e.device)
+        k = e.kernel
         if k:
             kernels[p] = k
     out = {}
     for p, rs in sorted(ranks.items()):
+        for dev in devices.get(p, ()):      # entries of no rank (acl calls): the rank on their device
+            if dev in rank_of_device:
+                rs.add(rank_of_device[dev])
         k = kernels.get(p)
         rs = tuple(sorted(rs))
         on = f" of rank {rs[0]}" if len(rs) == 1 else ""
@@ -273,19 +306,24 @@ def _build(source) -> Graph:
     record = getattr(source, "record", source)
     entries = record.entries()
     steps = record.step_table()
+    n = len(entries)
     g = Graph(record, entries, steps, record.whole())
     preds = g._preds
-    index = g._index
     sh = _SHIFT
     c_stream, c_kend, c_notify, c_prog, c_batch, c_launch = (_CODE[k] for k in (STREAM, KERNEL_END, NOTIFY, PROGRAM,
                                                                                 BATCH, LAUNCH))
     c_fence, c_rdv = _CODE[FENCE], _CODE[RENDEZVOUS]
+    # chains (what the race detector keeps one clock for): a stream, a program, or one NBI transfer
+    chain = g._chain = [0] * n
+    chain_ids: dict = {}
+    notify_entries = g._notify_entries      # indices of the records and waits, in issue order
 
     last_on_stream: dict = {}       # stream handle -> index of its last task so far
     stream_tasks: dict = {}         # stream handle -> [index, ...] (for the tails of blocking calls)
     last_he: dict = {}              # program -> index of its last host effect so far (program order)
     kernel_at: dict = {}            # KernelLaunch seq -> its index
     kernel_last: dict = {}          # KernelLaunch seq -> index of its kernel's last host effect
+    kernel_of = g._kernel_of        # program -> the KernelLaunch seq of its kernel (kernel programs)
     nbi: dict = {}                  # program -> [(index, channel)] posted since its last fence
     records: dict = {}              # (owner, index) of a notify -> {gen: index}
     waits: list = []                # ((owner, index) of a notify, gen, index)
@@ -293,20 +331,33 @@ def _build(source) -> Graph:
 
     host_kind, device_side = "host", "device"
     batches = sorted((lo, hi, p) for _bid, p, lo, hi in record.batches)
-    next_batch, open_batches = 0, []
+    next_batch, open_batches, open_until = 0, [], 0
     for i, e in enumerate(entries):
         program = e.program
         if e.entry != host_kind:
             seq = e.seq
-            kernel = e.kernel if e.side == device_side else None
+            h = e.stream.handle
+            c = chain_ids.get(h)
+            if c is None:
+                c = chain_ids[h] = len(chain_ids)
+            chain[i] = c
+            if e.side == device_side:
+                kernel = e.kernel
+                if kernel:
+                    kernel_of[program] = kernel
+            else:
+                kernel = None
             # batched: its program ended a batch whose seqs hold it
-            while next_batch < len(batches) and batches[next_batch][0] <= seq:
-                open_batches.append(batches[next_batch])
-                next_batch += 1
             batched = False
-            if open_batches:
-                open_batches = [b for b in open_batches if b[1] >= seq]
-                batched = any(b[2] == program for b in open_batches)
+            if next_batch < len(batches) or open_batches:
+                while next_batch < len(batches) and batches[next_batch][0] <= seq:
+                    open_batches.append(batches[next_batch])
+                    next_batch += 1
+                if open_batches:
+                    if seq > open_until:
+                        open_batches = [b for b in open_batches if b[1] >= seq]
+                        open_until = min((b[1] for b in open_batches), default=0)
+                    batched = any(b[2] == program for b in open_batches)
             # program order: the issuing program's last host effect before the task
             src = last_he.get(program)
             if src is not None:
@@ -315,7 +366,6 @@ def _build(source) -> Graph:
                 mine = [kernel_at[kernel] << sh | (c_batch if batched else c_launch)]
             else:
                 mine = None
-            h = e.stream.handle
             prev = last_on_stream.get(h)
             if prev is not None:
                 if mine is None:
@@ -331,13 +381,14 @@ def _build(source) -> Graph:
             last_on_stream[h] = i
             kind = e.kind
             if kind in _NOTIFY_TASKS:
+                notify_entries.append(i)
                 gen = e.gen if steps.get(seq, 0) > 0 else None
                 if gen is not None:
-                    n = e.notify   # a notify is known by owner and index (a remote one is a value)
+                    nt = e.notify  # a notify is known by owner and index (a remote one is a value)
                     if e.waits:
-                        waits.append(((n.owner, n.index), gen, i))
+                        waits.append(((nt.owner, nt.index), gen, i))
                     else:
-                        records.setdefault((n.owner, n.index), {})[gen] = i
+                        records.setdefault((nt.owner, nt.index), {})[gen] = i
             elif kind == "KernelLaunch":
                 kernel_at[seq] = i
             if mine is not None:
@@ -345,13 +396,20 @@ def _build(source) -> Graph:
             continue
         # a host effect
         kernel = e.kernel
+        if kernel:
+            kernel_of[program] = kernel
+        kind = e.kind
+        key = ("nbi", i) if kind in NBI_KINDS else ("program", program)
+        c = chain_ids.get(key)
+        if c is None:
+            c = chain_ids[key] = len(chain_ids)
+        chain[i] = c
         mine = []
         src = last_he.get(program)
         if src is not None:
             mine.append(src << sh | c_prog)
         elif kernel:
             mine.append(kernel_at[kernel] << sh | c_launch)
-        kind = e.kind
         if kind in NBI_KINDS:
             nbi.setdefault(program, []).append((i, _extra(e, "channel")))
         else:
@@ -364,11 +422,11 @@ def _build(source) -> Graph:
                 if posted:
                     ch = _extra(e, "channel")
                     keep = []
-                    for j, c in posted:
-                        if ch is None or c == ch:
+                    for j, cj in posted:
+                        if ch is None or cj == ch:
                             mine.append(j << sh | c_fence)
                         else:
-                            keep.append((j, c))
+                            keep.append((j, cj))
                     nbi[program] = keep
             elif kind == "Rendezvous":
                 members = _extra(e, "programs", ())
@@ -383,14 +441,15 @@ def _build(source) -> Graph:
                 last_he[program] = i
             if kernel:
                 kernel_last[kernel] = i
-        n = _extra(e, "notify")
-        if n is not None:
+        n_ = _extra(e, "notify")
+        if n_ is not None:
+            notify_entries.append(i)
             gen = _extra(e, "gen")
             if gen is not None:
                 if _extra(e, "waits"):
-                    waits.append(((n.owner, n.index), gen, i))
+                    waits.append(((n_.owner, n_.index), gen, i))
                 else:
-                    records.setdefault((n.owner, n.index), {})[gen] = i
+                    records.setdefault((n_.owner, n_.index), {})[gen] = i
         if mine:
             preds[i] = mine
 
@@ -412,7 +471,16 @@ def _build(source) -> Graph:
             if j is not None:
                 _add(preds, i, j << sh | c_notify)
         prev_gen = gen
-    del index
+    # how many successors on another chain each entry has (the race detector keeps its clock for them)
+    readers = g._readers = [0] * n
+    for i, codes in enumerate(preds):
+        if codes:
+            c = chain[i]
+            for code in codes:
+                j = code >> sh
+                if chain[j] != c:
+                    readers[j] += 1
+    g._launcher = {seq: entries[i].program for seq, i in kernel_at.items()}
     return g
 
 

@@ -6,7 +6,9 @@ issue order. Rules as documented: calls must pair, on the same OS thread, with t
 ``tag`` None or "" is a temporary batch. A batch cannot outlive what its tasks run on: when a
 kept task's stream was destroyed (``aclrtDestroyStream``, ``aclrtResetDevice``) or its thread
 released (``HcclCommDestroy``) before End, End launches nothing, closes the batch and returns
-``HCCL_E_NOT_FOUND`` (pyhcomm's choice; on hardware the tasks would go to a dead queue).
+``HCCL_E_NOT_FOUND`` (pyhcomm's choice; on hardware the tasks would go to a dead queue). A stream
+destroyed by another host thread between End's check and its launch skips the tasks that reach it
+(the scheduler's rule for destroyed streams): they never run later.
 pyhcomm's rule for Atlas A2/A3 device-side code, which
 must use batch mode: a primitive issued inside an AI CPU kernel outside a batch is refused with
 ``HCCL_E_NOT_SUPPORT`` (on hardware its tasks would never be launched), and a kernel that ends

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 
-from ..errors import HcclDeadlockError, HcclError, HcclResult, HcclRuntimeError, HcclTimeoutError
+from ..errors import HcclDeadlockError, HcclError, HcclResult, HcclRuntimeError, HcclTimeoutError, HcclUsageError
 
 #: The states of a task: queued, running, ran, failed (its stream failed with it), skipped (it
 #: sat behind a failure, or in a stream that was dropped).
@@ -258,8 +258,13 @@ class Scheduler:
             self._stream_settled(stream)
 
     def drop_stream(self, stream) -> None:
-        """Forget a destroyed stream and skip whatever it still had queued."""
+        """Forget a destroyed stream and skip whatever it still had queued, or is queued on it
+        later: a task that reaches it afterwards (launched by another host thread that checked
+        the stream just before it was destroyed) is skipped, never run."""
         stream.destroyed = True
+        if stream.error is None:
+            stream.error = HcclUsageError(HcclResult.HCCL_E_NOT_FOUND, "",
+                                          f"stream 0x{stream.handle:x} was destroyed")
         self._drop(stream)
 
     def fail_stream(self, stream, exc) -> None:

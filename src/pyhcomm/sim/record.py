@@ -126,6 +126,8 @@ class Record:
         #: HCOMM batches that ended: (batch id, program, first seq, last seq); a task is in the
         #: batch when its program is that one and its seq is in that range
         self.batches: list = []
+        #: device allocations made: (addr, size, device, owner), to name memory in reports
+        self.allocations: list = []
 
     # -- recording ---------------------------------------------------------------------------------
     def append(self, task) -> None:
@@ -136,6 +138,9 @@ class Record:
 
     def note_channel(self, end) -> None:
         self.channel_info[end.handle] = (end.protocol.name, end.peer_rank)
+
+    def note_allocation(self, alloc) -> None:
+        self.allocations.append((alloc.addr, alloc.size, alloc.device, alloc.owner))
 
     def note_batch(self, batch_id: int, program, first: int, last: int) -> None:
         """A batch ended: its tasks, issued by ``program``, got the seqs ``first .. last``."""

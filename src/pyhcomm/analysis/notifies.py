@@ -1,0 +1,296 @@
+"""Notify checks from the record: lost records, waits satisfied by a later round, notifies left
+set, and waits that can never be satisfied.
+
+A notify holds one bit (unless ``PYHCOMM_NOTIFY_COUNTING``): a record sets it, a wait waits until
+it is set and clears it. Each record stores the generation it set and each wait the generation it
+consumed (docs/record.md); with the happens-before graph that gives, per notify:
+
+* **lost record** (in this schedule): a record whose generation no wait consumed while a later
+  one was: it was recorded again before the wait ran (two records, one wait: one is lost);
+* **lost record** (possible in another schedule): a record that is not ordered after the wait
+  that consumed the record before it: another schedule runs it first, and one is lost;
+* **late wait**: two waits of the notify that are not ordered with each other: in some schedule
+  one consumes the record meant for the other, a later round's;
+* **notify left set**: records no wait consumed when the run ended;
+* **hang**: a wait that never ran (its stream failed at it, or the run ended with it queued),
+  explained from the record: nobody records that notify; its records never ran (and what their
+  stream was stuck at); or they ran and other waits consumed them. A wait-for cycle is printed
+  when the stuck waits wait for each other.
+
+The ordering questions are answered by the race detector's vector clocks
+(:func:`notify_queries`, :class:`pyhcomm.analysis.race.RaceDetector`).
+"""
+from __future__ import annotations
+
+import bisect
+
+from .findings import HANG, LATE_WAIT, LOST_RECORD, NOTIFY_LEFT_SET, Describer, Finding
+from .happens_before import _NOTIFY_TASKS
+
+_HOST_NOTIFY = frozenset(("ChannelNotifyRecordNow", "ChannelNotifyWaitNow", "WriteWithNotifyNbi"))
+
+
+class _Use:
+    """One record or wait of a notify, as the record says."""
+
+    __slots__ = ("e", "seq", "gen", "ran", "lane", "waits")
+
+    def __init__(self, e, gen, ran, lane, waits):
+        self.e, self.seq, self.gen, self.ran, self.lane, self.waits = e, e.seq, gen, ran, lane, waits
+
+
+def notify_uses(graph) -> dict:
+    """(owner, index) -> (a notify, [records], [waits]) in issue order; a use's ``lane`` is its stream
+    (tasks) or program (host effects)."""
+    out: dict = {}
+    steps = graph._steps
+    entries = graph._entries
+    for i in graph._notify_entries:
+        e = entries[i]
+        kind = e.kind
+        if e.entry == "task":
+            if kind not in _NOTIFY_TASKS:
+                continue
+            n = e.notify
+            ran = steps.get(e.seq, 0) > 0
+            use = _Use(e, e.gen if ran else None, ran, ("stream", e.stream.handle), e.waits)
+        else:
+            if kind not in _HOST_NOTIFY:
+                continue
+            n = e.extra.get("notify")
+            if n is None:
+                continue
+            ran = steps.get(e.seq, 0) > 0
+            use = _Use(e, e.extra.get("gen") if ran else None, ran, ("program", e.program),
+                       bool(e.extra.get("waits")))
+        key = (n.owner, n.index)        # a notify is known by owner and index (a remote one is a value)
+        slot = out.get(key)
+        if slot is None:
+            slot = out[key] = (n, [], [])
+        (slot[2] if use.waits else slot[1]).append(use)
+    return out
+
+
+def _name(n) -> str:
+    return f"notify {n.index} of {n.owner}"
+
+
+def _sequences(uses):
+    """Per notify: (notify, records that ran, waits that ran), both in generation (execution)
+    order."""
+    for n, records, waits in uses.values():
+        ran_records = sorted((r for r in records if r.ran and r.gen is not None), key=lambda r: r.gen)
+        ran_waits = sorted((w for w in waits if w.ran and w.gen is not None), key=lambda w: w.gen)
+        yield n, ran_records, ran_waits
+
+
+def notify_queries(graph, uses) -> tuple:
+    """The happens-before questions the notify checks ask the race detector: is each wait ordered
+    before the next one (not counting the record the next one consumed), and is the wait that
+    consumed a record ordered before the next record (:class:`~pyhcomm.analysis.race.RaceDetector`'s
+    ``queries``)."""
+    index = graph._index
+    before: dict = {}
+    after: dict = {}
+    for n, records, waits in _sequences(uses):
+        if getattr(n, "counting", False):
+            continue
+        by_gen = {w.gen: w for w in waits}
+        for r, nxt in zip(records, records[1:]):
+            w = by_gen.get(r.gen)
+            if w is not None:
+                after.setdefault(index[nxt.seq], []).append(index[w.seq])
+        for w, nxt in zip(waits, waits[1:]):
+            before.setdefault(index[nxt.seq], []).append(index[w.seq])
+    return before, after
+
+
+def notify_findings(graph, describer: Describer, uses=None, detector=None) -> list:
+    """Lost records (in this schedule, or possible in another), waits not ordered with each other,
+    notifies left set (see the module docstring). ``detector``: the race detector that answered
+    :func:`notify_queries` (without it, only what happened in this schedule is reported)."""
+    uses = notify_uses(graph) if uses is None else uses
+    index = graph._index
+    unordered = detector.unordered if detector is not None else set()
+    out = []
+    d = describer
+    for n, records, waits in _sequences(uses):
+        if getattr(n, "counting", False):
+            if len(records) > len(waits):
+                out.append(_left_set(n, [records[-1]], d, len(records) - len(waits)))
+            continue
+        consumed = [w.gen for w in waits]
+        by_gen = {w.gen: w for w in waits}
+        lost: dict = {}         # the wait that consumed the record they were lost into -> [records]
+        left = []
+        for r in records:
+            k = bisect.bisect_left(consumed, r.gen)
+            if k < len(consumed) and consumed[k] == r.gen:
+                continue
+            if k < len(consumed):
+                lost.setdefault(by_gen[consumed[k]], []).append(r)
+            else:
+                left.append(r)
+        for w, recs in lost.items():
+            out.append(_lost(n, recs, w, records, d))
+        if left:
+            out.append(_left_set(n, left, d))
+        if not lost:
+            for r, nxt in zip(records, records[1:]):
+                w = by_gen.get(r.gen)
+                if w is not None and (index[w.seq], index[nxt.seq]) in unordered:
+                    out.append(_may_lose(n, r, w, nxt, d))
+        for w, nxt in zip(waits, waits[1:]):
+            if (index[w.seq], index[nxt.seq]) in unordered:
+                out.append(_unordered_waits(n, w, nxt, records, d))
+    return out
+
+
+def _lost(n, recs, w, records, d) -> Finding:
+    lines = [f"lost: {d.entry(r.e)}" for r in recs]
+    winner = next((r for r in records if r.gen == w.gen), None)
+    if winner is not None:
+        lines.append(f"then: {d.entry(winner.e)} set it again")
+    lines.append(f"before {d.entry(w.e)} consumed it: the notify holds one bit, so {len(recs) + 1} records "
+                 "counted once")
+    lines.append("to fix: the recorder must not record again before the waiter consumed the last record "
+                 "(a handshake back, as the ACK notify of HCCL's collectives), or use one notify per round")
+    key = (LOST_RECORD, n.index, tuple(sorted({d.where(r.e) for r in recs})), d.where(w.e))
+    return Finding(LOST_RECORD, f"{_name(n)}: {len(recs)} record(s) lost (recorded again before a wait consumed it)",
+                   lines, tuple(r.seq for r in recs) + (w.seq,), key,
+                   {"notify": {"owner": n.owner, "index": n.index}, "lost": [r.seq for r in recs],
+                    "wait": w.seq, "happened": True})
+
+
+def _may_lose(n, r, w, nxt, d) -> Finding:
+    lines = [f"record: {d.entry(r.e)}",
+             f"consumed by: {d.entry(w.e)}",
+             f"next record: {d.entry(nxt.e)}",
+             "nothing orders the next record after that wait: in another schedule it comes first, the notify "
+             "(one bit) is set twice, one record is lost and a later wait hangs",
+             "to fix: record again only after the waiter said it consumed the last one (a notify back)"]
+    key = (LOST_RECORD, "may", n.index, d.where(r.e), d.where(w.e), d.where(nxt.e))
+    return Finding(LOST_RECORD, f"{_name(n)}: a record can be lost (recorded again with no wait in between)",
+                   lines, (r.seq, w.seq, nxt.seq), key,
+                   {"notify": {"owner": n.owner, "index": n.index}, "record": r.seq, "wait": w.seq,
+                    "next": nxt.seq, "happened": False})
+
+
+def _unordered_waits(n, w, nxt, records, d) -> Finding:
+    got = {r.gen: r for r in records}
+
+    def line(x):
+        r = got.get(x.gen)
+        return f"wait: {d.entry(x.e)}" + (f", consumed the record at {d.where(r.e)}" if r is not None else "")
+
+    lines = [line(w), line(nxt),
+             "nothing orders these two waits: in another schedule the second one consumes the record meant "
+             "for the first (or the first one a later round's), and goes on too early",
+             "to fix: order the waits (one waiting thread, or a notify between them), or give each its own notify"]
+    key = (LATE_WAIT, n.index, tuple(sorted((d.where(w.e), d.where(nxt.e)))))
+    return Finding(LATE_WAIT, f"{_name(n)}: two waits are not ordered: either can be satisfied by the other's record",
+                   lines, (w.seq, nxt.seq), key, {"notify": {"owner": n.owner, "index": n.index},
+                                                  "waits": [w.seq, nxt.seq]})
+
+
+def _left_set(n, recs, d, extra=None) -> Finding:
+    lines = [f"set by: {d.entry(r.e)}" for r in recs]
+    if len(recs) > 1:
+        lines.append("(recorded more than once with no wait between: the notify holds one bit)")
+    if extra:
+        lines.append(f"{extra} more record(s) than waits")
+    lines.append("no wait consumed it: a later operation's wait on this notify would be satisfied at once "
+                 "(wait for it, or do not record it)")
+    key = (NOTIFY_LEFT_SET, n.index, tuple(sorted({d.where(r.e) for r in recs})))
+    return Finding(NOTIFY_LEFT_SET, f"{_name(n)} is still set when the run ends", lines,
+                   tuple(r.seq for r in recs), key, {"notify": {"owner": n.owner, "index": n.index},
+                                                     "records": [r.seq for r in recs]})
+
+
+# -- waits that can never be satisfied ---------------------------------------------------------------
+def hang_findings(graph, describer: Describer, uses=None, report: str | None = None) -> list:
+    """One finding for the waits that never ran (see the module docstring); ``report``: the
+    scheduler's deadlock report, kept in the finding's details."""
+    uses = notify_uses(graph) if uses is None else uses
+    d = describer
+    stuck = []
+    for n, records, waits in uses.values():
+        for w in waits:
+            if not w.ran and w.e.state != "skipped":
+                stuck.append((w, n, records, waits))
+    if not stuck:
+        return []
+    stuck.sort(key=lambda s: s[0].seq)
+    blocked_by = _stream_blockers(graph)
+    lines = []
+    waits_for = {}
+    for w, n, records, waits in stuck:
+        lines.append(f"{d.entry(w.e)} waits for {_name(n)}: {_why(w, n, records, waits, d, blocked_by, waits_for)}")
+    cycle = _cycle([s[0] for s in stuck], waits_for)
+    if cycle:
+        lines.append("wait-for cycle: " + " -> ".join(f"{d.who(x.e)} waits at {d.where(x.e)}" for x in cycle)
+                     + f" -> back to {d.who(cycle[0].e)}")
+    key = (HANG, tuple(sorted({d.where(s[0].e) for s in stuck})))
+    title = f"{len(stuck)} wait(s) can never be satisfied"
+    return [Finding(HANG, title, lines, tuple(s[0].seq for s in stuck), key,
+                    {"waits": [s[0].seq for s in stuck], "scheduler_report": report})]
+
+
+def _stream_blockers(graph) -> dict:
+    """stream handle -> the first task of it that never ran and was not skipped (where it stuck)."""
+    out = {}
+    steps = graph._steps
+    for e in graph._entries:
+        if e.entry == "task" and steps.get(e.seq, 0) <= 0 and e.state != "skipped":
+            out.setdefault(e.stream.handle, e)
+    return out
+
+
+def _why(w, n, records, waits, d, blocked_by, waits_for) -> str:
+    if not records:
+        return "nobody ever records it"
+    parts = []
+    pending = [r for r in records if not r.ran]
+    for r in pending[:3]:
+        if r.e.entry == "task":
+            head = blocked_by.get(r.e.stream.handle)
+            if head is not None and head is not r.e and head.seq < r.seq:
+                what = f"{head.kind} at {d.where(head)}"
+                if getattr(head, "waits", False):
+                    what += f" (waiting for {_name(head.notify)})"
+                    waits_for.setdefault(w.seq, head.seq)
+                parts.append(f"the record at {d.where(r.e)} never ran: {d.who(r.e)} was stuck at {what}")
+            elif r.e.state == "skipped":
+                parts.append(f"the record at {d.where(r.e)} was skipped (its stream failed or was destroyed first)")
+            else:
+                parts.append(f"the record at {d.where(r.e)} never ran")
+        else:
+            parts.append(f"the record at {d.where(r.e)} failed")
+    ran = [r for r in records if r.ran]
+    if ran:
+        takers = [x for x in waits if x.ran]
+        parts.append(f"its {len(ran)} record(s) that ran were consumed by {len(takers)} other wait(s)"
+                     + (f" (the last at {d.where(takers[-1].e)})" if takers else "")
+                     + (" or lost" if len(ran) > len(takers) else ""))
+    return "; ".join(parts) if parts else "its records never ran"
+
+
+def _cycle(stuck, waits_for):
+    by_seq = {w.seq: w for w in stuck}
+    for start in stuck:
+        path, seen = [start], {start.seq}
+        cur = start.seq
+        while True:
+            nxt = waits_for.get(cur)
+            if nxt is None or nxt not in by_seq:
+                break
+            if nxt in seen:
+                i = next(k for k, x in enumerate(path) if x.seq == nxt)
+                return path[i:]
+            path.append(by_seq[nxt])
+            seen.add(nxt)
+            cur = nxt
+    return None
+
+
+__all__ = ["notify_findings", "notify_queries", "hang_findings", "notify_uses"]

@@ -1,0 +1,225 @@
+"""``pyhcomm.verify.check(fn, nranks, ...)``: run a program under several schedules and report
+every defect the record shows.
+
+Each schedule is a fresh ``pyhcomm.launch`` of ``fn`` on ``nranks`` ranks, in a Sim of its own on
+the cooperative scheduler, whose choices a policy of :mod:`.explore` makes; the record of the run
+is then analysed (:func:`pyhcomm.analysis.analyze`: races, notify checks, hangs, work never waited
+for) and a rank that failed is a finding too. The same defect found in several schedules is
+reported once, with the first schedule that found it and a command that replays it.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import sys
+import time
+
+from ..analysis import analyze
+from ..analysis.findings import ERROR, HANG, Finding
+from ..errors import HcclDeadlockError
+from .explore import DEFAULT_DEPTH, Explorer, parse
+
+
+class VerificationError(AssertionError):
+    """The verifier found defects; ``.report`` holds them (:class:`Report`)."""
+
+    def __init__(self, report: "Report"):
+        self.report = report
+        super().__init__(report.text())
+
+
+class Report:
+    """What :func:`check` found: ``findings`` (each defect once), the ``schedules`` run, whether
+    a bounded exhaustive exploration was ``complete``."""
+
+    def __init__(self, program: str = "", nranks: int = 0, product: str = ""):
+        self.program, self.nranks, self.product = program, nranks, product
+        self.findings: list = []
+        self.schedules: list = []       # (token, findings in that run, seconds)
+        self.complete = False
+        self._keys: dict = {}
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def __bool__(self):
+        return self.ok
+
+    def kinds(self) -> set:
+        return {f.kind for f in self.findings}
+
+    def add(self, findings, token: str, replay) -> int:
+        """Merge one run's findings; returns how many were new."""
+        new = 0
+        for f in findings:
+            seen = self._keys.get(f.key)
+            if seen is not None:
+                continue
+            if token is not None:       # None: keep what another report said
+                f.schedule = token
+                f.replay = replay(token) if replay is not None else None
+            self._keys[f.key] = f
+            self.findings.append(f)
+            new += 1
+        return new
+
+    def text(self) -> str:
+        head = (f"pyhcomm verify: {self.program}" + (f" on {self.nranks} rank(s)" if self.nranks else "")
+                + f", {self.product}: {len(self.schedules)} schedule(s)"
+                + (" (all of the bound)" if self.complete else "") + ", ")
+        if not self.findings:
+            return head + "no findings"
+        out = [head + f"{len(self.findings)} finding(s)"]
+        for k, f in enumerate(self.findings, 1):
+            out.append(f"[{k}] " + f.text())
+        return "\n".join(out)
+
+    __str__ = text
+
+    def to_json(self) -> dict:
+        return {"program": self.program, "ranks": self.nranks, "product": self.product,
+                "schedules": [{"schedule": t, "findings": n, "seconds": round(s, 3)} for t, n, s in self.schedules],
+                "complete": self.complete, "findings": [f.to_json() for f in self.findings]}
+
+    def write_json(self, path) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_json(), f, indent=1)
+            f.write("\n")
+
+    def raise_for_findings(self) -> None:
+        """Raise :class:`VerificationError` when there is a finding."""
+        if self.findings:
+            raise VerificationError(self)
+
+
+def run_findings(sim, error=None, races: bool = True) -> list:
+    """The findings of one finished run: its record's (hangs, races, notifies, work never waited
+    for), and the failure of a rank (``error``: what ``launch`` raised) unless it is the hang."""
+    found = analyze(sim, races=races, deadlock_report=sim.scheduler.last_deadlock)
+    if error is not None:
+        found += error_findings(error, found)
+    return found
+
+
+def error_findings(error, found) -> list:
+    """A finding for a rank that failed (an exception in its program, a launch timeout)."""
+    cause = error.__cause__ if error.__cause__ is not None else error
+    hang = any(f.kind == HANG for f in found)
+    if hang and (isinstance(cause, HcclDeadlockError) or "deadlock" in str(cause)):
+        return []
+    rank = getattr(error, "rank", None)
+    where = _user_frame(cause)
+    text = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    who = f"rank {rank}" if rank is not None else "the run"
+    lines = [f"at {where}"] if where else []
+    if STUCK_TEXT in str(cause):    # a host call (communicator init, channel connect) that could never complete
+        kind, title = HANG, f"{who} is stuck: {text}"
+        lines.append("every other rank had ended or was blocked too: nothing could ever complete the call")
+    else:
+        kind, title = ERROR, f"{who} failed: {type(cause).__name__}: {text}"
+        if hang:
+            lines.append("(after the hang above: the blocked call returned an error)")
+    key = (kind, type(cause).__name__, where)
+    return [Finding(kind, title, lines, (), key, {"rank": rank, "exception": type(cause).__name__,
+                                                  "message": str(cause), "where": where})]
+
+
+#: What a blocking host call says when the world can never complete it (HCCL_E_TIMEOUT at once).
+STUCK_TEXT = "no other rank can run any more"
+
+
+def _user_frame(exc):
+    """``file:line`` of the innermost frame outside pyhcomm in ``exc``'s traceback."""
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tb, where = exc.__traceback__, None
+    while tb is not None:
+        f = tb.tb_frame.f_code.co_filename
+        if not os.path.abspath(f).startswith(pkg):
+            where = f"{f}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
+
+
+def replay_command(fn, nranks: int, product=None, data: bool = True, script=None):
+    """A function ``token -> the command that replays that schedule`` (``nranks`` 0: a whole
+    ``script`` run as a program)."""
+    opts = (f" --ranks {nranks}" if nranks else "") + (f' --product "{product}"' if product else "")
+    opts += "" if data else " --data off"
+    if script is not None:
+        return lambda token: f"python -m pyhcomm verify {script}{opts} --replay {token}"
+    path = inspect.getsourcefile(fn) if callable(fn) else None
+    name = getattr(fn, "__qualname__", "")
+    if path and name and "." not in name and "<" not in name:
+        return lambda token: f"python -m pyhcomm verify {path} --function {name}{opts} --replay {token}"
+    return lambda token: f"pyhcomm.verify.check({name or 'fn'}, {nranks}, replay={token!r})"
+
+
+def check(fn, nranks: int, *args, product=None, schedules: int = 8, strategy: str = "auto", data: bool = True,
+          timeout: float | None = 120.0, depth: int = DEFAULT_DEPTH, bound: int = 2, scheduler: str = "coop",
+          replay: str | None = None, races: bool = True, stop_at_first: bool = False, stop_when=None,
+          seed: int = 1, script=None, **kwargs) -> Report:
+    """Run ``fn(comm, *args, **kwargs)`` on ``nranks`` ranks under ``schedules`` schedules and
+    return a :class:`Report` of every defect found (each once). Blocks.
+
+    Args:
+        product: the product to simulate (default: the current one).
+        schedules: how many schedules at most (``replay`` runs exactly one).
+        strategy: ``auto``, ``random``, ``pct``, ``dfs`` (see :class:`.explore.Explorer`).
+        data: False: data-less (ranges checked, no byte moves: what the checks need).
+        timeout: seconds per run (a run that never ends is a finding).
+        depth: PCT's depth; bound: dfs's number of deviations from the default schedule.
+        scheduler: ``coop`` (explored) or ``threaded`` (one run: OS threads choose).
+        replay: a schedule token (``fifo``, ``random:7``, ``pct:3:5:120``, ``dfs:0.2``) to run alone.
+        races: False skips the race detector (faster: notify checks and hangs only).
+        stop_at_first: stop after the first schedule with a finding.
+        stop_when: ``stop_when(report)`` true after a schedule: stop there.
+    """
+    from .env import session
+    from .. import sim as sim_mod
+    from ..spmd import LaunchTimeout, RankError, launch
+    parent = sim_mod.current_sim()
+    if product is None and parent.runtime.product_chosen:
+        product = parent.runtime.product.name
+    name = getattr(fn, "__qualname__", repr(fn)) if script is None else script
+    report = Report(name, nranks, product or parent.runtime.product.name)
+    replay_of = replay_command(fn, nranks, product, data, script)
+    if scheduler != "coop":
+        schedules, replay = 1, None
+    explorer = Explorer(strategy, depth, bound, seed)
+    token = replay or explorer.first()
+    for _ in range(max(1, schedules)):
+        policy = parse(token) if scheduler == "coop" else None
+        sim = sim_mod.Sim(product=product, scheduler=scheduler, data=data,
+                          product_chosen=product is not None)
+        if policy is not None:
+            sim.scheduler.policy = policy
+        t0 = time.perf_counter()
+        error = None
+        with session():
+            try:
+                launch(fn, nranks, *args, sim=sim, timeout=timeout, **kwargs)
+            except (RankError, LaunchTimeout) as exc:
+                error = exc
+        found = run_findings(sim, error, races)
+        label = token if scheduler == "coop" else "threaded"
+        report.add(found, label, replay_of if scheduler == "coop" else None)
+        report.schedules.append((label, len(found), time.perf_counter() - t0))
+        del sim
+        if replay or (stop_at_first and report.findings) or (stop_when is not None and stop_when(report)):
+            break
+        if policy is not None:
+            explorer.after(policy)
+        token = explorer.next_token()
+        if token is None:
+            report.complete = True
+            break
+    return report
+
+
+def print_report(report: Report, stream=None) -> None:
+    print(report.text(), file=stream or sys.stderr)
+
+
+__all__ = ["check", "Report", "VerificationError", "run_findings", "replay_command"]

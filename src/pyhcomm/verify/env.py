@@ -1,0 +1,92 @@
+"""Checking any run: the hooks the verifier installs into ``pyhcomm.launch``, and
+``PYHCOMM_VERIFY=1``.
+
+A *session* (:func:`session`) collects the launches that end while it is open, and can give each
+new launch a scheduling policy (schedule exploration of a whole script). Without a session and
+with ``PYHCOMM_VERIFY=1`` (read by the launch's Sim), every launch is checked when it ends: its
+findings are printed to stderr and raised as :class:`~pyhcomm.verify.check.VerificationError`;
+the process's default simulation (programs that do not use ``launch``) is checked at exit, and
+findings there make the exit status 1.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from contextlib import contextmanager
+
+from .. import spmd
+
+
+class Session:
+    """The launches that ended while it was open: ``[(sim, the error launch raised or None)]``."""
+
+    def __init__(self, policy=None):
+        self.launches: list = []
+        self.policy = policy        # callable -> a policy for each new launch (cooperative only)
+
+
+_sessions: list = []
+
+
+@contextmanager
+def session(policy=None):
+    """Collect the launches that end inside the ``with`` (see :class:`Session`)."""
+    s = Session(policy)
+    _sessions.append(s)
+    try:
+        yield s
+    finally:
+        _sessions.remove(s)
+
+
+def _on_start(sim) -> None:
+    s = _sessions[-1] if _sessions else None
+    if s is not None and s.policy is not None and sim.scheduler.name == "coop":
+        sim.scheduler.policy = s.policy()
+
+
+def _on_end(sim, error) -> None:
+    if _sessions:
+        _sessions[-1].launches.append((sim, error))
+        return
+    if sim.config.verify:
+        _check_now(sim, error, "pyhcomm.launch")
+
+
+def _check_now(sim, error, what: str) -> None:
+    from .check import Report, VerificationError, run_findings
+    found = run_findings(sim, error)
+    if not found:
+        return
+    report = Report(what, 0, sim.product.name)
+    report.add(found, "this run", None)
+    report.schedules.append(("this run", len(found), 0.0))
+    print(report.text(), file=sys.stderr)
+    raise VerificationError(report) from error
+
+
+def _at_exit() -> None:
+    from .. import sim as sim_mod
+    sim = sim_mod.current_sim()
+    if not sim.config.verify or not len(sim.record) and not sim.record.host_effects():
+        return
+    try:
+        _check_now(sim, None, "the default simulation")
+    except AssertionError:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+
+
+def install() -> None:
+    """Install the launch hooks (once)."""
+    if _on_start not in spmd.start_hooks:
+        spmd.start_hooks.append(_on_start)
+        spmd.end_hooks.append(_on_end)
+        atexit.register(_at_exit)
+
+
+install()
+
+__all__ = ["session", "Session", "install"]

@@ -1,0 +1,103 @@
+"""Programs the verifier tests run: every collective of the library, correct (zero findings
+expected), as ``pyhcomm.launch`` rank bodies.
+
+``collective(op, count)`` is a rank body that stages ``count`` floats per rank with
+``aclrtMemcpy``, calls the collective ``op`` on a stream of its own, synchronizes the stream and
+reads the result back with ``aclrtMemcpy`` (so that the host's accesses are in the record too).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import pyhcomm
+from pyhcomm import acl
+from pyhcomm.collectives import allgather_ring, ring_peers, run
+
+F32 = pyhcomm.HcclDataType.HCCL_DATA_TYPE_FP32
+SUM = pyhcomm.HcclReduceOp.HCCL_REDUCE_SUM
+H2D, D2H = pyhcomm.ACL_MEMCPY_HOST_TO_DEVICE, pyhcomm.ACL_MEMCPY_DEVICE_TO_HOST
+NOT_SUPPORT = pyhcomm.HcclResult.HCCL_E_NOT_SUPPORT
+#: Products whose collectives run (every product of the catalogue has them, at least host-side).
+PRODUCTS = [p.name for p in pyhcomm.PRODUCTS]
+
+
+def _v_counts(n: int, count: int) -> list:
+    return [count + (r % 3) for r in range(n)]
+
+
+def _call(op, comm, stream, send, recv, count):
+    """Issue collective ``op``; returns its code."""
+    n, me, h = comm.size, comm.rank, comm.handle
+    if op == "allgather":
+        return pyhcomm.HcclAllGather(send, recv, count, F32, h, stream)
+    if op == "allreduce":
+        return pyhcomm.HcclAllReduce(send, recv, count, F32, SUM, h, stream)
+    if op == "reduce_scatter":
+        return pyhcomm.HcclReduceScatter(send, recv, count, F32, SUM, h, stream)
+    if op == "broadcast":
+        return pyhcomm.HcclBroadcast(send, count, F32, 0, h, stream)
+    if op == "reduce":
+        return pyhcomm.HcclReduce(send, recv, count, F32, SUM, 0, h, stream)
+    if op == "scatter":
+        return pyhcomm.HcclScatter(send, recv, count, F32, 0, h, stream)
+    if op == "alltoall":
+        return pyhcomm.HcclAlltoAll(send, count, F32, recv, count, F32, h, stream)
+    if op == "barrier":
+        return pyhcomm.HcclBarrier(h, stream)
+    if op == "allgatherv":
+        counts = _v_counts(n, count)
+        return pyhcomm.HcclAllGatherV(send, counts[me], recv, counts, [sum(counts[:r]) for r in range(n)], F32, h,
+                                      stream)
+    if op == "reduce_scatterv":
+        counts = _v_counts(n, count)
+        return pyhcomm.HcclReduceScatterV(send, counts, [sum(counts[:r]) for r in range(n)], recv, counts[me], F32,
+                                          SUM, h, stream)
+    if op == "alltoallv":
+        counts = [count] * n
+        displs = [r * count for r in range(n)]
+        return pyhcomm.HcclAlltoAllV(send, counts, displs, F32, recv, counts, displs, F32, h, stream)
+    if op == "sendrecv":        # a chain: 0 -> 1 -> ... -> n-1 (each receives before it sends on)
+        if n == 1:
+            return 0
+        if me > 0:
+            ret = pyhcomm.HcclRecv(recv, count, F32, me - 1, h, stream)
+            if ret:
+                return ret
+        return pyhcomm.HcclSend(send, count, F32, me + 1, h, stream) if me < n - 1 else 0
+    if op == "ring_allgather":     # the library's algorithm through collectives.run (raises)
+        try:
+            run(h, stream, 0, allgather_ring, send, recv, count * 4, peers=ring_peers(me, n))
+        except pyhcomm.HcclError as exc:    # a product without links between its devices
+            return int(exc.code)
+        return 0
+    raise ValueError(op)
+
+
+#: Every collective :func:`collective` knows.
+OPS = ("allgather", "allreduce", "reduce_scatter", "broadcast", "reduce", "scatter", "alltoall", "barrier",
+       "allgatherv", "reduce_scatterv", "alltoallv", "sendrecv", "ring_allgather")
+
+
+def collective(op: str, count: int = 64, calls: int = 1):
+    """A rank body running collective ``op`` ``calls`` times (see the module docstring); returns
+    the code of the first call that failed (0 when all succeeded)."""
+    def body(comm):
+        n, me = comm.size, comm.rank
+        total = 4 * count * n + 64
+        send, _ = acl.rt.malloc(total, 0)
+        recv, _ = acl.rt.malloc(total, 0)
+        x = np.full(total // 4, me + 1, np.float32)
+        assert acl.rt.memcpy(send, total, acl.util.numpy_to_ptr(x), x.nbytes, H2D) == 0
+        stream, _ = acl.rt.create_stream()
+        for _ in range(calls):
+            ret = _call(op, comm, stream, send, recv, count)
+            if ret:
+                acl.rt.destroy_stream(stream)
+                return int(ret)
+        assert acl.rt.synchronize_stream(stream) == 0
+        out = np.zeros(total // 4, np.float32)
+        assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), total, recv, total, D2H) == 0
+        assert acl.rt.destroy_stream(stream) == 0
+        return 0
+    body.__qualname__ = f"collective_{op}"
+    return body
