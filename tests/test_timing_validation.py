@@ -3,7 +3,9 @@
 Every case runs the collective data-less on uniform links (one server, one super pod), replays
 its record and compares the modeled time of the call with the closed form of
 :mod:`pyhcomm.timing.closed_form` under the same cost model: within 5 %. The default set is small
-(CI); ``PYHCOMM_TIMING_SCALE=1`` adds 16..128 ranks and the sizes in between.
+(CI); ``PYHCOMM_TIMING_SCALE=1`` adds 16..128 ranks and the sizes in between;
+``PYHCOMM_TIMING_SCALE=2`` adds 256 ranks (every algorithm, both products; 1 GiB gathered for the
+A3 AllGathers) and a 1024-rank ring AllGather (about 7 GiB of memory and minutes of CPU).
 """
 import os
 
@@ -19,15 +21,21 @@ from pyhcomm.timing.replay import replay
 from timing_cases import ALGORITHMS, modeled
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
-SCALE = os.environ.get("PYHCOMM_TIMING_SCALE") == "1"
+SCALE = int(os.environ.get("PYHCOMM_TIMING_SCALE") or 0)
 
 CASES = [("Atlas 800T A2", alg, n, size) for alg in ALGORITHMS for n in (2, 8) for size in (KIB, MIB, GIB)
          if size < GIB or alg.startswith("ring") or n == 2]
 CASES += [("Atlas A3", alg, 5, size) for alg in ALGORITHMS for size in (KIB, 64 * MIB)]
 CASES += [("Atlas 350", alg, 3, MIB) for alg in ("ring_allreduce", "mesh_allgather")]
-if SCALE:
+# past 65 ranks a mesh runs in groups that pair in different positions (a wavefront of groups)
+CASES += [("Atlas A3", "mesh_allgather", 66, KIB), ("Atlas 800T A2", "mesh_reduce_scatter", 66, MIB)]
+if SCALE >= 1:
     CASES += [(product, alg, n, size) for product in ("Atlas 800T A2", "Atlas A3") for alg in ALGORITHMS
               for n in (16, 32, 64, 128) for size in (KIB, 64 * KIB, MIB, 16 * MIB)]
+if SCALE >= 2:
+    CASES += [(product, alg, 256, KIB) for product in ("Atlas 800T A2", "Atlas A3") for alg in ALGORITHMS]
+    CASES += [("Atlas A3", alg, 256, 4 * MIB) for alg in ("ring_allgather", "mesh_allgather")]   # 1 GiB gathered
+    CASES += [("Atlas A3", "ring_allgather", 1024, KIB)]
 
 
 @pytest.mark.parametrize("product,algorithm,nranks,nbytes", CASES)
