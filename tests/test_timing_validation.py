@@ -100,3 +100,40 @@ def test_concurrent_transfers_share_a_link_or_a_port(product, targets, per_targe
     # the writes start a few microseconds apart (their issue): within 1 % of the factor
     for d in durations:
         assert d / alone == pytest.approx(factor, rel=0.01), (d, alone)
+
+
+# -- published measurements (docs/timing.md, "Against published measurements") -----------------------
+def _modeled_seconds(product, nranks, body, kinds=None):
+    sim = pyhcomm.Sim(Config.from_env().with_values(record_capacity=0), product=product, data=False)
+    pyhcomm.launch(body, nranks, sim=sim)
+    tl = replay(sim)
+    if kinds is None:
+        return max(c.end for c in tl.calls) - min(c.begin for c in tl.calls)
+    return sum(tl.end[i] - tl.start[i] for i, ev in enumerate(tl.events) if ev.kind in kinds)
+
+
+def test_atlas_800t_a2_within_25_percent_of_flagperfs_measured_bandwidths():
+    """FlagPerf measured, on an Atlas 800T A2: 54.68 GB/s between two NPUs, 24.926 GB/s host to
+    device. The model: a 1 GiB HcclSend/HcclRecv pair and a 1 GiB aclrtMemcpyAsync H2D."""
+    n = GIB
+
+    def p2p(comm):
+        buf, _ = acl.rt.malloc(n, 0)
+        stream, _ = acl.rt.create_stream()
+        if comm.rank == 0:
+            assert pyhcomm.HcclSend(buf, n // 4, 4, 1, comm.handle, stream) == 0
+        else:
+            assert pyhcomm.HcclRecv(buf, n // 4, 4, 0, comm.handle, stream) == 0
+        acl.rt.synchronize_stream(stream)
+
+    def h2d(comm):
+        dev, _ = acl.rt.malloc(n, 0)
+        host, _ = acl.rt.malloc_host(n)
+        stream, _ = acl.rt.create_stream()
+        acl.rt.memcpy_async(dev, n, host, n, 1, stream)
+        acl.rt.synchronize_stream(stream)
+
+    p2p_gbs = n / _modeled_seconds("Atlas 800T A2", 2, p2p) / 1e9
+    h2d_gbs = n / _modeled_seconds("Atlas 800T A2", 1, h2d, {"MemcpyAsync"}) / 1e9
+    assert p2p_gbs == pytest.approx(54.68, rel=0.25) and p2p_gbs < 56.0    # below the link: staging costs
+    assert h2d_gbs == pytest.approx(24.926, rel=0.25)
