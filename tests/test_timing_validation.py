@@ -38,6 +38,7 @@ if SCALE >= 2:
     CASES += [("Atlas A3", "ring_allgather", 1024, KIB)]
 
 
+@pytest.mark.timeout(3600 if SCALE else 300)     # a 128-rank A3 mesh of 16 MiB takes minutes of CPU
 @pytest.mark.parametrize("product,algorithm,nranks,nbytes", CASES)
 def test_replay_within_5_percent_of_the_closed_form(product, algorithm, nranks, nbytes):
     seconds, closed, tl = modeled(product, algorithm, nranks, nbytes)
