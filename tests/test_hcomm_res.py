@@ -122,7 +122,7 @@ def test_memory_registered_exported_and_imported():
     assert ret == 0 and desc and length > 0
     ret, remote = pyhcomm.HcommMemImport(eps[1], desc, length)
     assert ret == 0 and (remote.type, remote.addr, remote.size) == (pyhcomm.COMM_MEM_TYPE_DEVICE, buf, 4096)
-    assert pyhcomm.HcommMemImport(eps[1], desc, length - 1) == (R.HCCL_E_PARA, None)
+    assert pyhcomm.HcommMemImport(eps[1], desc, length - 1) == (R.HCCL_E_PARA, pyhcomm.CommMem())
     assert pyhcomm.HcommMemUnimport(eps[1], desc, length) == 0
     assert pyhcomm.HcommMemUnimport(eps[1], desc, length) == R.HCCL_E_NOT_FOUND
     assert pyhcomm.HcommMemUnreg(eps[0], h) == 0

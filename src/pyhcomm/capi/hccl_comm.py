@@ -23,7 +23,7 @@ __all__ = ["HcclGetRootInfo", "HcclCommInitRootInfo", "HcclCommInitClusterInfo",
            "HcclGetRankSize", "HcclGetRankId", "HcclGetCommName", "HcclGetErrorString", "HcclRootInfo"]
 
 
-@c_api(None)
+@c_api(HcclRootInfo)
 def HcclGetRootInfo():
     """``ret, rootInfo = HcclGetRootInfo()``: a new root, an :class:`HcclRootInfo` to hand to
     every rank's ``HcclCommInitRootInfo`` (its ``internal`` bytes name the root)."""
@@ -128,7 +128,7 @@ def HcclCommInitClusterInfoConfig(clusterInfo, rank, config):  # noqa: N803
     return _joined(_comm.init_cluster_info(clusterInfo, rank, settings, api, wait=not _group.active()), api)
 
 
-@c_api(None)
+@c_api(HcclRootInfo)
 def HcclGetRootInfoScalable():
     """``ret, rootInfo``: one root of a scalable init (several roots share the ranks' rendezvous)."""
     return HcclRootInfo(internal=_comm.get_root_info())
