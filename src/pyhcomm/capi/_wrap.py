@@ -33,8 +33,8 @@ def c_api(*fail_outputs, quiet=()):
 
     The wrapper returns ``ret`` alone when ``fail_outputs`` is empty, else ``(ret, *outputs)``;
     on failure the outputs are ``fail_outputs``, fresh per call (a class is instantiated, as a
-    binding returns its default-constructed struct; a list is copied); a failure whose code is in ``quiet`` is logged at
-    INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``.
+    binding returns its default-constructed struct; a list is copied); a failure whose code is in
+    ``quiet`` is logged at INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``.
     """
 
     def deco(impl):
