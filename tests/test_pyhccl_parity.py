@@ -10,9 +10,12 @@ The return shape is checked by calling each function in a fresh Sim with NULL / 
 with arguments of the annotated types: a call answers with its code and its outputs, each of the
 annotated type, instead of raising or hanging.
 """
+import fnmatch
 import inspect
 import json
+import logging
 import pathlib
+import re
 import reprlib
 
 import pytest
@@ -157,3 +160,32 @@ def test_failure_outputs_are_fresh():
     assert ret == pyhcomm.HCCL_E_PTR and mem == pyhcomm.CommMem()
     mem.size = 64
     assert pyhcomm.HcommMemImport(0, 0, 0)[1] == pyhcomm.CommMem()
+
+
+def _readme_not_modelled() -> set:
+    """The pyhccl functions README's "not modeled" table names (a ``*`` pattern expanded)."""
+    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| calls | why |", 1)[1].split("\n\n", 1)[0]
+    names = set()
+    for row in table.splitlines()[2:]:
+        for pattern in re.findall(r"`([^`]+)`", row.split("|")[1]):
+            found = {n for n in API["functions"] if fnmatch.fnmatchcase(n, pattern)}
+            assert found, f"README's not-modeled table names {pattern}, which pyhccl does not have"
+            names |= found
+    return names
+
+
+def test_readme_lists_exactly_the_calls_that_are_not_modelled():
+    from pyhcomm.capi import not_modeled
+    assert _readme_not_modelled() == set(not_modeled.CALLS)
+
+
+@pytest.mark.parametrize("name", sorted(_readme_not_modelled()))
+def test_a_call_not_modelled_returns_not_support_and_logs_why(name, caplog):
+    from pyhcomm.capi import not_modeled
+    pyhcomm.reset()
+    with caplog.at_level(logging.ERROR, logger="pyhcomm"):
+        result = getattr(pyhcomm, name)(*_typed_args(API["functions"][name]["params"]))
+    code = result[0] if isinstance(result, tuple) else result
+    assert code == pyhcomm.HCCL_E_NOT_SUPPORT
+    assert f"{name}: {not_modeled.CALLS[name][2]}" in caplog.text
