@@ -77,6 +77,11 @@ def test_load_errors(dev0, tmp_path):
     assert ret == 0
     assert acl.rt.binary_get_function(binary, "no_such_kernel") == (0, E.ACL_ERROR_KERNEL_NOT_FOUND)
     assert acl.rt.binary_get_function(0x1234, "record_kernel") == (0, E.ACL_ERROR_INVALID_PARAM)
+    cpu_mode = [{"type": pyhcomm.ACL_RT_BINARY_LOAD_OPT_CPU_KERNEL_MODE, "value": 0}]
+    assert acl.rt.binary_load_from_file(KERNELS_PY, cpu_mode)[1] == 0
+    assert acl.rt.binary_load_from_file(KERNELS_PY, [{"type": 9, "value": 0}]) == (0, E.ACL_ERROR_INVALID_PARAM)
+    with pytest.raises(TypeError, match="options must be a list"):
+        acl.rt.binary_load_from_file(KERNELS_PY, 3)
 
 
 def test_launch_argument_errors(dev0):
