@@ -107,10 +107,11 @@ def test_args_from_host_pointer_arrive_as_bytes(dev0):
     func = _function("record_kernel")
     handle, _ = acl.rt.kernel_args_init(func)
     log = []
-    acl.rt.kernel_args_append(handle, log)
+    first, ret = acl.rt.kernel_args_append(handle, log)
+    assert ret == 0 and first                        # a parameter handle is never NULL
     payload = np.frombuffer(b"opparam!", dtype=np.uint8).copy()
-    _, ret = acl.rt.kernel_args_append(handle, acl.util.numpy_to_ptr(payload), payload.nbytes)
-    assert ret == 0
+    second, ret = acl.rt.kernel_args_append(handle, acl.util.numpy_to_ptr(payload), payload.nbytes)
+    assert ret == 0 and second not in (0, first)
     payload[:] = 0                                   # the bytes were copied at append time
     acl.rt.kernel_args_finalize(handle)
     assert acl.rt.launch_kernel_with_config(func, 1, stream, None, handle, 0) == 0

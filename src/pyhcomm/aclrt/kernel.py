@@ -136,7 +136,9 @@ def _args(handle, api) -> KernelArgs:
 
 
 def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
-    """Append one argument: a Python object, or ``param_size`` bytes copied from host pointer ``param``."""
+    """Append one argument: a Python object, or ``param_size`` bytes copied from host pointer
+    ``param``. Returns the parameter's handle: nonzero, naming the argument list and the position
+    (``args_handle << 16 | position + 1``), as opaque as pyACL's ``aclrtParamHandle``."""
     api = "aclrtKernelArgsAppend"
     args = _args(args_handle, api)
     if args.finalized:
@@ -149,8 +151,10 @@ def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
         except memory.BadRange as why:
             raise _invalid(api, f"param {why}") from None
         param = _sim().backend.to_host(storage, param - alloc.addr, param_size)
+    if len(args.values) >= 0xFFFF:
+        raise _invalid(api, "more than 65534 arguments")
     args.values.append(param)
-    return len(args.values) - 1
+    return (int(args_handle) << 16) | len(args.values)
 
 
 def aclrtKernelArgsFinalize(args_handle) -> None:
