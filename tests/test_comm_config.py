@@ -52,10 +52,10 @@ def test_buffer_size_name_and_timeout_take_effect():
 
 
 def test_config_get_info_bytes():
-    ret, comm = one_rank(config(hcclOpExpansionMode=pyhcomm.HCCL_OP_EXPANSION_MODE_AI_CPU, hcclDeterministic=1,
+    ret, comm = one_rank(config(hcclOpExpansionMode=pyhcomm.HCCL_OP_EXPANSION_MODE_HOST, hcclDeterministic=1,
                                 hcclAlgo="level0:ring"))
     assert ret == 0
-    assert HcclConfigGetInfo(comm, pyhcomm.HCCL_CONFIG_TYPE_OP_EXPANSION_MODE, 4) == (0, bytes(4))
+    assert HcclConfigGetInfo(comm, pyhcomm.HCCL_CONFIG_TYPE_OP_EXPANSION_MODE, 4) == (0, b"\x02\0\0\0")   # HOST
     assert HcclConfigGetInfo(comm, pyhcomm.HCCL_CONFIG_TYPE_DETERMINISTIC, 4) == (0, b"\x01\0\0\0")
     assert HcclConfigGetInfo(comm, pyhcomm.HCCL_CONFIG_TYPE_HCCL_ALGO, 16) == (0, b"level0:ring" + bytes(5))
     assert HcclConfigGetInfo(comm, pyhcomm.HCCL_CONFIG_TYPE_DETERMINISTIC, 8) == (R.HCCL_E_PARA, b"")
