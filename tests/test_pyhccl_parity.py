@@ -189,3 +189,18 @@ def test_a_call_not_modelled_returns_not_support_and_logs_why(name, caplog):
     code = result[0] if isinstance(result, tuple) else result
     assert code == pyhcomm.HCCL_E_NOT_SUPPORT
     assert f"{name}: {not_modeled.CALLS[name][2]}" in caplog.text
+
+
+@pytest.mark.parametrize("name", sorted(n for n, f in API["functions"].items() if any(k == "object" for _, k in f["params"])))
+def test_a_list_argument_given_an_int_is_refused_by_name(name):
+    """pyhccl's ``object`` parameters are lists: an int there is a code or a ``TypeError`` naming
+    the call and the argument, never a bare Python error from inside pyhcomm."""
+    spec = API["functions"][name]
+    pyhcomm.reset()
+    args = [5 if kind == "object" else arg for (_, kind), arg in zip(spec["params"], _null_args(spec["params"]))]
+    try:
+        result = getattr(pyhcomm, name)(*args)
+    except TypeError as exc:
+        assert str(exc).startswith(f"{name}: "), exc
+    else:
+        assert _shape_ok(result, spec["returns"])

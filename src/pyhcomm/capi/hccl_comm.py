@@ -14,6 +14,7 @@ from ..errors import HcclGetErrorString  # noqa: F401  (re-exported: it lives in
 from ..errors import para as _para
 from ..errors import ptr as _ptr
 from ..hccl import comm_config as _cfg
+from ..hccl.args import sequence
 from ..hccl import subcomm as _subcomm
 from ..hccl import comm as _comm
 from ..hccl import comm_state as _state
@@ -141,7 +142,7 @@ def HcclCommInitRootInfoScalable(nRanks, nRoot, rootInfoList, rank, nExtRoot, co
     api = "HcclCommInitRootInfoScalable"
     if rootInfoList is None:
         raise _para(api, "rootInfoList is NULL")
-    roots = list(rootInfoList)
+    roots = sequence(rootInfoList, api, "rootInfoList")
     if isinstance(nRoot, bool) or not isinstance(nRoot, int) or not 1 <= nRoot <= len(roots):
         raise _para(api, f"nRoot {nRoot!r} must be 1..{len(roots)} (the roots given)")
     if isinstance(nExtRoot, bool) or not isinstance(nExtRoot, int) or nExtRoot < 0:
