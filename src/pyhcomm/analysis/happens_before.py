@@ -313,7 +313,8 @@ def _build(source) -> Graph:
     c_stream, c_kend, c_notify, c_prog, c_batch, c_launch = (_CODE[k] for k in (STREAM, KERNEL_END, NOTIFY, PROGRAM,
                                                                                 BATCH, LAUNCH))
     c_fence, c_rdv = _CODE[FENCE], _CODE[RENDEZVOUS]
-    # chains (what the race detector keeps one clock for): a stream, a program, or one NBI transfer
+    # chains (what the race detector keeps one clock for): a stream, a program, or NBI transfers
+    # that fences separate
     chain = g._chain = [0] * n
     chain_ids: dict = {}
     notify_entries = g._notify_entries      # indices of the records and waits, in issue order
@@ -325,6 +326,7 @@ def _build(source) -> Graph:
     kernel_last: dict = {}          # KernelLaunch seq -> index of its kernel's last host effect
     kernel_of = g._kernel_of        # program -> the KernelLaunch seq of its kernel (kernel programs)
     nbi: dict = {}                  # program -> [(index, channel)] posted since its last fence
+    nbi_free: dict = {}             # program -> NBI chains whose transfers a fence completed
     records: dict = {}              # (owner, index) of a notify -> {gen: index}
     waits: list = []                # ((owner, index) of a notify, gen, index)
     behind_kernel: list = []        # (index, KernelLaunch seq): tasks queued behind a kernel
@@ -399,10 +401,20 @@ def _build(source) -> Graph:
         if kernel:
             kernel_of[program] = kernel
         kind = e.kind
-        key = ("nbi", i) if kind in NBI_KINDS else ("program", program)
-        c = chain_ids.get(key)
-        if c is None:
-            c = chain_ids[key] = len(chain_ids)
+        if kind in NBI_KINDS:
+            # an NBI transfer is ordered with nothing its program does until a fence completes it:
+            # a chain of its own, or one whose transfers a fence completed before it was posted
+            free = nbi_free.get(program)
+            if free:
+                c = free.pop()
+            else:
+                c = len(chain_ids)
+                chain_ids[("nbi", i)] = c
+        else:
+            key = ("program", program)
+            c = chain_ids.get(key)
+            if c is None:
+                c = chain_ids[key] = len(chain_ids)
         chain[i] = c
         mine = []
         src = last_he.get(program)
@@ -422,9 +434,12 @@ def _build(source) -> Graph:
                 if posted:
                     ch = _extra(e, "channel")
                     keep = []
+                    free = nbi_free.setdefault(program, [])
                     for j, cj in posted:
                         if ch is None or cj == ch:
                             mine.append(j << sh | c_fence)
+                            if chain[j] not in free:
+                                free.append(chain[j])
                         else:
                             keep.append((j, cj))
                     nbi[program] = keep

@@ -101,7 +101,8 @@ def notify_queries(graph, uses) -> tuple:
             if w is not None:
                 after.setdefault(index[nxt.seq], []).append(index[w.seq])
         for w, nxt in zip(waits, waits[1:]):
-            before.setdefault(index[nxt.seq], []).append(index[w.seq])
+            if w.lane != nxt.lane:      # one stream or program: ordered
+                before.setdefault(index[nxt.seq], []).append(index[w.seq])
     return before, after
 
 
