@@ -116,6 +116,9 @@ class Graph:
         self._chain: list = []          # per entry: its chain (see pyhcomm.analysis.race)
         self._readers: list = []        # per entry: its successors on another chain
         self._notify_entries: list = [] # indices of the notify records and waits
+        #: wait index -> the records after the first one it consumed (coalesced into the bit the first
+        #: one set, so lost: in another schedule the wait runs before them)
+        self._coalesced: dict = {}
         self._kernel_of: dict = {}      # kernel program -> the seq of its KernelLaunch
         self._launcher: dict = {}       # KernelLaunch seq -> the program that queued it
         #: whether the record held every entry (nothing dropped, recording never disabled)
@@ -475,16 +478,21 @@ def _build(source) -> Graph:
             _add(preds, i, j << sh | c_kend)
     # a wait happens after the record whose generation it read, and the records coalesced into it
     waits.sort()
+    coalesced = g._coalesced
     prev_key, prev_gen = None, 0
     for key, gen, i in waits:
         if key != prev_key:
             prev_key, prev_gen = key, 0
         recs = records.get(key, {})
         lo = prev_gen if gen > prev_gen else gen - 1
+        first = True
         for g_ in range(lo + 1, gen + 1):
             j = recs.get(g_)
             if j is not None:
                 _add(preds, i, j << sh | c_notify)
+                if not first:
+                    coalesced.setdefault(i, set()).add(j)
+                first = False
         prev_gen = gen
     # how many successors on another chain each entry has (the race detector keeps its clock for them)
     readers = g._readers = [0] * n

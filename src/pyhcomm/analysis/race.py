@@ -10,6 +10,11 @@ vector clock: one counter per chain, joined with the clock of every predecessor 
 chain. A join with a predecessor the chain already knows (its clock has reached it) is skipped:
 it knew what the predecessor knew (the epoch test of FastTrack).
 
+A wait that consumed several records coalesced into one bit (a lost record) is ordered after the
+first of them only: in another schedule it runs right after that one, before the others, so
+what they order in this run is not ordered for sure (and the races that follow are reported with
+the lost record).
+
 Shadow memory (per byte range, FastTrack): the last write and the reads since it, as entries.
 An access is checked against them: a write against the last write and every read since, a read
 against the last write; a pair that is not ordered is a race (write/write, read/write or
@@ -71,6 +76,21 @@ def _spans(e):
             a, n = span[0], span[1]
             space = _space(span[2]) if len(span) > 2 else 0
             out.append((space, a, a + n, write))
+    return out
+
+
+def _guaranteed(codes, lost, readers, kept) -> list:
+    """A wait's edges without those from the records in ``lost`` (records coalesced into the one it
+    consumed first: another schedule runs the wait before them, so they order nothing for sure)."""
+    out = []
+    for code in codes:
+        j = code >> _SHIFT
+        if j in lost and code & 15 == _NOTIFY_CODE:
+            readers[j] -= 1
+            if not readers[j]:
+                kept.pop(j, None)
+        else:
+            out.append(code)
     return out
 
 
@@ -236,6 +256,7 @@ class RaceDetector:
         shadow = _Shadow()
         cells_of, exact_get = shadow.cells, shadow.exact.get
         before, after = self.queries
+        coalesced = g._coalesced
         unordered = self.unordered
         reported = set()
         last_task = self.last_task
@@ -247,6 +268,8 @@ class RaceDetector:
             c = chain_of[i]
             clock = base[c]
             codes = preds[i]
+            if i in coalesced:
+                codes = _guaranteed(codes, coalesced[i], readers, kept)
             asked = before.get(i)
             if asked and any(chain_of[a] != c for a in asked):
                 codes = self._answer(i, c, clock, codes, asked, kept, chain_of, pos)
