@@ -87,6 +87,21 @@ def test_a_host_read_of_memory_a_queued_task_still_writes_is_a_race():
     assert f"synchronize stream 0x{stream:x}" in text and "before the call" in text
 
 
+def test_a_call_site_names_its_own_file_when_another_file_holds_the_same_code(tmp_path):
+    comm, stream, t = host_setup()
+    src, dst = malloc(64), malloc(64)
+    code = "import pyhcomm\ndef copy(t, dst, src):\n    pyhcomm.HcommLocalCopyOnThread(t, dst, src, 64)\n"
+    where = []
+    for name in ("a.py", "b.py"):                       # equal code objects, two files
+        ns: dict = {}
+        exec(compile(code, str(tmp_path / name), "exec"), ns)
+        ns["copy"](t, dst, src)
+        task = pyhcomm.current_sim().record.entries()[-1]
+        where.append(task.where)
+    assert where == [f"{tmp_path / 'a.py'}:3", f"{tmp_path / 'b.py'}:3"]
+    assert acl.rt.synchronize_stream(stream) == 0
+
+
 def slot_reuse(comm, ack=True):
     """Rank 0 sends two rounds through one slot of rank 1's HCCL buffer (channel notify 0: DATA);
     rank 1 copies each round out and acknowledges it (notify 1: ACK). Rank 0 waits for the ACK
@@ -378,7 +393,7 @@ def test_the_readme_shows_what_the_commands_print(capsys, monkeypatch):
         assert argv[:3] == ["python", "-m", "pyhcomm"]
         assert main(argv[3:]) == 1
         printed = capsys.readouterr().out.splitlines()
-        assert [line for line in shown if line.strip() and line not in printed and line.strip() != "..."] == []
+        assert [line for line in shown if line.strip() and line not in printed and line.strip() != "..."] == [], "\n".join(printed)
 
 
 # -- interfaces --------------------------------------------------------------------------------------------
