@@ -442,6 +442,14 @@ def test_pyhcomm_verify_checks_every_launch(monkeypatch, capsys):
         pyhcomm.launch(racy, 2)
     assert info.value.report.kinds() == {"race"}
     assert "race: read and write" in capsys.readouterr().err
+    with pytest.raises(VerificationError) as info:          # a cooperative run says how to run it again
+        pyhcomm.launch(racy, 2, scheduler="coop", seed=5)
+    (f,) = info.value.report.findings
+    assert f.schedule == "random:5" and f.replay.startswith("run it again with PYHCOMM_SCHEDULER=coop PYHCOMM_SEED=5")
+    assert f.key in {g.key for g in check(racy, 2, replay="random:5").findings}
+    with pytest.raises(VerificationError) as info:
+        pyhcomm.launch(racy, 2, scheduler="threaded")
+    assert info.value.report.findings[0].schedule == "threaded" and info.value.report.findings[0].replay is None
     monkeypatch.setenv("PYHCOMM_VERIFY", "yes please")
     with pytest.raises(ValueError, match="PYHCOMM_VERIFY='yes please' is not valid: expected 0 or 1"):
         pyhcomm.launch(racy, 2)
