@@ -49,33 +49,33 @@ _NO_ACCESS = frozenset(("ThreadNotifyRecord", "ThreadNotifyWait", "AclrtNotifyRe
 
 
 def _spans(e):
-    """``(space, lo, hi, write)`` of everything entry ``e`` reads and writes."""
+    """``((space, lo, hi), write)`` of everything entry ``e`` reads and writes, reads first."""
     kind = e.kind
     if e.entry == "task":
-        if kind == "MemcpyAsync":
-            d, d_off, s, s_off, n, _keep = e.args
-            return ((_space(s), s.addr + s_off, s.addr + s_off + n, False),
-                    (_space(d), d.addr + d_off, d.addr + d_off + n, True))
-        if kind == "MemsetAsync":
-            a, off, _value, n = e.args
-            return ((_space(a), a.addr + off, a.addr + off + n, True),)
         if kind == "LocalCopy":
             s, d, n = e.src_alloc.addr + e.src_off, e.dst_alloc.addr + e.dst_off, e.n
-            return ((0, s, s + n, False), (0, d, d + n, True))
+            return (((0, s, s + n), False), ((0, d, d + n), True))
+        if kind == "MemcpyAsync":
+            d, d_off, s, s_off, n, _keep = e.args
+            return (((_space(s), s.addr + s_off, s.addr + s_off + n), False),
+                    ((_space(d), d.addr + d_off, d.addr + d_off + n), True))
+        if kind == "MemsetAsync":
+            a, off, _value, n = e.args
+            return (((_space(a), a.addr + off, a.addr + off + n), True),)
         reads, writes = e.reads, e.writes
         if len(reads) == 1 and len(writes) == 1:       # most transfers: one source, one destination
             (a, n), = reads
             (b, m), = writes
-            return ((0, a, a + n, False), (0, b, b + m, True))
-        out = [(0, a, a + n, False) for a, n in reads]
-        out += [(0, a, a + n, True) for a, n in writes]
+            return (((0, a, a + n), False), ((0, b, b + m), True))
+        out = [((0, a, a + n), False) for a, n in reads]
+        out += [((0, a, a + n), True) for a, n in writes]
         return out
     out = []
     for spans, write in ((e.reads, False), (e.writes, True)):
         for span in spans:
             a, n = span[0], span[1]
             space = _space(span[2]) if len(span) > 2 else 0
-            out.append((space, a, a + n, write))
+            out.append(((space, a, a + n), write))
     return out
 
 
@@ -322,21 +322,20 @@ class RaceDetector:
                 continue                # nothing touched (a host effect that failed touched nothing)
             # reads first (_spans gives them first): an entry that reads and writes the same bytes
             # (a reduce) is ordered with itself
-            for span in spans:
-                space, lo, hi, write = span
-                cell = exact_get(span[:3])
-                for cell in ((cell,) if cell is not None else cells_of(space, lo, hi)):
+            for key, write in spans:
+                cell = exact_get(key)
+                for cell in ((cell,) if cell is not None else cells_of(*key)):
                     w = cell[2]
                     if w is not None and w != i:
                         cw = chain_of[w]
                         if cw != c and clock[cw] < pos[w]:
-                            self._race(reported, _WW if write else _WR, w, i, space, cell)
+                            self._race(reported, _WW if write else _WR, w, i, key[0], cell)
                     reads = cell[3]
                     if write:
                         if reads:
                             for cr, r in reads.items():
                                 if cr != c and r != i and clock[cr] < pos[r]:
-                                    self._race(reported, _RW, r, i, space, cell)
+                                    self._race(reported, _RW, r, i, key[0], cell)
                         cell[2] = i
                         cell[3] = None
                     elif reads is None:
