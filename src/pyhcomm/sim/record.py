@@ -168,6 +168,11 @@ class Record:
             del self.xlog[:k]
             self._exec_dropped += k
 
+    def step_count(self) -> int:
+        """Execution-log entries so far: the step the latest one got (steps stay absolute when
+        the log is trimmed or cleared)."""
+        return self._exec_dropped + len(self.xlog)
+
     def next_seq(self) -> int:
         """The seq the next entry will get (nothing is taken)."""
         return _peek(self.counter)

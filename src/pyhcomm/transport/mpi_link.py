@@ -162,6 +162,8 @@ class Link:
         self.abort_rank = None         # the rank whose failure began the abort (None: unknown)
         self.abort_remote = False      # the abort began in another process (or with a death)
         self.owners: dict = {}         # process -> the ranks it hosts (for messages)
+        self.gathers: dict = {}        # gather number -> {process: value} (at the gather's root)
+        self.gather_count = 0
         self.idle_spins = 0
         self.idle_since = 0.0
         # global idleness
@@ -246,6 +248,20 @@ class Link:
                     self.sends.append((req, payload))
         if where == BULK and not owned:
             self.wait(req.Test, "a large transfer to be taken")
+
+    def gather(self, value, root: int = 0):
+        """Every process's ``value`` (picklable), in process order, at process ``root``; None in
+        the others, which return at once. Every process calls it, the same number of times."""
+        self.gather_count += 1
+        number = self.gather_count
+        if self.me != root:
+            self.send_ctrl(root, ("gather", number, value))
+            return None
+        got = self.gathers.setdefault(number, {})
+        got[self.me] = value
+        self.wait(lambda: len(got) >= self.nprocs, "every process's part of a gather")
+        del self.gathers[number]
+        return [got[p] for p in range(self.nprocs)]
 
     def request_id(self) -> int:
         self.reqids += 1
@@ -359,6 +375,8 @@ class Link:
             self._on_abort(msg[1], msg[2])
         elif kind == "bye":
             self.byes.add(src)
+        elif kind == "gather":
+            self.gathers.setdefault(msg[1], {})[src] = msg[2]
         elif kind == "exit":
             if src == self.coordinator():
                 self.idle_state = None  # the next coordinator has not heard this process yet
