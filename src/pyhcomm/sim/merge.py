@@ -346,11 +346,11 @@ def merge(sources) -> Record:
     recs = sorted(_parts(sources), key=lambda r: r.process)
     if not recs:
         raise ValueError("merge: no record given")
+    if len(recs) > 1 and any(r.facts is None for r in recs):
+        raise ValueError("merge: records of several Sims must come from the processes of one MPI job")
     procs = [r.process for r in recs]
     if len(set(procs)) != len(procs):
         raise ValueError(f"merge: two records of MPI process {next(p for p in procs if procs.count(p) > 1)}")
-    if len(recs) > 1 and any(r.facts is None for r in recs):
-        raise ValueError("merge: records of several Sims must come from the processes of one MPI job")
     if len(recs) > 1 and procs != list(range(recs[0].processes)):
         missing = sorted(set(range(recs[0].processes)) - set(procs))
         raise ValueError(f"merge: the records of MPI process(es) {missing} are missing")
