@@ -49,6 +49,7 @@ _POLL_MAX = 0.002       # the longest an idle poll sleeps (seconds)
 _SPIN = [50e-6]         # idle for less than this: poll again at once (latency); the link sets it
 _SPIN_ALONE = 1e-3      # ... when the job has no more processes on this machine than cores
 _YIELD = 2e-3           # ... less than this: give the core away, then poll (other processes run)
+_REPORT_IDLE = 1e-3     # idle this long: report it to the coordinator of the hang detection
 
 _link = None
 _link_lock = threading.Lock()
@@ -551,12 +552,15 @@ class Link:
             self.used_verdict = self.verdict[0]
             self.idle_state = None      # report again: a later hang is a new detection
             return True
-        counts = (self.sent, self.received)
-        if self.idle_state != counts:
-            self.idle_state = counts
-            self.send_ctrl(self.coordinator(), ("state", counts), counted=False, fence=False)
-        if self.pending_confirm is not None:
-            self._answer_confirm(True)
+        if self.idle_spins and time.monotonic() - self.idle_since >= _REPORT_IDLE:
+            # idle a while: tell the coordinator (not at every pause of a busy exchange, where the
+            # reports and the waves they start would cost each round trip a round trip more)
+            counts = (self.sent, self.received)
+            if self.idle_state != counts:
+                self.idle_state = counts
+                self.send_ctrl(self.coordinator(), ("state", counts), counted=False, fence=False)
+            if self.pending_confirm is not None:
+                self._answer_confirm(True)
         self.poll_pause()
         return False
 
