@@ -125,18 +125,19 @@ class MemoryRef:
 
 class NotifyRef:
     """A notify: ``owner`` and ``index`` (how its rank names it); ``process`` holds it, ``end`` is the
-    transport's id of the channel end it belongs to when it was recorded from another process."""
+    transport's id of the channel end it belongs to when it was recorded from another process;
+    ``counting``: it counts records (``pyhcomm.set_notify_counting``) instead of holding one bit."""
 
-    __slots__ = ("owner", "index", "process", "end")
+    __slots__ = ("owner", "index", "process", "end", "counting")
 
-    def __init__(self, owner, index, process=0, end=None):
-        self.owner, self.index, self.process, self.end = owner, index, process, end
+    def __init__(self, owner, index, process=0, end=None, counting=False):
+        self.owner, self.index, self.process, self.end, self.counting = owner, index, process, end, counting
 
     def __getstate__(self):
-        return (self.owner, self.index, self.process, self.end)
+        return (self.owner, self.index, self.process, self.end, self.counting)
 
     def __setstate__(self, state):
-        self.owner, self.index, self.process, self.end = state
+        self.owner, self.index, self.process, self.end, self.counting = state
 
     def __eq__(self, other):
         return isinstance(other, NotifyRef) and (other.owner, other.index) == (self.owner, self.index)
@@ -212,16 +213,20 @@ class _Porter:
         from .memory import Allocation
         from .notify import Notify
         from .stream import Stream
+        if isinstance(v, type):     # a class (a data type): pickled by name
+            return v
         if isinstance(v, Allocation):
             return MemoryRef(v.addr, v.size, v.device, v.kind, v.owner, v.freed)
         if isinstance(v, Stream):
             return StreamRef(v.handle, v.device, v.label, v.destroyed)
         if isinstance(v, Notify):
-            return NotifyRef(v.owner, v.index, self.process)
-        peer = getattr(v, "peer", None)
-        if hasattr(v, "owner") and hasattr(v, "index") and hasattr(peer, "end"):   # a RemoteNotify
-            process = peer.end >> 32 if self.mpi else self.process
-            return NotifyRef(v.owner, v.index, process, peer.end)
+            return NotifyRef(v.owner, v.index, self.process, None, v.counting)
+        if hasattr(v, "owner") and hasattr(v, "index"):     # a notify named as a value (RemoteNotify)
+            peer = getattr(v, "peer", None)
+            end = getattr(peer, "end", None)
+            if end is None:
+                return NotifyRef(v.owner, v.index, self.process)
+            return NotifyRef(v.owner, v.index, end >> 32 if self.mpi else self.process, end)
         if isinstance(v, int):      # IntEnum and other int subclasses
             return int(v)
         return None                 # functions, arrays, tasks, peers: nothing a reader of the record uses
@@ -482,7 +487,7 @@ def _interleave(parts, items, meetings, item_program, need_of, deps, emit, emit_
         lst.sort(key=lambda x: (x[0], x[1]))
         fronts[key] = deque((seq, m) for seq, _i, m in lst)
     done = set()
-    pending = needs
+    pending = {id(m): (m, need) for m, need in needs}    # in the order of ``meetings``
 
     def blocked(k, i) -> bool:
         q = fronts.get((k, item_program(k, i)))
@@ -510,6 +515,9 @@ def _interleave(parts, items, meetings, item_program, need_of, deps, emit, emit_
             q = fronts[(pindex[part.p], program)]
             if q and q[0][1] is m:
                 q.popleft()
+            else:       # a meeting emitted out of turn (see below)
+                for x in [x for x in q if x[1] is m]:
+                    q.remove(x)
 
     total = sum(len(x) for x in items)
     emitted = 0
@@ -522,22 +530,20 @@ def _interleave(parts, items, meetings, item_program, need_of, deps, emit, emit_
                 ptr[k] += 1
                 emitted += 1
                 progressed = True
-            if pending:
-                still = []
-                for m, need in pending:
-                    if meeting_ready(m, need):
+            if pending:     # a meeting can go only when it is first in its every member's queue
+                for key in {id(q[0][1]) for q in fronts.values() if q}:
+                    m, need = pending.get(key, (None, None))
+                    if m is not None and meeting_ready(m, need):
                         emit_meeting(m)
                         release(m)
+                        del pending[key]
                         progressed = True
-                    else:
-                        still.append((m, need))
-                pending = still
         if progressed:
             continue
         # nothing can go on: the records do not say enough (recording disabled meanwhile, a join
         # that did not wait): go on with the earliest meeting, or the first waiting item
         if pending:
-            m, _need = pending.pop(0)
+            m, _need = pending.pop(next(iter(pending)))
             emit_meeting(m)
             release(m)
             continue
@@ -581,6 +587,7 @@ def _build(parts, meetings, dropped) -> Record:
         entries_new[(part.p, part.entries[i].seq)] = e
     for m in meetings:
         m.entry = _rendezvous_entry(m)
+    _spread_counting(entries_new.values())
 
     # -- the merged execution order ---------------------------------------------------------------
     for part in parts:
@@ -650,7 +657,7 @@ def _owner(part, n, owners) -> NotifyRef:
             lambda mo: f"0x{int(mo.group(0), 16) + off:x}" if _is_handle(int(mo.group(0), 16)) else mo.group(0),
             n.owner)
         owners[key] = text
-    return NotifyRef(text, n.index, proc, n.end)
+    return NotifyRef(text, n.index, proc, n.end, n.counting)
 
 
 def _renumbered(part: _Part, i: int, owners) -> Entry:
@@ -705,6 +712,16 @@ def _renumbered(part: _Part, i: int, owners) -> Entry:
             extra["programs"] = tuple(_prog(part, q) for q in extra["programs"])
         f["extra"] = extra
     return Entry(f)
+
+
+def _spread_counting(entries) -> None:
+    """A notify that counts is known as one in the process that holds it: tell the records other
+    processes sent it."""
+    refs = [n for n in map(_notify_of, entries) if n is not None]
+    counting = {(n.owner, n.index) for n in refs if n.counting}
+    for n in refs:
+        if (n.owner, n.index) in counting:
+            n.counting = True
 
 
 def _rendezvous_entry(m: _Meeting) -> Entry:

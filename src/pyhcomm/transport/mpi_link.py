@@ -55,13 +55,15 @@ _link = None
 _link_lock = threading.Lock()
 
 
-def _pause(idle: float) -> None:
+def _pause(idle: float, busy: bool = False) -> None:
     """Wait before polling again, ``idle`` seconds into a wait: not at all (longer when every
     process of the job on this machine has a core), then yielding the core, then sleeping up to
-    ``_POLL_MAX`` (a tenth of the time idle so far)."""
+    ``_POLL_MAX`` (a tenth of the time idle so far). ``busy``: MPI is moving a payload of this
+    process (it copies a large message through shared memory in pieces, each one when this
+    process calls into MPI): never sleep."""
     if idle < _SPIN[0]:
         return
-    if idle < _YIELD:
+    if busy or idle < _YIELD:
         os.sched_yield()
         return
     time.sleep(min(_POLL_MAX, idle / 10))
@@ -248,7 +250,7 @@ class Link:
                 if owned:
                     self.sends.append((req, payload))
         if where == BULK and not owned:
-            self.wait(req.Test, "a large transfer to be taken")
+            self.wait(req.Test, "a large transfer to be taken", busy=True)
 
     def gather(self, value, root: int = 0):
         """Every process's ``value`` (picklable), in process order, at process ``root``; None in
@@ -399,9 +401,9 @@ class Link:
         if self.abort_reason is not None:
             raise LinkError(self.abort_reason)
 
-    def wait(self, done, what: str) -> None:
+    def wait(self, done, what: str, busy: bool = False) -> None:
         """Serve messages until ``done()`` holds (a transfer's answer); raises :class:`LinkError`
-        when the job is aborted or a process dies first."""
+        when the job is aborted or a process dies first. ``busy``: see :func:`_pause`."""
         since = None
         while not done():
             if self.serve():
@@ -411,7 +413,7 @@ class Link:
             now = time.monotonic()
             if since is None:
                 since = now
-            _pause(now - since)
+            _pause(now - since, busy)
 
     def poll_pause(self) -> None:
         """An idle caller's pause (see :func:`_pause`), by how long this process has been idle."""
