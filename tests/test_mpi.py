@@ -2,7 +2,10 @@
 
 The same rank bodies (tests/mpi_cases.py) run in one process and as one MPI process per rank
 (``pyhcomm.launch(..., mpi=True)`` starts ``mpiexec``); every output buffer must hold the same
-bytes. HCCL's example ports run as HCCL's MPI examples do (root info broadcast with
+bytes. One-sided writes, reads and reduces, registered memory, 1-bit remote notifies, NBI transfers and
+fences give the same bytes (tests/mpi_cases.py ``one_sided``, ``nbi_fence``); the processes'
+records merge into one that the verifier and the timing replay read as one process's.
+HCCL's example ports run as HCCL's MPI examples do (root info broadcast with
 ``comm.bcast``, tests/mpi_worker.py), the seed examples under ``mpiexec`` print what they print
 alone, a join another process refuses fails at once with HCCL_E_PARA. Failures: a rank that raises, a process that dies and a hang across processes are each
 reported, naming the rank, in every process, and leave no shared memory behind.
@@ -114,6 +117,22 @@ def test_every_collective_gives_the_same_bytes_and_record_in_one_process_per_ran
     t_one, t_many = replay(one), replay(many)
     assert t_many.makespan == t_one.makespan > 0
     assert _calls(t_many) == _calls(t_one)
+
+
+@pytest.mark.parametrize("case, product", [("one_sided", A2), ("nbi_fence", "Atlas 350")])
+def test_one_sided_transfers_notifies_and_fences_across_processes(case, product, monkeypatch):
+    """Writes, reads and reduces into a peer's HCCL buffer and registered memory, a 1-bit remote
+    notify recorded twice before one wait (the verifier's lost record, in both), NBI transfers and
+    a fence: the same bytes, findings and modeled time as in one process."""
+    monkeypatch.delenv("PYHCOMM_SCHEDULER", raising=False)
+    one, many = _sim(product), _sim(product)
+    got_one = pyhcomm.launch(getattr(mpi_cases, case), 2, sim=one)
+    got_many = pyhcomm.launch(getattr(mpi_cases, case), 2, sim=many, mpi=True, timeout=150)
+    assert got_many == got_one and len(set(sum(got_one, []))) >= 3
+    found = sorted(f.key for f in analyze(many))
+    assert found == sorted(f.key for f in analyze(one))
+    assert [k[0] for k in found] == (["lost-record"] if case == "one_sided" else [])
+    assert replay(many).makespan == replay(one).makespan
 
 
 def test_the_merged_record_of_an_mpi_run_shows_a_race_across_processes(monkeypatch):
