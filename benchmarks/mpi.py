@@ -14,7 +14,8 @@ read the ratios).
      answered the same way after a ``NotifyWait`` (every task enqueued first, one synchronize: the
      data plane alone), against an ``MPI.Comm.Send`` /
      ``Recv`` ping-pong of 8 bytes. Microseconds per one-way trip and the ratio.
-   Each is measured five times (after a warm-up), pyhcomm's and mpi4py's rounds in turn so that
+   For reference, the same ping-pong between two ranks of one process (no MPI: the tasks' own
+   cost). Each is measured five times (after a warm-up), pyhcomm's and mpi4py's rounds in turn so that
    both see the same load; the best of each is kept.
 2. 16 processes (``nice mpiexec -n 16``) x 1 MiB AllReduce with data (``pyhcomm.launch`` inside the
    job): wall time, the peak RSS of the largest process, and whether every rank's output matches
@@ -160,6 +161,29 @@ def pair_job(sizes, reps, pings, rounds) -> None:
         print(json.dumps({"bw": rows, "lat": [min(lat[1:]), min(mlat[1:])]}), flush=True)
 
 
+def pingpong_body(comm, pings: int, rounds: int) -> float:
+    """The same 8-byte write + notify ping-pong between two ranks of one process (no MPI): what
+    the simulator's tasks cost alone. Seconds per one-way trip, the best of ``rounds``."""
+    import pyhcomm as P
+    from pyhcomm import acl
+    stream, _ = acl.rt.create_stream()
+    _, thread = P.HcclThreadAcquireWithStream(comm.handle, P.COMM_ENGINE_CPU_TS, stream, 1)
+    d = P.HcclChannelDesc()
+    P.HcclChannelDescInit(d)
+    d.remoteRank, d.channelProtocol, d.notifyNum = 1 - comm.rank, P.COMM_PROTOCOL_HCCS, 2
+    _, (ch,) = P.HcclChannelAcquire(comm.handle, P.COMM_ENGINE_CPU_TS, [d])
+    _, remote, _ = P.HcclChannelGetHcclBuffer(comm.handle, ch)
+    src, _ = acl.rt.malloc(64, P.ACL_MEM_MALLOC_HUGE_FIRST)
+
+    class _World:       # what _pings needs of an MPI communicator
+        rank = comm.rank
+
+        @staticmethod
+        def Barrier():
+            comm.barrier()
+    return min(_pings(P, acl, _World, stream, thread, ch, remote, src, pings) for _ in range(rounds + 1))
+
+
 def allreduce_body(comm, mib: int):
     import pyhcomm as P
     from pyhcomm import acl
@@ -219,9 +243,10 @@ def main() -> None:
     for size, k, ours, theirs in out["bw"]:
         print(f"{size >> 20:>7} MiB {k:>7} {ours:>13.2f} {theirs:>16.2f} {ours / theirs:>7.2f}")
     ours, theirs = out["lat"]
-    print(f"8-byte ping-pong, one way: pyhcomm {ours * 1e6:.1f} us, mpi4py Send/Recv {theirs * 1e6:.1f} us, "
-          f"ratio {ours / theirs:.1f}")
     import pyhcomm
+    alone = min(pyhcomm.launch(pingpong_body, 2, pings, rounds, product="Atlas 800T A2", mpi=False))
+    print(f"8-byte ping-pong, one way: pyhcomm {ours * 1e6:.1f} us, mpi4py Send/Recv {theirs * 1e6:.1f} us, "
+          f"ratio {ours / theirs:.1f} (the same ping-pong between two ranks of one process: {alone * 1e6:.1f} us)")
     n, mib = ns.ranks, 1
     one = pyhcomm.launch(allreduce_body, n, mib, mpi=False)
     got, wall = _run(n, ["--job", "allreduce", str(n), str(mib)], nice=True)

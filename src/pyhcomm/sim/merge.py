@@ -126,7 +126,9 @@ class MemoryRef:
 class NotifyRef:
     """A notify: ``owner`` and ``index`` (how its rank names it); ``process`` holds it, ``end`` is the
     transport's id of the channel end it belongs to when it was recorded from another process;
-    ``counting``: it counts records (``pyhcomm.set_notify_counting``) instead of holding one bit."""
+    ``counting``: it counts records (``pyhcomm.set_notify_counting``) instead of holding one bit
+    (known of the notify objects of the process that holds it; False for a notify named by value,
+    as ``RemoteNotify`` reads)."""
 
     __slots__ = ("owner", "index", "process", "end", "counting")
 
@@ -587,7 +589,6 @@ def _build(parts, meetings, dropped) -> Record:
         entries_new[(part.p, part.entries[i].seq)] = e
     for m in meetings:
         m.entry = _rendezvous_entry(m)
-    _spread_counting(entries_new.values())
 
     # -- the merged execution order ---------------------------------------------------------------
     for part in parts:
@@ -712,16 +713,6 @@ def _renumbered(part: _Part, i: int, owners) -> Entry:
             extra["programs"] = tuple(_prog(part, q) for q in extra["programs"])
         f["extra"] = extra
     return Entry(f)
-
-
-def _spread_counting(entries) -> None:
-    """A notify that counts is known as one in the process that holds it: tell the records other
-    processes sent it."""
-    refs = [n for n in map(_notify_of, entries) if n is not None]
-    counting = {(n.owner, n.index) for n in refs if n.counting}
-    for n in refs:
-        if (n.owner, n.index) in counting:
-            n.counting = True
 
 
 def _rendezvous_entry(m: _Meeting) -> Entry:

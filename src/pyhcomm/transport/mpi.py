@@ -208,12 +208,11 @@ class MpiTransport(Transport):
         """Note that ``rank``'s host program (the caller) arrives at rendezvous ``key`` of a world of
         ``nranks`` now: before the record's next seq and after its steps so far. One process records
         no ``Rendezvous`` of a world that spans processes; :mod:`pyhcomm.sim.merge` makes it from these."""
-        from ..sim.runtime import host_ctx
         rec = self.sim.record
         if rec.enabled:
             world = self.sim.roots.get(key[1])
-            self.meetings.append((key, rank, nranks, device, host_ctx().program, rec.next_seq(), rec.step_count(),
-                                  world.name if world is not None else f"hccl_world_{key[1]}"))
+            self.meetings.append((key, rank, nranks, device) + rec.position()
+                                 + (world.name if world is not None else f"hccl_world_{key[1]}",))
 
     def barrier_rounds(self, root) -> int:
         return self._route(root).rounds
