@@ -375,6 +375,9 @@ class Link:
         elif kind == "stuck":
             self.verdict = (msg[1], msg[2])
         elif kind == "abort":
+            for p in msg[3] if len(msg) > 3 else ():    # processes the sender found dead
+                if p != self.me and p not in self.dead:
+                    self.dead[p] = msg[1]
             self._on_abort(msg[1], msg[2])
         elif kind == "bye":
             self.byes.add(src)
@@ -435,7 +438,7 @@ class Link:
         for p in range(self.nprocs):
             if p != self.me and p not in self.dead:
                 try:
-                    self.send_ctrl(p, ("abort", reason, rank), counted=False, fence=False)
+                    self.send_ctrl(p, ("abort", reason, rank, tuple(self.dead)), counted=False, fence=False)
                 except Exception:  # noqa: BLE001 - best effort: the job is failing anyway
                     pass
 
@@ -496,6 +499,7 @@ class Link:
             return
         try:
             told = None
+            since = time.monotonic()
             while True:
                 others = self._others()
                 counts = (self.sent, self.received)
@@ -504,6 +508,11 @@ class Link:
                     for p in others:
                         self.send_ctrl(p, ("exit", counts), counted=False, fence=False)
                 if all(p in self.gone for p in others):
+                    break
+                if self.abort_reason is not None and time.monotonic() - since > max(self.liveness, 5.0):
+                    for p in others:    # an aborted job: who is still silent is gone (it may have died
+                        if p not in self.gone:  # before this process ever heard from it)
+                            self.dead[p] = f"{self.ranks_of(p)} did not leave with the others"
                     break
                 self._idle_wait()
             self._stop.set()
