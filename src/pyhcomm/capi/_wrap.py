@@ -21,12 +21,20 @@ def failed(exc: HcclError, quiet=()) -> HcclResult:
         return exc.code
 
 
+def _fresh(value):
+    """A failure output the caller may keep and change: a new instance of a class, a list copy."""
+    if isinstance(value, type):
+        return value()
+    return list(value) if isinstance(value, list) else value
+
+
 def c_api(*fail_outputs, quiet=()):
     """Decorate ``impl`` (which raises, and returns its outputs or None).
 
     The wrapper returns ``ret`` alone when ``fail_outputs`` is empty, else ``(ret, *outputs)``;
-    on failure the outputs are ``fail_outputs``; a failure whose code is in ``quiet`` is logged at
-    INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``.
+    on failure the outputs are ``fail_outputs``, fresh per call (a class is instantiated, as a
+    binding returns its default-constructed struct; a list is copied); a failure whose code is in
+    ``quiet`` is logged at INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``.
     """
 
     def deco(impl):
@@ -38,7 +46,7 @@ def c_api(*fail_outputs, quiet=()):
                 out = impl(*args)
             except HcclError as exc:
                 code = failed(exc, quiet)
-                return (code, *fail_outputs) if n else code
+                return (code, *map(_fresh, fail_outputs)) if n else code
             if not n:
                 return SUCCESS
             return (SUCCESS, *out) if n > 1 else (SUCCESS, out)

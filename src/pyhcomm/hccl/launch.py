@@ -8,7 +8,8 @@ importable module name, as ``aclrtBinaryLoadFromFile``), finds ``funcInfo.kernel
 and enqueues it on ``userStream`` as an AI CPU kernel called with one argument, an
 ``HcclP2pKernelParam`` whose ``sendRecvThread`` is ``aicpuThreadHandle`` (an AICPU_TS thread of
 ``comm``) and whose ``opParams`` holds ``funcInfo.argSize`` bytes of ``funcInfo.args`` (a host
-pointer, or bytes). ``kernelLaunchCfg.timeOut`` (s; all ones: not set) bounds the kernel. The
+pointer, or bytes). ``kernelLaunchCfg.timeOut`` (s; all ones: not set) is kept with the kernel
+but not enforced (see README, after the calls not modelled): its waits time out on their own. The
 kernel is enqueued at once (a launch inside an ``HcclGroupStart`` group is not deferred to
 ``HcclGroupEnd`` yet).
 

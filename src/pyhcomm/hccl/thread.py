@@ -22,6 +22,7 @@ from ..defs.res_defs import (HCOMM_THREAD_CONFIG_MAGIC_WORD, HCOMM_THREAD_CONFIG
 from ..enums import HOST_ENGINES, CommEngine, ThreadResType
 from ..errors import not_found, not_support, para, ptr
 from . import comm as comm_mod
+from .args import sequence
 
 HCOMM_NOTIFY_MAX_NUM = 64
 HCOMM_THREADNUM_MAX_NUM = 1000
@@ -382,7 +383,7 @@ def free(handles) -> None:
     api = "HcommThreadFree"
     if handles is None:
         raise ptr(api, "threads is NULL")
-    threads = [get_thread(h, api, f"threads[{i}]") for i, h in enumerate(list(handles))]
+    threads = [get_thread(h, api, f"threads[{i}]") for i, h in enumerate(sequence(handles, api, "threads"))]
     if not threads:
         raise para(api, "threadNum is 0")
     for i, t in enumerate(threads):
