@@ -13,7 +13,8 @@ read the ratios).
    * small-message latency: a ping-pong of an 8-byte ``HcommWriteOnThread`` + channel notify record,
      answered the same way after a ``NotifyWait`` (every task enqueued first, one synchronize: the
      data plane alone), against an ``MPI.Comm.Send`` /
-     ``Recv`` ping-pong of 8 bytes. Microseconds per one-way trip and the ratio.
+     ``Recv`` ping-pong of 8 bytes (``MPI_PINGS`` times as many round trips: both run about as
+     long). Microseconds per one-way trip and the ratio.
    For reference, the same ping-pong between two ranks of one process (no MPI: the tasks' own
    cost). Each is measured five times (after a warm-up), pyhcomm's and mpi4py's rounds in turn so that
    both see the same load; the best of each is kept.
@@ -63,6 +64,12 @@ def _setup(world):
 def _sync(acl, stream):
     ret = acl.rt.synchronize_stream(stream)
     assert ret == 0, acl.get_recent_err_msg()
+
+
+#: mpi4py's ping-pong makes this many times more round trips than pyhcomm's, so that both run
+#: about as long (a few milliseconds of mpi4py fit in one time slice of a shared machine's
+#: scheduler; pyhcomm's hundreds of milliseconds are preempted as often as a longer run is)
+MPI_PINGS = 40
 
 
 def _writes(P, acl, world, stream, thread, ch, remote, src, size, k) -> float:
@@ -155,7 +162,7 @@ def pair_job(sizes, reps, pings, rounds) -> None:
     lat, mlat = [], []
     for _round in range(rounds + 1):
         lat.append(_pings(P, acl, world, stream, thread, ch, remote, src, pings))
-        mlat.append(_mpi_pings(world, pings))
+        mlat.append(_mpi_pings(world, pings * MPI_PINGS))
     P.HcclCommDestroy(comm)
     if rank == 0:
         print(json.dumps({"bw": rows, "lat": [min(lat[1:]), min(mlat[1:])]}), flush=True)
