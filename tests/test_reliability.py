@@ -119,6 +119,39 @@ def test_a_kernel_cannot_issue_on_a_thread_of_another_device():
     assert on_device(kernel, 0) == [R.HCCL_SUCCESS] * 4  # its own device's kernel may
 
 
+@pytest.mark.parametrize("product", ["Atlas A3", "Atlas 350"])
+def test_a_kernel_cannot_use_a_channel_or_thread_of_another_device(product):
+    """Channel writes, reads, reduces, notifies and fences from a kernel on device 1 with rank 0's
+    thread and channel end: refused, nothing lands; the same calls from device 0's kernel work."""
+    from hcomm_testutil import two_rank_channels
+    pyhcomm.set_product(product)
+    protocol = pyhcomm.COMM_PROTOCOL_UBC_TP if product == "Atlas 350" else pyhcomm.COMM_PROTOCOL_HCCS
+    comms, (ch0, _ch1), remote = two_rank_channels(pyhcomm.COMM_ENGINE_AICPU_TS, protocol, 2)
+    ret, (t0,) = HcclThreadAcquire(comms[0], AICPU_TS, 1, 1)
+    assert ret == 0
+    a = malloc(64)
+    write(a, pattern(64, 1))
+    assert acl.rt.set_device(1) == 0
+    write(remote, pattern(64, 2))
+
+    def kernel():
+        assert HcommBatchModeStart("k") == 0
+        codes = [pyhcomm.HcommWriteOnThread(t0, ch0, remote, a, 64),
+                 pyhcomm.HcommReadOnThread(t0, ch0, a, remote, 64),
+                 pyhcomm.HcommWriteReduceOnThread(t0, ch0, remote, a, 16, FP32, SUM),
+                 pyhcomm.HcommChannelNotifyRecordOnThread(t0, ch0, 0),
+                 pyhcomm.HcommChannelFenceOnThread(t0, ch0)]
+        assert HcommBatchModeEnd("k") == 0
+        return codes
+
+    assert on_device(kernel, 1) == [R.HCCL_E_PARA] * 5
+    assert acl.rt.set_device(1) == 0
+    assert (read(remote, 64) == pattern(64, 2)).all()
+    assert acl.rt.set_device(0) == 0
+    assert (read(a, 64) == pattern(64, 1)).all()
+    assert on_device(kernel, 0) == [R.HCCL_SUCCESS] * 5     # its own device's kernel may
+
+
 # -- 4. a batch cannot outlive the streams and threads of its tasks -------------------------------------------
 def test_batch_end_after_its_stream_was_destroyed_launches_nothing():
     comm, stream, thread = host_setup()
