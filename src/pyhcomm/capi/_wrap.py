@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 
+from ..args import plain
 from ..errors import HcclError, HcclResult, log
 
 SUCCESS = HcclResult.HCCL_SUCCESS
@@ -21,12 +22,14 @@ def failed(exc: HcclError, quiet=()) -> HcclResult:
         return exc.code
 
 
-def c_api(*fail_outputs, quiet=()):
+def c_api(*fail_outputs, quiet=(), ints=False):
     """Decorate ``impl`` (which raises, and returns its outputs or None).
 
     The wrapper returns ``ret`` alone when ``fail_outputs`` is empty, else ``(ret, *outputs)``;
     on failure the outputs are ``fail_outputs``; a failure whose code is in ``quiet`` is logged at
-    INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``.
+    INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``. With ``ints``, numpy integers
+    among the arguments become ``int`` first (:func:`pyhcomm.args.plain`: for calls that hand
+    their scalars on, the collectives; the hot data-plane calls convert in their own checks).
     """
 
     def deco(impl):
@@ -34,6 +37,8 @@ def c_api(*fail_outputs, quiet=()):
 
         @functools.wraps(impl)
         def wrapper(*args):
+            if ints:
+                args = [plain(a) for a in args]
             try:
                 out = impl(*args)
             except HcclError as exc:

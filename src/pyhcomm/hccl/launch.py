@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import args as _args
 from ..defs.hccl_types import HcclCMDType
 from ..enums import DATA_TYPE_SIZE, CommEngine, HcclDataType, HcclReduceOp
 from ..errors import not_support, para, ptr
@@ -92,7 +93,8 @@ def create_op_res_ctx(comm_handle, op_type, handle) -> int:
     api = "HcclCreateOpResCtx"
     c = comm_mod.get_comm(comm_handle, api)
     args = op_args(handle, api)
-    if isinstance(op_type, bool) or not isinstance(op_type, int) or not 0 <= op_type < CMD_MAX:
+    op_type = _args.integer(op_type, api, "opType", -(1 << 64), _args.UINT64_MAX)
+    if not 0 <= op_type < CMD_MAX:
         raise para(api, f"opType {op_type!r} is not an operator type (below HCCL_CMD_MAX = {CMD_MAX})")
     tag = (f"mc2_{op_type}_{args.srcDataType}_{args.dstDataType}_{args.reduceType}_{args.count}_"
            f"{args.commEngine}_{args.algConfig}")[:255]
