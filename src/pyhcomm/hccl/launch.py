@@ -69,6 +69,8 @@ def free_op_args(handle) -> None:
 def set_op_arg(handle, field: str, value, api: str) -> None:
     """One ``HcclKfcOpArgsSet*`` call: check ``value`` for ``field`` and store it."""
     args = op_args(handle, api)
+    if field in ("srcDataType", "dstDataType", "reduceType", "commEngine"):
+        value = _args.integer(value, api, field, -(1 << 64), _args.UINT64_MAX)
     if field in ("srcDataType", "dstDataType"):
         if value not in DATA_TYPE_SIZE:
             raise para(api, f"{field} {value!r} is not an HcclDataType")
@@ -76,8 +78,7 @@ def set_op_arg(handle, field: str, value, api: str) -> None:
         if value not in {int(op) for op in HcclReduceOp if op != HcclReduceOp.HCCL_REDUCE_RESERVED}:
             raise para(api, f"reduceType {value!r} is not an HcclReduceOp")
     elif field == "count":
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 64:
-            raise para(api, f"count {value!r} must be a uint64")
+        value = _args.integer(value, api, "count")     # a uint64
     elif field == "algConfig":
         if value is None:
             raise ptr(api, "algConfig is NULL")
