@@ -37,8 +37,6 @@ def c_api(*fail_outputs, quiet=(), ints=False):
 
         @functools.wraps(impl)
         def wrapper(*args):
-            if ints:
-                args = [plain(a) for a in args]
             try:
                 out = impl(*args)
             except HcclError as exc:
@@ -49,6 +47,10 @@ def c_api(*fail_outputs, quiet=(), ints=False):
             return (SUCCESS, *out) if n > 1 else (SUCCESS, out)
 
         wrapper.raising = impl
-        return wrapper
+        if not ints:
+            return wrapper
+        plain_wrapper = functools.wraps(impl)(lambda *args: wrapper(*[plain(a) for a in args]))
+        plain_wrapper.raising = impl
+        return plain_wrapper
 
     return deco
