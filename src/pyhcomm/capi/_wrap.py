@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 
+from ..args import plain
 from ..errors import HcclError, HcclResult, log
 
 SUCCESS = HcclResult.HCCL_SUCCESS
@@ -28,13 +29,16 @@ def _fresh(value):
     return list(value) if isinstance(value, list) else value
 
 
-def c_api(*fail_outputs, quiet=()):
+def c_api(*fail_outputs, quiet=(), ints=False):
     """Decorate ``impl`` (which raises, and returns its outputs or None).
 
     The wrapper returns ``ret`` alone when ``fail_outputs`` is empty, else ``(ret, *outputs)``;
     on failure the outputs are ``fail_outputs``, fresh per call (a class is instantiated, as a
     binding returns its default-constructed struct; a list is copied); a failure whose code is in
-    ``quiet`` is logged at INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``.
+    ``quiet`` is logged at INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``. With
+    ``ints``, numpy integers among the arguments become ``int`` first (:func:`pyhcomm.args.plain`:
+    for calls that hand their scalars on, the collectives; the hot data-plane calls convert in
+    their own checks).
     """
 
     def deco(impl):
@@ -52,6 +56,10 @@ def c_api(*fail_outputs, quiet=()):
             return (SUCCESS, *out) if n > 1 else (SUCCESS, out)
 
         wrapper.raising = impl
-        return wrapper
+        if not ints:
+            return wrapper
+        plain_wrapper = functools.wraps(impl)(lambda *args: wrapper(*[plain(a) for a in args]))
+        plain_wrapper.raising = impl
+        return plain_wrapper
 
     return deco

@@ -1,6 +1,7 @@
 """``hccl_comm.h``: communicator lifecycle, in the flat C tier."""
 from __future__ import annotations
 
+from .. import args as _args
 from ..defs.cstruct import void_struct_arg
 from ..collectives import group as _group
 from ..enums import COMM_NAME_MAX_LENGTH
@@ -143,9 +144,11 @@ def HcclCommInitRootInfoScalable(nRanks, nRoot, rootInfoList, rank, nExtRoot, co
     if rootInfoList is None:
         raise _para(api, "rootInfoList is NULL")
     roots = sequence(rootInfoList, api, "rootInfoList")
-    if isinstance(nRoot, bool) or not isinstance(nRoot, int) or not 1 <= nRoot <= len(roots):
+    nRoot = _args.integer(nRoot, api, "nRoot", -(1 << 64), _args.UINT64_MAX, _para)
+    nExtRoot = _args.integer(nExtRoot, api, "nExtRoot", -(1 << 64), _args.UINT64_MAX, _para)
+    if not 1 <= nRoot <= len(roots):
         raise _para(api, f"nRoot {nRoot!r} must be 1..{len(roots)} (the roots given)")
-    if isinstance(nExtRoot, bool) or not isinstance(nExtRoot, int) or nExtRoot < 0:
+    if nExtRoot < 0:
         raise _para(api, f"nExtRoot {nExtRoot!r} must be a non-negative int")
     for i, root in enumerate(roots[1:nRoot], 1):
         _comm._world_of(root, api)               # every root must exist
