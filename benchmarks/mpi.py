@@ -13,7 +13,11 @@ read the ratios).
    * small-message latency: a ping-pong of an 8-byte ``HcommWriteOnThread`` + channel notify record,
      answered the same way after a ``NotifyWait`` (every task enqueued first, one synchronize: the
      data plane alone), against an ``MPI.Comm.Send`` /
-     ``Recv`` ping-pong of 8 bytes. Microseconds per one-way trip and the ratio.
+     ``Recv`` ping-pong of 8 bytes (``MPI_PINGS`` times as many round trips: both run about as
+     long). Microseconds per one-way trip and the ratio.
+   For reference, the same ping-pong between two ranks of one process (no MPI: the tasks' own
+   cost). Each is measured five times (after a warm-up), pyhcomm's and mpi4py's rounds in turn so that
+   both see the same load; the best of each is kept.
 2. 16 processes (``nice mpiexec -n 16``) x 1 MiB AllReduce with data (``pyhcomm.launch`` inside the
    job): wall time, the peak RSS of the largest process, and whether every rank's output matches
    the one-process run's.
@@ -62,7 +66,79 @@ def _sync(acl, stream):
     assert ret == 0, acl.get_recent_err_msg()
 
 
-def pair_job(sizes, reps, pings) -> None:
+#: mpi4py's ping-pong makes this many times more round trips than pyhcomm's, so that both run
+#: about as long (a few milliseconds of mpi4py fit in one time slice of a shared machine's
+#: scheduler; pyhcomm's hundreds of milliseconds are preempted as often as a longer run is)
+MPI_PINGS = 40
+
+
+def _writes(P, acl, world, stream, thread, ch, remote, src, size, k) -> float:
+    """Seconds for k writes of ``size`` bytes rank 0 -> rank 1, then a notify rank 1 answers."""
+    world.Barrier()
+    t0 = time.perf_counter()
+    if world.rank == 0:
+        for _ in range(k):
+            assert P.HcommWriteOnThread(thread, ch, remote, src, size) == 0
+        assert P.HcommChannelNotifyRecordOnThread(thread, ch, 0) == 0
+        assert P.HcommChannelNotifyWaitOnThread(thread, ch, 1, 1836) == 0
+    else:
+        P.HcommChannelNotifyWaitOnThread(thread, ch, 0, 1836)
+        P.HcommChannelNotifyRecordOnThread(thread, ch, 1)
+    _sync(acl, stream)
+    return time.perf_counter() - t0
+
+
+def _puts(MPI, world, win, buf, k, flag) -> float:
+    """Seconds for k puts into the peer's window, then a message rank 1 answers."""
+    world.Barrier()
+    t0 = time.perf_counter()
+    if world.rank == 0:
+        for _ in range(k):
+            win.Lock(1, MPI.LOCK_SHARED)
+            win.Put(buf, 1)
+            win.Unlock(1)
+        world.Send(flag, 1, 7)
+        world.Recv(flag, 1, 8)
+    else:
+        world.Recv(flag, 0, 7)
+        world.Send(flag, 0, 8)
+    return time.perf_counter() - t0
+
+
+def _pings(P, acl, world, stream, thread, ch, remote, src, pings) -> float:
+    """Seconds per one-way trip of an 8-byte write + channel notify ping-pong (all enqueued first)."""
+    world.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(pings):
+        if world.rank == 0:
+            P.HcommWriteOnThread(thread, ch, remote, src, 8)
+            P.HcommChannelNotifyRecordOnThread(thread, ch, 0)
+            P.HcommChannelNotifyWaitOnThread(thread, ch, 1, 1836)
+        else:
+            P.HcommChannelNotifyWaitOnThread(thread, ch, 0, 1836)
+            P.HcommWriteOnThread(thread, ch, remote, src, 8)
+            P.HcommChannelNotifyRecordOnThread(thread, ch, 1)
+    _sync(acl, stream)
+    return (time.perf_counter() - t0) / pings / 2
+
+
+def _mpi_pings(world, pings) -> float:
+    b = np.zeros(8, np.uint8)
+    world.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(pings):
+        if world.rank == 0:
+            world.Send(b, 1, 9)
+            world.Recv(b, 1, 9)
+        else:
+            world.Recv(b, 0, 9)
+            world.Send(b, 0, 9)
+    return (time.perf_counter() - t0) / pings / 2
+
+
+def pair_job(sizes, reps, pings, rounds) -> None:
+    """Each measurement ``rounds`` times, pyhcomm's and mpi4py's in turn (both see the same load),
+    the best of each kept (after a warm-up round)."""
     from mpi4py import MPI
     world = MPI.COMM_WORLD
     rank = world.rank
@@ -73,76 +149,46 @@ def pair_job(sizes, reps, pings) -> None:
         k = max(2, min(reps, (512 << 20) // size))
         src, _ = acl.rt.malloc(size, P.ACL_MEM_MALLOC_HUGE_FIRST)
         acl.rt.memset(src, size, rank + 1, size)
-        # pyhcomm: k writes rank 0 -> rank 1, then a notify rank 1 answers (after a warm-up round)
-        times = []
-        for _round in range(2):
-            world.Barrier()
-            t0 = time.perf_counter()
-            if rank == 0:
-                for _ in range(k):
-                    assert P.HcommWriteOnThread(thread, ch, remote, src, size) == 0
-                assert P.HcommChannelNotifyRecordOnThread(thread, ch, 0) == 0
-                assert P.HcommChannelNotifyWaitOnThread(thread, ch, 1, 1836) == 0
-            else:
-                P.HcommChannelNotifyWaitOnThread(thread, ch, 0, 1836)
-                P.HcommChannelNotifyRecordOnThread(thread, ch, 1)
-            _sync(acl, stream)
-            times.append(time.perf_counter() - t0)
-        ours = k * size / times[-1] / 1e9
-        # mpi4py: k puts into a window of the same size, then a message rank 1 answers
         win = MPI.Win.Allocate(size, 1, comm=world)
         buf = np.full(size, rank + 1, np.uint8)
-        for _round in range(2):
-            world.Barrier()
-            t0 = time.perf_counter()
-            if rank == 0:
-                for _ in range(k):
-                    win.Lock(1, MPI.LOCK_SHARED)
-                    win.Put(buf, 1)
-                    win.Unlock(1)
-                world.Send(flag, 1, 7)
-                world.Recv(flag, 1, 8)
-            else:
-                world.Recv(flag, 0, 7)
-                world.Send(flag, 0, 8)
-            t = time.perf_counter() - t0
+        ours, theirs = [], []
+        for _round in range(rounds + 1):
+            ours.append(_writes(P, acl, world, stream, thread, ch, remote, src, size, k))
+            theirs.append(_puts(MPI, world, win, buf, k, flag))
         win.Free()
-        theirs = k * size / t / 1e9
-        rows.append((size, k, ours, theirs))
+        rows.append((size, k, k * size / min(ours[1:]) / 1e9, k * size / min(theirs[1:]) / 1e9))
         acl.rt.free(src)
-    # latency: 8-byte ping-pong
     src, _ = acl.rt.malloc(64, P.ACL_MEM_MALLOC_HUGE_FIRST)
-    lat = []
-    for _round in range(2):
-        world.Barrier()
-        t0 = time.perf_counter()
-        for _ in range(pings):
-            if rank == 0:
-                P.HcommWriteOnThread(thread, ch, remote, src, 8)
-                P.HcommChannelNotifyRecordOnThread(thread, ch, 0)
-                P.HcommChannelNotifyWaitOnThread(thread, ch, 1, 1836)
-            else:
-                P.HcommChannelNotifyWaitOnThread(thread, ch, 0, 1836)
-                P.HcommWriteOnThread(thread, ch, remote, src, 8)
-                P.HcommChannelNotifyRecordOnThread(thread, ch, 1)
-        _sync(acl, stream)
-        lat.append((time.perf_counter() - t0) / pings / 2)
-    b = np.zeros(8, np.uint8)
-    mlat = []
-    for _round in range(2):
-        world.Barrier()
-        t0 = time.perf_counter()
-        for _ in range(pings):
-            if rank == 0:
-                world.Send(b, 1, 9)
-                world.Recv(b, 1, 9)
-            else:
-                world.Recv(b, 0, 9)
-                world.Send(b, 0, 9)
-        mlat.append((time.perf_counter() - t0) / pings / 2)
+    lat, mlat = [], []
+    for _round in range(rounds + 1):
+        lat.append(_pings(P, acl, world, stream, thread, ch, remote, src, pings))
+        mlat.append(_mpi_pings(world, pings * MPI_PINGS))
     P.HcclCommDestroy(comm)
     if rank == 0:
-        print(json.dumps({"bw": rows, "lat": [lat[-1], mlat[-1]]}), flush=True)
+        print(json.dumps({"bw": rows, "lat": [min(lat[1:]), min(mlat[1:])]}), flush=True)
+
+
+def pingpong_body(comm, pings: int, rounds: int) -> float:
+    """The same 8-byte write + notify ping-pong between two ranks of one process (no MPI): what
+    the simulator's tasks cost alone. Seconds per one-way trip, the best of ``rounds``."""
+    import pyhcomm as P
+    from pyhcomm import acl
+    stream, _ = acl.rt.create_stream()
+    _, thread = P.HcclThreadAcquireWithStream(comm.handle, P.COMM_ENGINE_CPU_TS, stream, 1)
+    d = P.HcclChannelDesc()
+    P.HcclChannelDescInit(d)
+    d.remoteRank, d.channelProtocol, d.notifyNum = 1 - comm.rank, P.COMM_PROTOCOL_HCCS, 2
+    _, (ch,) = P.HcclChannelAcquire(comm.handle, P.COMM_ENGINE_CPU_TS, [d])
+    _, remote, _ = P.HcclChannelGetHcclBuffer(comm.handle, ch)
+    src, _ = acl.rt.malloc(64, P.ACL_MEM_MALLOC_HUGE_FIRST)
+
+    class _World:       # what _pings needs of an MPI communicator
+        rank = comm.rank
+
+        @staticmethod
+        def Barrier():
+            comm.barrier()
+    return min(_pings(P, acl, _World, stream, thread, ch, remote, src, pings) for _ in range(rounds + 1))
 
 
 def allreduce_body(comm, mib: int):
@@ -193,20 +239,21 @@ def main() -> None:
     ns, rest = ap.parse_known_args()
     if ns.job == "pair":
         sizes = [int(x) for x in rest[0].split(",")]
-        return pair_job(sizes, int(rest[1]), int(rest[2]))
+        return pair_job(sizes, int(rest[1]), int(rest[2]), int(rest[3]))
     if ns.job == "allreduce":
         return allreduce_job(int(rest[0]), int(rest[1]))
     sizes = [1 << 20, 16 << 20] if ns.quick else [1 << 20, 4 << 20, 16 << 20, 64 << 20]
-    reps, pings = (8, 300) if ns.quick else (16, 2000)
-    out, _ = _run(2, ["--job", "pair", ",".join(map(str, sizes)), str(reps), str(pings)])
+    reps, pings, rounds = (8, 300, 2) if ns.quick else (16, 1000, 5)
+    out, _ = _run(2, ["--job", "pair", ",".join(map(str, sizes)), str(reps), str(pings), str(rounds)])
     print("two processes, one machine: one-sided writes rank 0 -> rank 1")
     print(f"{'window':>10} {'writes':>7} {'pyhcomm GB/s':>13} {'mpi4py Put GB/s':>16} {'ratio':>7}")
     for size, k, ours, theirs in out["bw"]:
         print(f"{size >> 20:>7} MiB {k:>7} {ours:>13.2f} {theirs:>16.2f} {ours / theirs:>7.2f}")
     ours, theirs = out["lat"]
-    print(f"8-byte ping-pong, one way: pyhcomm {ours * 1e6:.1f} us, mpi4py Send/Recv {theirs * 1e6:.1f} us, "
-          f"ratio {ours / theirs:.1f}")
     import pyhcomm
+    alone = min(pyhcomm.launch(pingpong_body, 2, pings, rounds, product="Atlas 800T A2", mpi=False))
+    print(f"8-byte ping-pong, one way: pyhcomm {ours * 1e6:.1f} us, mpi4py Send/Recv {theirs * 1e6:.1f} us, "
+          f"ratio {ours / theirs:.1f} (the same ping-pong between two ranks of one process: {alone * 1e6:.1f} us)")
     n, mib = ns.ranks, 1
     one = pyhcomm.launch(allreduce_body, n, mib, mpi=False)
     got, wall = _run(n, ["--job", "allreduce", str(n), str(mib)], nice=True)

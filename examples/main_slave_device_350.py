@@ -14,6 +14,8 @@ Host side, as in the custom-operator sample (hcomm-api.md 5.6):
 The host-to-device record keeps the kernel's threads from starting before the user stream reaches
 the operator; the device-to-host wait keeps the user stream from completing before the kernel's
 work. On Atlas 350, local operations are device-side only (AICPU_TS threads in a kernel).
+``HcclThreadExportToCommEngine`` (hccl_res.h) has no binding in pyhccl 0.1.0: a real machine needs
+one of its own for it.
 """
 import os
 import struct
@@ -25,6 +27,11 @@ import numpy as np
 
 from pyhcomm import acl  # real machine: import acl
 from pyhcomm import *    # real machine: from pyhccl import *
+
+# pyACL exports no constants: a pyACL program defines the acl header values it uses
+ACL_MEM_MALLOC_HUGE_FIRST = 0                # aclrtMemMallocPolicy
+ACL_MEMCPY_HOST_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST = 1, 2  # aclrtMemcpyKind
+ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT = 7       # aclrtLaunchKernelAttrId
 
 KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "main_slave_kernel.py")
 SLAVES = 3

@@ -18,6 +18,13 @@ import numpy as np
 from pyhcomm import acl  # real machine: import acl
 from pyhcomm import *    # real machine: from pyhccl import *
 
+# pyACL exports no constants: a pyACL program defines the acl header values it uses
+ACL_MEM_MALLOC_HUGE_FIRST = 0                # aclrtMemMallocPolicy
+ACL_MEM_TYPE_HIGH_BAND_WIDTH = 0x1000
+ACL_MEMCPY_HOST_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST = 1, 2  # aclrtMemcpyKind
+ACL_RT_MEM_ATTR_MODULE_ID = 1               # aclrtMallocAttrType
+HCCL = 3                                    # HCCL's module id (moduleId of aclrtMallocAttrValue)
+
 SLAVES = 4
 SLICE = 64 * 1024                    # bytes per slave
 TOTAL = SLAVES * SLICE

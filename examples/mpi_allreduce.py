@@ -15,6 +15,10 @@ from mpi4py import MPI
 from pyhcomm import acl  # real machine: import acl
 from pyhcomm import *    # real machine: from pyhccl import *
 
+# pyACL exports no constants: a pyACL program defines the acl header values it uses
+ACL_MEM_MALLOC_HUGE_ONLY = 1                 # aclrtMemMallocPolicy
+ACL_MEMCPY_HOST_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST = 1, 2  # aclrtMemcpyKind
+
 COUNT = 1 << 16          # floats per rank
 
 

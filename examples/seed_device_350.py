@@ -13,6 +13,11 @@ import numpy as np
 from pyhcomm import acl  # real machine: import acl
 from pyhcomm import *    # real machine: from pyhccl import *
 
+# pyACL exports no constants: a pyACL program defines the acl header values it uses
+ACL_MEM_MALLOC_HUGE_FIRST = 0                # aclrtMemMallocPolicy
+ACL_MEMCPY_HOST_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST = 1, 2  # aclrtMemcpyKind
+ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT = 7       # aclrtLaunchKernelAttrId
+
 KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "seed_copy_kernel.py")
 
 acl.init()

@@ -156,3 +156,88 @@ def two_receivers(comm) -> str:
         assert T.HcclSend(buf, 4, F32, 1 - comm.rank, comm.handle, s) == 0
     ret = acl.rt.synchronize_stream(s)
     return f"{ret}: {acl.get_recent_err_msg()}"
+
+
+def custom_allgather(comm, fault=None):
+    """The verifier's hand-written AllGather (tests/mutation_suite.py), with ``fault`` put in, as a
+    body ``launch(..., mpi=True)`` can name."""
+    import mutation_suite
+    return mutation_suite.custom_allgather(fault)(comm)
+
+
+def _channel(comm, engine, protocol, notifies, mems=()):
+    d = T.HcclChannelDesc()
+    T.HcclChannelDescInit(d)
+    d.remoteRank, d.channelProtocol, d.notifyNum = 1 - comm.rank, protocol, notifies
+    d.memHandles, d.memHandleNum = list(mems), len(mems)
+    ret, (ch,) = T.HcclChannelAcquire(comm.handle, engine, [d])
+    assert ret == 0, acl.get_recent_err_msg()
+    return ch
+
+
+def one_sided(comm, n: int = 256) -> list:
+    """Two ranks, Atlas 800T A2, host CPU_TS threads: rank 1 registers memory (``HcclCommMemReg``,
+    exposed in its channel description); rank 0 writes into rank 1's HCCL buffer, reads its
+    registered memory, reduces into it (sum) and out of its HCCL buffer, then records notify 1
+    twice before a notify 0: rank 1's single wait on notify 1 consumes both (a 1-bit register).
+    Returns the digests of every buffer each rank holds at the end."""
+    F, S = T.HCOMM_DATA_TYPE_FP32, T.HCOMM_REDUCE_SUM
+    me = comm.rank
+    stream, _ = acl.rt.create_stream()
+    _, t = T.HcclThreadAcquireWithStream(comm.handle, T.COMM_ENGINE_CPU_TS, stream, 1)
+    local, mine = _malloc(n), _malloc(n)
+    _fill(local, 10 + me, n)
+    _fill(mine, 20 + me, n)
+    mems = ()
+    if me == 1:
+        ret, h = T.HcclCommMemReg(comm.handle, "user", T.CommMem(T.COMM_MEM_TYPE_DEVICE, mine, n))
+        assert ret == 0
+        mems = (h,)
+    ch = _channel(comm, T.COMM_ENGINE_CPU_TS, T.COMM_PROTOCOL_HCCS, 2, mems)
+    _, ccl, _size = T.HcclGetHcclBuffer(comm.handle)
+    _fill(ccl, 30 + me, n)
+    rec, wait = T.HcommChannelNotifyRecordOnThread, T.HcommChannelNotifyWaitOnThread
+    if me == 0:
+        _, remote_ccl, _ = T.HcclChannelGetHcclBuffer(comm.handle, ch)
+        ret, num, remote_mems, tags = T.HcclChannelGetRemoteMems(comm.handle, ch)
+        assert ret == 0 and num == 1 and tags == ["user"], (ret, num, tags)
+        user = remote_mems[0].addr
+        assert wait(t, ch, 0, 0) == 0                                     # rank 1 filled its memory
+        assert T.HcommWriteOnThread(t, ch, remote_ccl, local, n // 2) == 0
+        assert T.HcommReadOnThread(t, ch, mine, user, n // 2) == 0
+        assert T.HcommWriteReduceOnThread(t, ch, user + n // 2, local + n // 2, n // 8, F, S) == 0
+        assert T.HcommReadReduceOnThread(t, ch, local + n // 2, remote_ccl + n // 2, n // 8, F, S) == 0
+        assert rec(t, ch, 1) == 0 and rec(t, ch, 1) == 0                  # two records of notify 1 ...
+        assert rec(t, ch, 0) == 0                                         # ... then notify 0
+    else:
+        assert rec(t, ch, 0) == 0
+        assert wait(t, ch, 0, 0) == 0                                     # after both records of 1
+        assert wait(t, ch, 1, 0) == 0                                     # one wait takes both
+    assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
+    out = [_digest(p, n) for p in (local, mine, ccl)]
+    comm.barrier()          # rank 1's memory stays until rank 0 is done with it
+    return out
+
+
+def nbi_fence(comm, n: int = 256) -> list:
+    """Two ranks, Atlas 350, host CPU RoCE channels: rank 0 writes (``HcommWriteNbi``) into rank
+    1's HCCL buffer and reads (``HcommReadNbi``) back from it, fences, and tells rank 1 with a
+    thread-less channel notify; rank 1 waits. Returns the digests of both buffers of each rank."""
+    me = comm.rank
+    ch = _channel(comm, T.COMM_ENGINE_CPU, T.COMM_PROTOCOL_ROCE, 1)
+    local = _malloc(n)
+    _fill(local, 40 + me, n)
+    ccl = comm.hccl_buffer().addr
+    _fill(ccl, 50 + me, n)
+    comm.barrier()
+    if me == 0:
+        _, remote, _ = T.HcclChannelGetHcclBuffer(comm.handle, ch)
+        assert T.HcommWriteNbi(ch, remote, local, n // 2) == 0
+        assert T.HcommReadNbi(ch, local + n // 2, remote + n // 2, n // 2) == 0
+        assert T.HcommChannelFence(ch) == 0
+        assert T.HcommChannelNotifyRecord(ch, 0) == 0
+    else:
+        assert T.HcommChannelNotifyWait(ch, 0, 60) == 0
+    out = [_digest(p, n) for p in (local, ccl)]
+    comm.barrier()
+    return out

@@ -8,6 +8,8 @@ its output}}``.
 
 ``mpi_worker.py launch CASE N ARGS...``: ``pyhcomm.launch(mpi_cases.CASE, N, *ARGS)`` in every
 process; each prints ``{"proc", "ok", "rank", "text"}`` (its results, or its RankError).
+``mpi_worker.py merged CASE N ARGS...``: the same in a Sim of its own; process 0's line also has
+what the verifier finds in the merged record of every process (``findings``).
 """
 from __future__ import annotations
 
@@ -101,8 +103,25 @@ def launch_case(case: str, n: int, *args) -> None:
     print(json.dumps(line), flush=True)
 
 
+def merged_case(case: str, n: int, *args) -> None:
+    """Launch ``case`` in a Sim of its own, merge the processes' records at process 0
+    (:func:`pyhcomm.sim.merge.gather`) and print what the verifier finds in it."""
+    import mpi_cases
+    from pyhcomm.analysis import analyze
+    from pyhcomm.sim.merge import gather
+    sim = pyhcomm.Sim(scheduler="coop")
+    res = pyhcomm.launch(getattr(mpi_cases, case), n, *(int(a) for a in args), sim=sim, timeout=60)
+    merged = gather(sim)
+    line = {"proc": MPI.COMM_WORLD.rank, "ok": True, "rank": None, "text": res}
+    if merged is not None:
+        line.update(processes=list(merged.processes), findings=[f.text() for f in analyze(merged)])
+    print(json.dumps(line), flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["launch"]:
         launch_case(sys.argv[2], int(sys.argv[3]), *sys.argv[4:])
+    elif sys.argv[1:2] == ["merged"]:
+        merged_case(sys.argv[2], int(sys.argv[3]), *sys.argv[4:])
     else:
         main()

@@ -185,14 +185,15 @@ class _NotifyWithout:
             _notify.wait(thread, idx, timeout, api)
 
 
-def _two_streams_allgather(comm):
-    """Two AllGathers of one communicator on two streams, not ordered: they share its HCCL buffer."""
+def _two_streams_allgather(comm, ordered=False):
+    """Two AllGathers of one communicator on two streams, not ordered: they share its HCCL buffer
+    (``ordered``: on one stream, the second after the first)."""
     n = comm.size
     send, _ = acl.rt.malloc(256, 0)
     recv, _ = acl.rt.malloc(256 * n, 0)
     recv2, _ = acl.rt.malloc(256 * n, 0)
     a, _ = acl.rt.create_stream()
-    b, _ = acl.rt.create_stream()
+    b = a if ordered else acl.rt.create_stream()[0]
     assert pyhcomm.HcclAllGather(send, recv, 64, F32, comm.handle, a) == 0
     assert pyhcomm.HcclAllGather(send, recv2, 64, F32, comm.handle, b) == 0
     assert acl.rt.synchronize_stream(a) == 0 and acl.rt.synchronize_stream(b) == 0
@@ -296,6 +297,31 @@ def nbi_put(fence: bool):
             out = np.zeros(256, np.uint8)
             acl.rt.memcpy(acl.util.numpy_to_ptr(out), 256, ccl, 256, D2H)
     body.__qualname__ = f"nbi_put_{'fenced' if fence else 'unfenced'}"
+    return body
+
+
+def nbi_get(fence: bool):
+    """Atlas 350, host CPU RoCE: rank 1 stages its HCCL buffer and tells rank 0 with a thread-less
+    channel notify; rank 0 reads it with a non-blocking read and reads the result on the host
+    (after a fence only when ``fence``)."""
+    def body(comm):
+        ch = _nbi_channel(comm)
+        ccl = comm.hccl_buffer().addr
+        x = np.full(256, 7 + comm.rank, np.uint8)
+        if comm.rank == 1:
+            acl.rt.memcpy(ccl, 256, acl.util.numpy_to_ptr(x), 256, H2D)
+            assert pyhcomm.HcommChannelNotifyRecord(ch, 0) == 0
+            assert pyhcomm.HcommChannelNotifyWait(ch, 0, 60) == 0          # rank 0 has read it
+        else:
+            dst, _ = acl.rt.malloc(256, 0)
+            _, remote, _ = pyhcomm.HcclChannelGetHcclBuffer(comm.handle, ch)
+            assert pyhcomm.HcommChannelNotifyWait(ch, 0, 60) == 0
+            assert pyhcomm.HcommReadNbi(ch, dst, remote, 256) == 0
+            if fence:
+                assert pyhcomm.HcommChannelFence(ch) == 0
+            acl.rt.memcpy(acl.util.numpy_to_ptr(x), 256, dst, 256, D2H)
+            assert pyhcomm.HcommChannelNotifyRecord(ch, 0) == 0
+    body.__qualname__ = f"nbi_get_{'fenced' if fence else 'unfenced'}"
     return body
 
 
@@ -450,6 +476,8 @@ MUTANTS = [
            "what the kernel copied on an AICPU_TS thread", ("race",), _kernel_then_host_read, nranks=1, product=A350),
     Mutant("nbi_missing_fence", "Atlas 350 NBI: notifies the peer without a fence after a non-blocking write",
            ("race",), nbi_put(False), nranks=2, product=A350),
+    Mutant("nbi_read_missing_fence", "Atlas 350 NBI: the host reads what a non-blocking read brought without a fence "
+           "first", ("race",), nbi_get(False), nranks=2, product=A350),
     Mutant("thread_wrong_notify_index", "thread notifies: recorded index 1, waited index 0", ("hang",),
            _thread_wrong_notify_index, nranks=1),
     Mutant("two_waiters_one_notify", "two threads wait for one channel notify, unordered", ("late-wait",),
@@ -460,4 +488,5 @@ MUTANTS = [
 ]
 
 #: Correct counterparts, which must give no finding.
-CORRECT = [("custom_allgather", custom_allgather(None), 4, A2), ("nbi_put_fenced", nbi_put(True), 2, A350)]
+CORRECT = [("custom_allgather", custom_allgather(None), 4, A2), ("nbi_put_fenced", nbi_put(True), 2, A350),
+           ("nbi_get_fenced", nbi_get(True), 2, A350)]

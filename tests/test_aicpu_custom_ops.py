@@ -147,6 +147,11 @@ def test_mc2_op_args_and_resource_context():
     assert ret == 0 and ctx
     assert pyhcomm.HcclCreateOpResCtx(comm, pyhcomm.HCCL_CMD_ALLREDUCE, args) == (0, ctx)     # the same pair
     assert pyhcomm.HcclCreateOpResCtx(comm, pyhcomm.HCCL_CMD_MAX, args) == (R.HCCL_E_PARA, 0)
+    assert pyhcomm.HcclKfcOpArgsSetDstDataType(args, 13) == R.HCCL_E_PARA                 # no HcclDataType 13
+    assert pyhcomm.HcclCreateOpResCtx(comm, pyhcomm.HCCL_CMD_ALLREDUCE, args) == (0, ctx)     # unchanged
+    assert pyhcomm.HcclKfcOpArgsSetDstDataType(args, pyhcomm.HCCL_DATA_TYPE_FP32) == 0
+    ret, ctx_fp32 = pyhcomm.HcclCreateOpResCtx(comm, pyhcomm.HCCL_CMD_ALLREDUCE, args)
+    assert ret == 0 and ctx_fp32 not in (0, ctx)                                          # another operator
     assert pyhcomm.HcclKfcFreeOpArgs(args) == 0
     assert pyhcomm.HcclCreateOpResCtx(comm, pyhcomm.HCCL_CMD_ALLREDUCE, args) == (R.HCCL_E_PARA, 0)
     assert pyhcomm.HcclKfcOpArgsSetCount(0, 1) == R.HCCL_E_PTR

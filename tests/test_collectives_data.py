@@ -13,6 +13,7 @@ import pytest
 
 import pyhcomm
 from pyhcomm import acl
+from pyhcomm.collectives import support
 from pyhcomm.topology import server_of
 from hcomm_testutil import malloc, read, write
 
@@ -142,6 +143,38 @@ def test_scatter_ring_pushes_over_roce_and_pulls_over_hccs(monkeypatch, env):
     assert all(server_of(x.rank) == server_of(x.detail[1]) for x in reads)    # HCCS: inside a server
     assert all(x.detail[1] == (x.rank - 1) % 4 for x in reads)                # pulled from the left
     assert all(w.detail[1] == (w.rank + 1) % 4 for w in writes)               # pushed to the right
+
+
+# -- AllGather ---------------------------------------------------------------------------------------------
+def allgather_cases(product: str):
+    """Every data type the product moves (its MOVE_DTYPES, 8-bit floats on Atlas 350), in turn with
+    the counts 0 (nothing moves), 1, 13, 1001."""
+    family = pyhcomm.find_product(product).family
+    return [(dt, [0, *COUNTS][i % 4]) for i, dt in enumerate(sorted(support.MOVE_DTYPES[family]))]
+
+
+def allgather_body(comm, cases):
+    s, r, n = stream(), comm.rank, comm.size
+    outs = []
+    for i, (dt, count) in enumerate(cases):
+        nbytes = count * SIZE[dt]
+        send = device_buffer(data(100 * i + r, nbytes))
+        recv = device_buffer(np.full(n * nbytes, 0xEE, np.uint8))
+        assert pyhcomm.HcclAllGather(send, recv, count, dt, comm.handle, s) == 0
+        outs.append((recv, n * nbytes))
+    sync(s)
+    return [read(recv, size) if size else np.zeros(0, np.uint8) for recv, size in outs]
+
+
+@pytest.mark.parametrize("world", WORLDS, ids=ids)
+def test_allgather_puts_rank_q_block_at_q_for_every_data_type(world):
+    product, n = world
+    cases = allgather_cases(product)
+    out = launch(world, allgather_body, cases)
+    for i, (dt, count) in enumerate(cases):
+        expect = np.concatenate([data(100 * i + q, count * SIZE[dt]) for q in range(n)])
+        for r in range(n):
+            np.testing.assert_array_equal(out[r][i], expect, err_msg=f"call {i} {dt!r} rank {r}")
 
 
 # -- AlltoAll --------------------------------------------------------------------------------------------
@@ -314,10 +347,11 @@ def bad_args_body(comm):
     h, f32 = comm.handle, T.HCCL_DATA_TYPE_FP32
     buf = device_buffer(data(r, 4 * n * 4))
     before = len(pyhcomm.record.tasks(rank=r))
+    with pytest.raises(TypeError):           # a bool is no rank (docs/errors.md)
+        pyhcomm.HcclBroadcast(buf, 4, f32, True, h, s)
     codes = {
         "bcast root -1": pyhcomm.HcclBroadcast(buf, 4, f32, -1, h, s),
         "bcast root n": pyhcomm.HcclBroadcast(buf, 4, f32, n, h, s),
-        "bcast root bool": pyhcomm.HcclBroadcast(buf, 4, f32, True, h, s),
         "bcast NULL": pyhcomm.HcclBroadcast(0, 4, f32, 0, h, s),
         "scatter root n": pyhcomm.HcclScatter(buf, buf, 4, f32, n, h, s),
         "scatter NULL recv": pyhcomm.HcclScatter(buf, 0, 4, f32, 0, h, s),

@@ -39,11 +39,16 @@ def test_training_series_reduces_every_pair_hccl_lists_on_a_full_server():
     assert protocols[(3, 4)] == protocols[(7, 0)] == P.COMM_PROTOCOL_PCIE.name
 
 
-@pytest.mark.parametrize("product, family, n", [(TRAINING, "910", 4), (INFERENCE, "310P", 4), (A2I, "A2", 4)])
-def test_reduce_scatter_and_reduce_where_hccl_runs_them(product, family, n):
+@pytest.mark.parametrize("product, family, n, link", [(TRAINING, "910", 4, P.COMM_PROTOCOL_HCCS),
+                                                     (INFERENCE, "310P", 4, P.COMM_PROTOCOL_PCIE),
+                                                     (A2I, "A2", 4, P.COMM_PROTOCOL_HCCS)])
+def test_reduce_scatter_and_reduce_where_hccl_runs_them(product, family, n, link):
+    """Four NPUs of one server: one HCCS group on the training series, PCIe on the inference series."""
     check_reduce_scatter(product, n, [(3, dt, op) for dt, op in pairs(family)][:8])
     if family != "310P":
         check_reduce(product, n, [(4, dt, op, k % n) for k, (dt, op) in enumerate(pairs(family)[:6])])
+    writes = pyhcomm.record.events(kind="Write")
+    assert writes and {e.protocol for e in writes} == {link.name}
 
 
 @pytest.mark.parametrize("product, n", [(TRAINING, 8), (INFERENCE, 4), (A2I, 2)])

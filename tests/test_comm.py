@@ -273,6 +273,17 @@ def test_hccl_buffer_is_usable_device_memory_but_not_freeable(dev0):
     assert acl.rt.memcpy(d, 256, buf + size - 128, 256, D2D) == pyhcomm.ACL_ERROR_RT_PARAM_INVALID
 
 
+def test_hccl_buffer_cleared_is_the_same_buffer_zero_filled(dev0):
+    _, comms = pyhcomm.HcclCommInitAll([0])
+    ret, buf, size = pyhcomm.HcclGetHcclBufferCleared(comms[0])          # the first call makes it
+    assert ret == 0 and pyhcomm.HcclGetHcclBuffer(comms[0]) == (0, buf, size)
+    write(buf, pattern(256))
+    write(buf + size - 256, pattern(256))
+    assert pyhcomm.HcclGetHcclBufferCleared(comms[0]) == (0, buf, size)
+    assert (read(buf, 256) == 0).all() and (read(buf + size - 256, 256) == 0).all()
+    assert pyhcomm.HcclGetHcclBufferCleared(0) == (pyhcomm.HCCL_E_PTR, 0, 0)
+
+
 def test_hccl_buffers_do_not_commit_memory_until_touched(dev0):
     before = _rss_bytes()
     ret, comms = pyhcomm.HcclCommInitAll([4, 5, 6, 7])

@@ -52,10 +52,10 @@ def test_buffer_size_name_and_timeout_take_effect():
 
 
 def test_config_get_info_bytes():
-    ret, comm = one_rank(config(hcclOpExpansionMode=pyhcomm.HCCL_OP_EXPANSION_MODE_AI_CPU, hcclDeterministic=1,
+    ret, comm = one_rank(config(hcclOpExpansionMode=pyhcomm.HCCL_OP_EXPANSION_MODE_HOST, hcclDeterministic=1,
                                 hcclAlgo="level0:ring"))
     assert ret == 0
-    assert HcclConfigGetInfo(comm, pyhcomm.HCCL_CONFIG_TYPE_OP_EXPANSION_MODE, 4) == (0, bytes(4))
+    assert HcclConfigGetInfo(comm, pyhcomm.HCCL_CONFIG_TYPE_OP_EXPANSION_MODE, 4) == (0, b"\x02\0\0\0")   # HOST
     assert HcclConfigGetInfo(comm, pyhcomm.HCCL_CONFIG_TYPE_DETERMINISTIC, 4) == (0, b"\x01\0\0\0")
     assert HcclConfigGetInfo(comm, pyhcomm.HCCL_CONFIG_TYPE_HCCL_ALGO, 16) == (0, b"level0:ring" + bytes(5))
     assert HcclConfigGetInfo(comm, pyhcomm.HCCL_CONFIG_TYPE_DETERMINISTIC, 8) == (R.HCCL_E_PARA, b"")
@@ -140,3 +140,16 @@ def test_scalable_root_info_joins_every_rank():
 
     assert pyhcomm.launch(body, 2, scheduler="coop", sim=pyhcomm.current_sim()) == [(0, (0, 2))] * 2
     assert pyhcomm.HcclCommInitRootInfoScalable(2, 3, [a, b], 0, 0, None) == (R.HCCL_E_PARA, 0)
+
+
+def test_cluster_info_config_applies_the_config(tmp_path):
+    table = tmp_path / "rank_table.json"
+    table.write_text('{"server_list": [{"server_id": "10.0.0.1", "device": [{"device_id": "0", "rank_id": "0"}]}]}')
+    acl.init()
+    assert acl.rt.set_device(0) == 0
+    ret, comm = pyhcomm.HcclCommInitClusterInfoConfig(str(table), 0, config(hcclBufferSize=5, hcclCommName="tp"))
+    assert ret == 0
+    assert pyhcomm.HcclGetCommName(comm) == (0, "tp") and pyhcomm.HcclGetHcclBuffer(comm)[2] == 2 * 5 * MB
+    assert pyhcomm.HcclGetRankSize(comm) == (0, 1)
+    assert pyhcomm.HcclCommInitClusterInfoConfig(str(table), 0, HcclCommConfig())[0] == R.HCCL_E_PARA  # not initialised
+    assert pyhcomm.HcclCommDestroy(comm) == 0

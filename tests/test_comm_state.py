@@ -54,7 +54,8 @@ def test_state_callbacks_run_around_resume_and_destroy():
                     (comm, "HCCL_COMM_STATE_PHASE_DESTROY_POST", "hccl-args"),
                     ("mc2", "HCCL_COMM_STATE_PHASE_DESTROY_POST")]
     assert pyhcomm.HcclCommRegCommStateCallback("MC2", 0, None) == 0        # unregistered
-    assert pyhcomm.HcclCommRegCommStateCallback("X", 0x1234, None) == R.HCCL_E_PARA
+    assert pyhcomm.HcclCommRegCommStateCallback("X", 0x1234, None) == R.HCCL_E_NOT_SUPPORT   # a C address
+    assert pyhcomm.HcclCommRegCommStateCallback("X", "cb", None) == R.HCCL_E_PARA
     assert pyhcomm.HcclCommRegCommStateCallback(None, cb, None) == R.HCCL_E_PTR
 
 

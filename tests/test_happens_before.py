@@ -261,3 +261,41 @@ def test_on_the_collectives_edges_go_forward_and_every_wait_has_its_record(produ
     assert {"stream", "notify", "program", "sync"} <= kinds
     if product_name != "Atlas 800T A2":
         assert "batch" in kinds     # the collectives run their kernels in batch mode
+
+
+def test_a_write_with_notify_orders_the_peers_wait_and_a_drain_waits_for_the_thread(product):
+    """Atlas 350 kernels on AICPU_TS threads: rank 0 writes into rank 1's HCCL buffer with
+    WriteWithNotify and drains its thread; rank 1 waits for the notify, copies out, drains."""
+    product("Atlas 350")
+    from pyhcomm import (HcclThreadAcquire, HcommChannelDrainOnThread, HcommChannelNotifyWaitOnThread,
+                         HcommWriteWithNotifyOnThread)
+    from pyhcomm.analysis import analyze
+
+    def body(comm):
+        ch, remote = _pair(comm, P.COMM_PROTOCOL_UB_CTP, E.COMM_ENGINE_AICPU_TS)
+        stream, _ = acl.rt.create_stream()
+        _, (t,) = HcclThreadAcquire(comm.handle, E.COMM_ENGINE_AICPU_TS, 1, 1)
+        own, buf = comm.hccl_buffer().addr, malloc(64)
+
+        def kernel():
+            if comm.rank == 0:
+                assert HcommWriteWithNotifyOnThread(t, ch, remote, buf, 64, 0) == 0
+            else:
+                assert HcommChannelNotifyWaitOnThread(t, ch, 0, 0) == 0
+                assert HcommLocalCopyOnThread(t, buf, own, 64) == 0
+            assert HcommChannelDrainOnThread(t, ch) == 0
+
+        pyhcomm.Stream(stream, owned=False).launch(kernel)
+        assert acl.rt.synchronize_stream(stream) == 0
+
+    sim = pyhcomm.current_sim()
+    pyhcomm.launch(body, 2, sim=sim, timeout=60)
+    g = hb.build(sim)
+    ents = sim.record.entries()
+    wwn, wait, copy = (next(e for e in ents if e.kind == k) for k in ("WriteWithNotify", "ChannelNotifyWait",
+                                                                        "LocalCopy"))
+    drains = {e.rank: e for e in ents if e.kind == "ChannelDrain"}
+    assert Edge(wwn.seq, "notify") in _preds(g, wait)
+    assert Edge(wwn.seq, "drain") in _preds(g, drains[0]) and Edge(copy.seq, "drain") in _preds(g, drains[1])
+    assert g.happens_before(wwn.seq, copy.seq) and not g.happens_before(copy.seq, drains[0].seq)
+    assert analyze(sim) == []

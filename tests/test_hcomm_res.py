@@ -122,7 +122,7 @@ def test_memory_registered_exported_and_imported():
     assert ret == 0 and desc and length > 0
     ret, remote = pyhcomm.HcommMemImport(eps[1], desc, length)
     assert ret == 0 and (remote.type, remote.addr, remote.size) == (pyhcomm.COMM_MEM_TYPE_DEVICE, buf, 4096)
-    assert pyhcomm.HcommMemImport(eps[1], desc, length - 1) == (R.HCCL_E_PARA, None)
+    assert pyhcomm.HcommMemImport(eps[1], desc, length - 1) == (R.HCCL_E_PARA, pyhcomm.CommMem())
     assert pyhcomm.HcommMemUnimport(eps[1], desc, length) == 0
     assert pyhcomm.HcommMemUnimport(eps[1], desc, length) == R.HCCL_E_NOT_FOUND
     assert pyhcomm.HcommMemUnreg(eps[0], h) == 0
@@ -143,3 +143,13 @@ def test_mem_alloc_is_an_atlas_a3_call():
     assert pyhcomm.HcommMemFree(ptr) == 0
     assert pyhcomm.HcommMemFree(ptr) == R.HCCL_E_PARA
     assert pyhcomm.HcommMemAlloc(0) == (R.HCCL_E_PARA, 0)
+
+
+def test_host_endpoints_are_not_modelled_and_say_so(caplog):
+    """README's "partly modelled" list: a host endpoint is HCCL_E_NOT_SUPPORT with its reason."""
+    assert acl.init() == 0 and acl.rt.set_device(1) == 0
+    desc = pyhcomm.HcommEndpointGetDescs(1, 3)[1][2]
+    desc.loc.locType = pyhcomm.ENDPOINT_LOC_TYPE_HOST
+    with caplog.at_level(logging.ERROR, logger="pyhcomm"):
+        assert pyhcomm.HcommEndpointCreate(desc) == (R.HCCL_E_NOT_SUPPORT, 0)
+    assert "HcommEndpointCreate: host endpoints (host NICs) are not modelled" in caplog.text

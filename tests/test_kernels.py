@@ -77,6 +77,11 @@ def test_load_errors(dev0, tmp_path):
     assert ret == 0
     assert acl.rt.binary_get_function(binary, "no_such_kernel") == (0, E.ACL_ERROR_KERNEL_NOT_FOUND)
     assert acl.rt.binary_get_function(0x1234, "record_kernel") == (0, E.ACL_ERROR_INVALID_PARAM)
+    cpu_mode = [{"type": pyhcomm.ACL_RT_BINARY_LOAD_OPT_CPU_KERNEL_MODE, "value": 0}]
+    assert acl.rt.binary_load_from_file(KERNELS_PY, cpu_mode)[1] == 0
+    assert acl.rt.binary_load_from_file(KERNELS_PY, [{"type": 9, "value": 0}]) == (0, E.ACL_ERROR_INVALID_PARAM)
+    with pytest.raises(TypeError, match="options must be a list"):
+        acl.rt.binary_load_from_file(KERNELS_PY, 3)
 
 
 def test_launch_argument_errors(dev0):
@@ -102,10 +107,11 @@ def test_args_from_host_pointer_arrive_as_bytes(dev0):
     func = _function("record_kernel")
     handle, _ = acl.rt.kernel_args_init(func)
     log = []
-    acl.rt.kernel_args_append(handle, log)
+    first, ret = acl.rt.kernel_args_append(handle, log)
+    assert ret == 0 and first                        # a parameter handle is never NULL
     payload = np.frombuffer(b"opparam!", dtype=np.uint8).copy()
-    _, ret = acl.rt.kernel_args_append(handle, acl.util.numpy_to_ptr(payload), payload.nbytes)
-    assert ret == 0
+    second, ret = acl.rt.kernel_args_append(handle, acl.util.numpy_to_ptr(payload), payload.nbytes)
+    assert ret == 0 and second not in (0, first)
     payload[:] = 0                                   # the bytes were copied at append time
     acl.rt.kernel_args_finalize(handle)
     assert acl.rt.launch_kernel_with_config(func, 1, stream, None, handle, 0) == 0

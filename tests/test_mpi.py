@@ -2,7 +2,10 @@
 
 The same rank bodies (tests/mpi_cases.py) run in one process and as one MPI process per rank
 (``pyhcomm.launch(..., mpi=True)`` starts ``mpiexec``); every output buffer must hold the same
-bytes. HCCL's example ports run as HCCL's MPI examples do (root info broadcast with
+bytes. One-sided writes, reads and reduces, registered memory, 1-bit remote notifies, NBI transfers and
+fences give the same bytes (tests/mpi_cases.py ``one_sided``, ``nbi_fence``); the processes'
+records merge into one that the verifier and the timing replay read as one process's.
+HCCL's example ports run as HCCL's MPI examples do (root info broadcast with
 ``comm.bcast``, tests/mpi_worker.py), the seed examples under ``mpiexec`` print what they print
 alone, a join another process refuses fails at once with HCCL_E_PARA. Failures: a rank that raises, a process that dies and a hang across processes are each
 reported, naming the rank, in every process, and leave no shared memory behind.
@@ -17,6 +20,7 @@ import subprocess
 import sys
 import contextlib
 import io
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -27,6 +31,8 @@ import pyhcomm  # noqa: E402
 from pyhcomm.transport.mpi_link import mpiexec  # noqa: E402
 
 import mpi_cases  # noqa: E402   (mpi_worker is not imported here: it initialises MPI)
+from pyhcomm.analysis import analyze, happens_before as hb  # noqa: E402
+from pyhcomm.timing.replay import replay  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "hccl_examples"))   # the example ports, compared in one process
@@ -78,14 +84,67 @@ def _segments():
     return {p.name for p in shm.glob("mpich_shm_*")} if shm.is_dir() else set()
 
 
+def _sim(product):
+    return pyhcomm.Sim(scheduler="coop", product=product)
+
+
+def _calls(timeline):
+    return sorted((c.name, c.ranks, c.begin, c.end, len(c.entries)) for c in timeline.calls)
+
+
 @pytest.mark.parametrize("n, product", [(2, A2), (3, A3), (4, A2)], ids=["2-A2", "3-A3", "4-A2"])
-def test_every_collective_gives_the_same_bytes_in_one_process_per_rank(n, product, monkeypatch):
+def test_every_collective_gives_the_same_bytes_and_record_in_one_process_per_rank(n, product, monkeypatch):
     for var in ("PYHCOMM_SCHEDULER", "PYHCOMM_TRANSPORT"):
         monkeypatch.delenv(var, raising=False)
-    one = pyhcomm.launch(mpi_cases.every_collective, n, product=product, mpi=False)
-    many = pyhcomm.launch(mpi_cases.every_collective, n, product=product, mpi=True, timeout=150)
-    assert [[list(c) for c in r] for r in one] == [[list(c) for c in r] for r in many]
-    assert len(one) == n and all(len(r) == len(one[0]) > 15 for r in one)
+    one, many = _sim(product), _sim(product)
+    got_one = pyhcomm.launch(mpi_cases.every_collective, n, mpi=False, sim=one)
+    got_many = pyhcomm.launch(mpi_cases.every_collective, n, mpi=True, sim=many, timeout=150)
+    assert [[list(c) for c in r] for r in got_one] == [[list(c) for c in r] for r in got_many]
+    assert len(got_one) == n and all(len(r) == len(got_one[0]) > 15 for r in got_one)
+    # the merged record of the processes reads as the one process's (docs/record.md)
+    merged = many.record
+    assert merged.processes == tuple(range(n)) and merged.whole()
+    records = [e for e in merged.events() if e.kind == "ChannelNotifyRecord"]
+    assert records and all(e.gen is not None for e in records)     # remote records got their generation
+    g = hb.build(merged)
+    where = {seq: k for k, seq in enumerate(g.order())}
+    assert all(where[a] < where[b] for a, b, _kind in g.edges() if a in where and b in where)
+    edges = Counter(kind for _a, _b, kind in g.edges())
+    one_edges = Counter(kind for _a, _b, kind in hb.build(one).edges())
+    assert edges["notify"] == one_edges["notify"] > 0 and edges["stream"] == one_edges["stream"]
+    assert edges["rendezvous"] == n - 1 and one_edges["rendezvous"] == 0   # + the job's closing barrier
+    assert analyze(many) == [] and analyze(one) == []
+    t_one, t_many = replay(one), replay(many)
+    assert t_many.makespan == t_one.makespan > 0
+    assert _calls(t_many) == _calls(t_one)
+
+
+@pytest.mark.parametrize("case, product", [("one_sided", A2), ("nbi_fence", "Atlas 350")])
+def test_one_sided_transfers_notifies_and_fences_across_processes(case, product, monkeypatch):
+    """Writes, reads and reduces into a peer's HCCL buffer and registered memory, a 1-bit remote
+    notify recorded twice before one wait (the verifier's lost record, in both), NBI transfers and
+    a fence: the same bytes, findings and modeled time as in one process."""
+    monkeypatch.delenv("PYHCOMM_SCHEDULER", raising=False)
+    one, many = _sim(product), _sim(product)
+    got_one = pyhcomm.launch(getattr(mpi_cases, case), 2, sim=one)
+    got_many = pyhcomm.launch(getattr(mpi_cases, case), 2, sim=many, mpi=True, timeout=150)
+    assert got_many == got_one and len(set(sum(got_one, []))) >= 3
+    found = sorted(f.key for f in analyze(many))
+    assert found == sorted(f.key for f in analyze(one))
+    assert [k[0] for k in found] == (["lost-record"] if case == "one_sided" else [])
+    assert replay(many).makespan == replay(one).makespan
+
+
+def test_the_merged_record_of_an_mpi_run_shows_a_race_across_processes(monkeypatch):
+    monkeypatch.delenv("PYHCOMM_SCHEDULER", raising=False)
+    one, many = _sim(A2), _sim(A2)
+    pyhcomm.launch(mpi_cases.custom_allgather, 3, "missing_wait", sim=one)
+    pyhcomm.launch(mpi_cases.custom_allgather, 3, "missing_wait", sim=many, mpi=True, timeout=150)
+    races = sorted(f.key for f in analyze(many) if f.kind == "race")
+    assert races == sorted(f.key for f in analyze(one) if f.kind == "race") and races
+    race = next(f for f in analyze(many) if f.kind == "race")
+    assert "Write task" in race.text() and "LocalCopy task" in race.text()
+    assert replay(many).makespan == replay(one).makespan
 
 
 def test_hccl_example_ports_and_seed_examples_give_the_same_bytes_over_mpi(monkeypatch):
@@ -131,9 +190,14 @@ def test_a_process_that_dies_is_named_by_the_others_within_the_liveness_bound():
 
 
 def test_a_hang_across_processes_is_one_report_with_the_wait_for_cycle():
-    code, lines, out = _job(3, ["mpi_worker.py", "launch", "two_receivers", "3"])
+    code, lines, out = _job(3, ["mpi_worker.py", "merged", "two_receivers", "3"])
     assert code == 0, out
     assert len(lines) == 3
+    # the verifier on the merged record: the same cycle, across processes
+    (found,) = next(line["findings"] for line in lines if line["proc"] == 0)
+    assert found.startswith("hang: 2 wait(s) can never be satisfied"), found
+    cycle = next(line for line in found.splitlines() if "wait-for cycle" in line)
+    assert "rank 1 thread" in cycle and "-> rank 0 thread" in cycle and "back to rank 1 thread" in cycle, cycle
     reports = {line["proc"]: line["text"] for line in lines}
     assert all(r == reports[0] for r in reports.values())          # every process got every rank's result
     first = reports[0][0]

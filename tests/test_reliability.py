@@ -119,6 +119,39 @@ def test_a_kernel_cannot_issue_on_a_thread_of_another_device():
     assert on_device(kernel, 0) == [R.HCCL_SUCCESS] * 4  # its own device's kernel may
 
 
+@pytest.mark.parametrize("product", ["Atlas A3", "Atlas 350"])
+def test_a_kernel_cannot_use_a_channel_or_thread_of_another_device(product):
+    """Channel writes, reads, reduces, notifies and fences from a kernel on device 1 with rank 0's
+    thread and channel end: refused, nothing lands; the same calls from device 0's kernel work."""
+    from hcomm_testutil import two_rank_channels
+    pyhcomm.set_product(product)
+    protocol = pyhcomm.COMM_PROTOCOL_UBC_TP if product == "Atlas 350" else pyhcomm.COMM_PROTOCOL_HCCS
+    comms, (ch0, _ch1), remote = two_rank_channels(pyhcomm.COMM_ENGINE_AICPU_TS, protocol, 2)
+    ret, (t0,) = HcclThreadAcquire(comms[0], AICPU_TS, 1, 1)
+    assert ret == 0
+    a = malloc(64)
+    write(a, pattern(64, 1))
+    assert acl.rt.set_device(1) == 0
+    write(remote, pattern(64, 2))
+
+    def kernel():
+        assert HcommBatchModeStart("k") == 0
+        codes = [pyhcomm.HcommWriteOnThread(t0, ch0, remote, a, 64),
+                 pyhcomm.HcommReadOnThread(t0, ch0, a, remote, 64),
+                 pyhcomm.HcommWriteReduceOnThread(t0, ch0, remote, a, 16, FP32, SUM),
+                 pyhcomm.HcommChannelNotifyRecordOnThread(t0, ch0, 0),
+                 pyhcomm.HcommChannelFenceOnThread(t0, ch0)]
+        assert HcommBatchModeEnd("k") == 0
+        return codes
+
+    assert on_device(kernel, 1) == [R.HCCL_E_PARA] * 5
+    assert acl.rt.set_device(1) == 0
+    assert (read(remote, 64) == pattern(64, 2)).all()
+    assert acl.rt.set_device(0) == 0
+    assert (read(a, 64) == pattern(64, 1)).all()
+    assert on_device(kernel, 0) == [R.HCCL_SUCCESS] * 5     # its own device's kernel may
+
+
 # -- 4. a batch cannot outlive the streams and threads of its tasks -------------------------------------------
 def test_batch_end_after_its_stream_was_destroyed_launches_nothing():
     comm, stream, thread = host_setup()
@@ -190,6 +223,32 @@ def test_float_pointers_and_handles_are_type_errors_not_value_errors():
     assert acl.rt.synchronize_stream(stream) == 0  # nothing reached the stream (16)
 
 
+@pytest.mark.parametrize("bad", ["0x10", b"\x01", np.float64(64.0), [1], object()],
+                         ids=["str", "bytes", "numpy float", "list", "object"])
+def test_pointers_and_handles_of_any_other_type_are_type_errors(bad):
+    """Defect 5 and 15: whatever the object, its message is built without ``:x`` on it and it
+    never reaches ctypes; the collectives as well."""
+    comm, stream, thread = host_setup()
+    d = malloc(256)
+    calls = [lambda: acl.rt.free(bad), lambda: acl.rt.free_host(bad),
+             lambda: acl.rt.memcpy(bad, 64, d, 64, D2D), lambda: acl.rt.memcpy(d, 64, bad, 64, D2D),
+             lambda: acl.rt.memcpy_async(d, 64, bad, 64, D2D, stream), lambda: acl.rt.memcpy_async(d, 64, d, 64, D2D, bad),
+             lambda: acl.rt.memset(bad, 64, 0, 64), lambda: acl.rt.memset_async(d, 64, 0, 64, bad),
+             lambda: HcclThreadAcquireWithStream(comm, CPU_TS, bad, 1),
+             lambda: pyhcomm.HcclAllReduce(bad, d, 4, FP32, SUM, comm, stream),
+             lambda: pyhcomm.HcclBroadcast(d, 4, FP32, 0, comm, bad),
+             lambda: pyhcomm.HcclAllGather(d, bad, 4, FP32, comm, stream),
+             lambda: pyhcomm.HcclReduceScatter(d, bad, 4, FP32, SUM, comm, stream),
+             lambda: pyhcomm.HcclReduce(d, bad, 4, FP32, SUM, 0, comm, stream),
+             lambda: pyhcomm.HcclScatter(d, bad, 4, FP32, 0, comm, stream),
+             lambda: pyhcomm.HcclAlltoAll(bad, 4, FP32, d, 4, FP32, comm, stream),
+             lambda: pyhcomm.HcclBarrier(comm, bad)]
+    for call in calls:
+        with pytest.raises(TypeError):
+            call()
+    assert acl.rt.synchronize_stream(stream) == 0
+
+
 def test_numpy_integer_pointers_and_counts_are_accepted():
     comm, stream, thread = host_setup()
     d = malloc(64)
@@ -203,6 +262,28 @@ def test_numpy_integer_pointers_and_counts_are_accepted():
     assert acl.rt.memcpy_async(i64(acl.util.numpy_to_ptr(out)), 64, i64(d), 64, D2H, i64(stream)) == 0
     assert acl.rt.synchronize_stream(stream) == 0
     assert (out == src).all()
+
+
+def test_numpy_integer_ranks_counts_and_enums_are_accepted_bools_and_floats_are_not():
+    """Every scalar integer argument goes through one conversion (docs/errors.md §1)."""
+    comm, stream, thread = host_setup()
+    d = malloc(64, 3)
+    i64 = np.int64
+    assert pyhcomm.HcclBroadcast(d, i64(4), i64(FP32), i64(0), comm, stream) == 0
+    assert pyhcomm.HcclAllReduce(d, d, np.uint32(4), FP32, SUM, comm, stream) == 0
+    ret, threads = HcclThreadAcquire(comm, CPU_TS, i64(1), np.int32(1))
+    assert ret == 0 and len(threads) == 1
+    ret, info = pyhcomm.HcclThreadResGetInfo(comm, thread, i64(pyhcomm.THREAD_RES_TYPE_STREAM), i64(8))
+    assert (ret, info) == (0, stream)
+    assert acl.rt.synchronize_stream(stream) == 0
+    for call in (lambda: pyhcomm.HcclBroadcast(d, 4, FP32, True, comm, stream),
+                 lambda: pyhcomm.HcclBroadcast(d, 4, FP32, 0.0, comm, stream),
+                 lambda: pyhcomm.HcclAllReduce(d, d, 4.0, FP32, SUM, comm, stream),
+                 lambda: HcclThreadAcquire(comm, CPU_TS, 1.0, 1),
+                 lambda: HcclThreadAcquire(comm, CPU_TS, 1, True),
+                 lambda: pyhcomm.HcclThreadResGetInfo(comm, thread, pyhcomm.THREAD_RES_TYPE_STREAM, 8.0)):
+        with pytest.raises(TypeError):
+            call()
 
 
 # -- 6. root info: whatever comes in gets a code --------------------------------------------------------------
@@ -343,7 +424,18 @@ def test_collectives_refuse_a_dead_stream_with_nothing_to_send():
     assert pyhcomm.HcclAllReduce(d, d, 0, FP32, SUM, comm, dead) == R.HCCL_E_PARA
     assert pyhcomm.HcclBroadcast(d, 4, FP32, 0, comm, dead) == R.HCCL_E_PARA      # one rank: nothing to do
     assert pyhcomm.HcclBroadcast(d, 4, FP32, 0, comm, 0x5710_DEAD) == R.HCCL_E_PARA
+    for s in (dead, 0x5710_DEAD):   # every collective, with nothing to send
+        assert pyhcomm.HcclAllGather(d, d, 0, FP32, comm, s) == R.HCCL_E_PARA
+        assert pyhcomm.HcclReduceScatter(d, d, 0, FP32, SUM, comm, s) == R.HCCL_E_PARA
+        assert pyhcomm.HcclReduce(d, d, 0, FP32, SUM, 0, comm, s) == R.HCCL_E_PARA
+        assert pyhcomm.HcclScatter(d, d, 0, FP32, 0, comm, s) == R.HCCL_E_PARA
+        assert pyhcomm.HcclAlltoAll(d, 0, FP32, d, 0, FP32, comm, s) == R.HCCL_E_PARA
+        assert pyhcomm.HcclAllGatherV(d, 0, d, [0], [0], FP32, comm, s) == R.HCCL_E_PARA
+        assert pyhcomm.HcclReduceScatterV(d, [0], [0], d, 0, FP32, SUM, comm, s) == R.HCCL_E_PARA
+        assert pyhcomm.HcclAlltoAllV(d, [0], [0], FP32, d, [0], [0], FP32, comm, s) == R.HCCL_E_PARA
+        assert pyhcomm.HcclBarrier(comm, s) == R.HCCL_E_PARA
     assert pyhcomm.HcclBroadcast(d, 4, FP32, 0, comm, stream) == 0
+    assert pyhcomm.HcclAllGather(d, d, 0, FP32, comm, stream) == 0
 
 
 # -- 14. a zero-length range at one past the end gets one answer ----------------------------------------------
@@ -355,4 +447,9 @@ def test_zero_length_copy_at_the_end_of_an_allocation_is_para_always():
     assert HcommLocalCopyOnThread(thread, a + 64, b, 0) == R.HCCL_E_PARA
     assert HcommLocalCopyOnThread(thread, a, b + 64, 0) == R.HCCL_E_PARA
     assert HcommLocalCopyOnThread(thread, a + 63, b, 0) == 0
+    assert HcommLocalReduceOnThread(thread, a + 64, b, 0, FP32, SUM) == R.HCCL_E_PARA
+    assert HcommLocalReduceOnThread(thread, a, b, 16, FP32, SUM) == 0
+    assert HcommLocalReduceOnThread(thread, a + 64, b, 0, FP32, SUM) == R.HCCL_E_PARA
+    assert HcommLocalReduceOnThread(thread, a, b + 64, 0, FP32, SUM) == R.HCCL_E_PARA
+    assert acl.rt.memset(a + 64, 0, 0, 0) == E.ACL_ERROR_RT_PARAM_INVALID      # the acl tier agrees
     assert acl.rt.synchronize_stream(stream) == 0

@@ -65,9 +65,15 @@ def test_record_notify_and_wait_and_reset_order_two_streams(a2):
     assert (read(dst, 128) == data).all()
 
 
-@pytest.mark.parametrize("timeout", [-1, 1 << 32, 1.5])
+@pytest.mark.parametrize("timeout", [-1, 1 << 32])
 def test_wait_and_reset_notify_bad_timeout(a2, timeout):
     assert acl.rt.wait_and_reset_notify(a2["notify"], a2["other"], timeout) == E.ACL_ERROR_INVALID_PARAM
+
+
+def test_wait_and_reset_notify_float_timeout_is_a_type_error(a2):
+    """Seconds are an int, as every integer argument (docs/errors.md)."""
+    with pytest.raises(TypeError):
+        acl.rt.wait_and_reset_notify(a2["notify"], a2["other"], 1.5)
 
 
 def test_record_on_a_stream_of_another_device_is_a_stream_context_error(a2):

@@ -64,6 +64,25 @@ def _call(op, comm, stream, send, recv, count):
             if ret:
                 return ret
         return pyhcomm.HcclSend(send, count, F32, me + 1, h, stream) if me < n - 1 else 0
+    if op == "alltoallvc":          # rank i sends count - (i + j) % 3 elements to rank j
+        matrix = [count - (i + j) % 3 for i in range(n) for j in range(n)]
+        return pyhcomm.HcclAlltoAllVC(send, matrix, F32, recv, F32, h, stream)
+    if op == "batch_sendrecv":      # both neighbours at once: send to the next, receive from the previous
+        if n == 1:
+            return 0
+        items = [pyhcomm.HcclSendRecvItem(pyhcomm.HCCL_SEND, send, count, F32, (me + 1) % n),
+                 pyhcomm.HcclSendRecvItem(pyhcomm.HCCL_RECV, recv, count, F32, (me - 1) % n)]
+        return pyhcomm.HcclBatchSendRecv(items, h, stream)
+    if op == "group":               # a group of sends to and receives from every peer
+        ret = pyhcomm.HcclGroupStart()
+        if ret:
+            return ret
+        for p in range(n):
+            if p != me:
+                ret = ret or pyhcomm.HcclSend(send, count, F32, p, h, stream)
+                ret = ret or pyhcomm.HcclRecv(recv + 4 * count * p, count, F32, p, h, stream)
+        end = pyhcomm.HcclGroupEnd()
+        return ret or end
     if op == "ring_allgather":     # the library's algorithm through collectives.run (raises)
         try:
             run(h, stream, 0, allgather_ring, send, recv, count * 4, peers=ring_peers(me, n))
@@ -75,7 +94,8 @@ def _call(op, comm, stream, send, recv, count):
 
 #: Every collective :func:`collective` knows.
 OPS = ("allgather", "allreduce", "reduce_scatter", "broadcast", "reduce", "scatter", "alltoall", "barrier",
-       "allgatherv", "reduce_scatterv", "alltoallv", "sendrecv", "ring_allgather")
+       "allgatherv", "reduce_scatterv", "alltoallv", "alltoallvc", "sendrecv", "batch_sendrecv", "group",
+       "ring_allgather")
 
 
 def collective(op: str, count: int = 64, calls: int = 1):

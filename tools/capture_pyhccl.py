@@ -7,14 +7,17 @@ pyhccl imports without its native libraries, so its names can be read here:
 
 It records every name of ``pyhccl.__all__``: each function's parameter names, parameter types and
 return type (from the signature line pybind11 puts first in ``__doc__``), each enum's members and
-values, each struct's fields with their type and the value a default-constructed struct holds,
-and every other constant. ``tests/test_pyhccl_parity.py`` compares ``from pyhcomm import *`` with
+values, each struct's fields with their type, the value a default-constructed struct holds and
+whether it can be set, and every other constant; then the module's own helpers outside
+``__all__`` (``data_type_size``, ``get_error_string``): their parameters, and the size
+``data_type_size`` gives each ``HcclDataType`` member. ``tests/test_pyhccl_parity.py`` compares ``from pyhcomm import *`` with
 the file this writes.
 """
 from __future__ import annotations
 
 import enum
 import importlib
+import inspect
 import json
 import re
 import sys
@@ -86,7 +89,8 @@ def struct_entry(cls) -> dict:
             continue
         doc = (getattr(cls, name).fget.__doc__ or "").strip()
         fields[name] = {"type": short_type(doc.rsplit("->", 1)[-1]) if "->" in doc else "?",
-                        "default": default_value(getattr(inst, name))}
+                        "default": default_value(getattr(inst, name)),
+                        "settable": getattr(cls, name).fset is not None}
     return fields
 
 
@@ -105,6 +109,11 @@ def capture(module) -> dict:
             out["constants"][name] = {"enum": type(obj).__name__, "value": int(obj)}
         else:
             out["constants"][name] = {"value": obj}
+    out["helpers"] = {}
+    for name, obj in sorted(vars(module).items()):
+        if not name.startswith("_") and name not in module.__all__ and inspect.isfunction(obj):
+            out["helpers"][name] = {"params": list(inspect.signature(obj).parameters)}
+    out["data_type_sizes"] = {k: module.data_type_size(v) for k, v in module.HcclDataType.__members__.items()}
     return out
 
 

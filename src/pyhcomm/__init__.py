@@ -17,6 +17,7 @@ from enum import IntEnum
 from . import enums as _enums
 from .capi import *  # noqa: F401,F403
 from .capi import __all__ as _capi_all
+from .capi.pyhccl_module import data_type_size, get_error_string  # noqa: F401  (pyhccl's, outside its __all__)
 from . import errors as _errors
 from . import sim as _sim_mod
 from .sim import Sim, current_sim

@@ -57,6 +57,18 @@ def integer(value, api: str, name: str, lo: int = 0, hi: int = UINT64_MAX, error
     return value
 
 
+def plain(value):
+    """``value`` as an ``int`` when it is an integer of another type (a numpy integer), else
+    unchanged (``bool`` and the other types included: the call's checks refuse them): for a call
+    that hands its arguments on after checking them."""
+    if type(value) is int or value is None or isinstance(value, (bool, float, complex, str, bytes, list, tuple)):
+        return value
+    try:
+        return operator.index(value)
+    except Exception:  # noqa: BLE001 - not an integer: the call's own checks answer it
+        return value
+
+
 def hexa(value) -> str:
     """``0x...`` for an int, ``repr`` for anything else: message text that cannot raise."""
     return f"0x{value:x}" if type(value) is int else repr(value)

@@ -25,7 +25,9 @@ processes form one world; every process gets every rank's result (pickled across
 ``mpi=True`` starts ``mpiexec -n nranks`` itself (``fn`` must be importable by module and name,
 arguments and results picklable) and returns the results here. A rank that raises, anywhere, is
 the :class:`RankError` of every process; a process that dies is named by the others within
-``PYHCOMM_MPI_LIVENESS`` seconds.
+``PYHCOMM_MPI_LIVENESS`` seconds. Each process's record is its launch Sim's; with ``sim=`` given,
+``mpi=True`` outside a job leaves the merged record of every process in ``sim.record``
+(:mod:`pyhcomm.sim.merge`; inside a job, :func:`pyhcomm.sim.merge.gather` merges them).
 """
 from __future__ import annotations
 
@@ -117,6 +119,10 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
     else:
         if product is not None:
             sim.runtime.set_product(product)
+        if mpi and sim.transport.name != "mpi" and Config.from_env().launcher_size == 1:
+            return _spawn(fn, nranks, args, kwargs, dict(product=sim.runtime.product.name, devices=devices,
+                                                         timeout=timeout, scheduler=scheduler, data=data, seed=seed),
+                          into=sim)
         sim.scheduler.abort_reason = None
     for hook in list(start_hooks):
         hook(sim)
@@ -330,10 +336,11 @@ def _job_results(sim, root: int, nranks, ranks, results) -> list:
         raise RankError(rank, cause) from cause
 
 
-def _spawn(fn, nranks, args, kwargs, options) -> list:
+def _spawn(fn, nranks, args, kwargs, options, into=None) -> list:
     """``launch(..., mpi=True)`` outside an MPI job: run it under ``mpiexec -n nranks`` (one rank
     per process) and return the results; a temporary folder carries the call and the outcome and
-    is removed before returning."""
+    is removed before returning. ``into``: a Sim that gets the merged record of the processes
+    (:mod:`pyhcomm.sim.merge`), also when a rank failed."""
     import pickle
     import shutil
     import subprocess
@@ -347,7 +354,7 @@ def _spawn(fn, nranks, args, kwargs, options) -> list:
     folder = tempfile.mkdtemp(prefix="pyhcomm_mpi_launch_")
     try:
         with open(os.path.join(folder, "call.pkl"), "wb") as f:
-            pickle.dump((fn, nranks, args, kwargs, options), f)
+            pickle.dump((fn, nranks, args, kwargs, options, into is not None), f)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         cmd = mpiexec() + ["-disable-auto-cleanup", "-n", str(nranks), sys.executable, "-m", "pyhcomm.spmd_child",
                            folder]
@@ -355,6 +362,11 @@ def _spawn(fn, nranks, args, kwargs, options) -> list:
             proc = subprocess.run(cmd, env=env, timeout=timeout, capture_output=True, text=True)
         except subprocess.TimeoutExpired:
             raise LaunchTimeout(f"mpiexec -n {nranks} still ran after {timeout} s") from None
+        if into is not None:
+            parts = [os.path.join(folder, f"record.{p}.pkl") for p in range(nranks)]
+            if all(os.path.exists(p) for p in parts):
+                from .sim.merge import merge
+                into.record = merge(parts)
         outcome = os.path.join(folder, "outcome.pkl")
         if os.path.exists(outcome):
             with open(outcome, "rb") as f:

@@ -46,8 +46,9 @@ class FuzzMachine(CallsMachine):
     # -- AI CPU kernels ----------------------------------------------------------------------------------
     @rule(data=st.data())
     def kernel(self, data):
-        """A kernel in batch mode issues local operations on its rank's AICPU_TS thread, and bad ones
-        (another device's thread or memory, a host engine's thread, bad values)."""
+        """A kernel in batch mode issues local operations, channel transfers and fences on its rank's
+        AICPU_TS thread, and bad ones (another device's thread, channel or memory, a host engine's
+        thread, bad values)."""
         self.quiesce_all()
         rk = self.rank(data)
         other = self.w.ranks[(rk.r + 1) % len(self.w.ranks)]
@@ -64,8 +65,9 @@ class FuzzMachine(CallsMachine):
             d, s = dst.addr + doff, src.addr + soff
             if dst is src and d != s and d < s + n and s < d + n:
                 continue
-            what = data.draw(st.sampled_from(["copy", "reduce", "write", "read", "other thread", "other memory",
-                                              "host thread", "bad len", "foreign channel", "not exposed"]),
+            what = data.draw(st.sampled_from(["copy", "reduce", "write", "read", "fence", "other thread", "other memory",
+                                              "other channel", "other fence", "host thread", "bad len",
+                                              "foreign channel", "not exposed"]),
                              label=f"op{i}")
             t = rk.aicpu
             if what == "copy":
@@ -91,6 +93,16 @@ class FuzzMachine(CallsMachine):
                 effects.append((FAIL, None))
             elif what == "not exposed":      # the peer's device buffer: not exposed on the channel
                 ops.append((what, pyhcomm.HcommWriteOnThread, (t, rk.dev_channels[other.r], other.bufs[0].addr, s, 4)))
+                effects.append((FAIL, None))
+            elif what == "fence":
+                ops.append((what, pyhcomm.HcommChannelFenceOnThread, (t, rk.dev_channels[other.r])))
+                effects.append((OK, None))
+            elif what == "other channel":    # another device's thread and channel end, that device's memory
+                ops.append((what, pyhcomm.HcommWriteOnThread, (other.aicpu, other.dev_channels[rk.r], rk.hccl.addr,
+                                                               other.bufs[0].addr, 4)))
+                effects.append((FAIL, None))
+            elif what == "other fence":
+                ops.append((what, pyhcomm.HcommChannelFenceOnThread, (other.aicpu, other.dev_channels[rk.r])))
                 effects.append((FAIL, None))
             elif what == "other thread":     # a thread of another device, with that device's memory
                 ob = other.bufs[0]
@@ -120,13 +132,16 @@ class FuzzMachine(CallsMachine):
         call(acl.rt.set_device, 0, tier="acl")
         if len(out) != len(ops):
             raise Finding(f"the kernel ran {len(out)} of its {len(ops)} calls: {out}")
+        problems = []   # every op's effect is applied first, so that teardown does not report the same call
         for (label, args_, ret, exc), (expect, effect) in zip(out, effects):
             if exc is not None:
-                raise Finding(f"inside a kernel, {label}{args_} raised {type(exc).__name__}: {exc}")
-            if (expect == OK) != (ret == 0):
-                raise Finding(f"inside a kernel, {label}{args_} returned {ret} where {expect} was due")
-            if effect is not None:
+                problems.append(f"inside a kernel, {label}{args_} raised {type(exc).__name__}: {exc}")
+            elif (expect == OK) != (ret == 0):
+                problems.append(f"inside a kernel, {label}{args_} returned {ret} where {expect} was due")
+            elif effect is not None:
                 effect()
+        if problems:
+            raise Finding("; ".join(problems))
 
     # -- several host threads at once ---------------------------------------------------------------------
     @precondition(lambda self: self.w is not None and self.w.host_local_ops)

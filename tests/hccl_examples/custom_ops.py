@@ -6,10 +6,11 @@ from __future__ import annotations
 import functools
 import threading
 
+from acl_constants import ACL_RT_BINARY_LOAD_OPT_CPU_KERNEL_MODE, ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT
 from ex04_common import CUSTOM_TIMEOUT, DEVICE_TYPE_A2, DEVICE_TYPE_A3, DEVICE_TYPE_A5
 
 from pyhcomm import acl  # real machine: import acl
-from pyhcomm import (ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT, COMM_PROTOCOL_UB_CTP, HCCL_E_INTERNAL,  # ... from pyhccl
+from pyhcomm import (COMM_PROTOCOL_UB_CTP, HCCL_E_INTERNAL,  # ... from pyhccl
                      HCCL_E_NOT_FOUND, HCCL_E_NOT_SUPPORT, HCCL_SUCCESS, HcclChannelDesc, HcclChannelDescInit,
                      HcclRankGraphGetLinks, HcommThreadNotifyRecordOnThread, HcommThreadNotifyWaitOnThread)
 
@@ -85,8 +86,9 @@ def launch_kernel(kernel_file: str, kernel_name: str, packed_param: bytes, cpu_t
     thread's notify ``record_idx``, launches the kernel with the packed ``OpParam`` and waits for
     the kernel's record of its notify 0."""
     handles = _binaries.__dict__
-    if kernel_file not in handles:
-        handles[kernel_file] = acl_chk(acl.rt.binary_load_from_file(kernel_file, []))
+    if kernel_file not in handles:   # LoadBinaryFromFile: one option, cpuKernelMode 0
+        options = [{"type": ACL_RT_BINARY_LOAD_OPT_CPU_KERNEL_MODE, "value": 0}]
+        handles[kernel_file] = acl_chk(acl.rt.binary_load_from_file(kernel_file, options))
     chk(HcommThreadNotifyRecordOnThread(cpu_thread, aicpu_thread_on_cpu, record_idx))
     func = acl_chk(acl.rt.binary_get_function(handles[kernel_file], kernel_name))
     args = acl_chk(acl.rt.kernel_args_init(func))

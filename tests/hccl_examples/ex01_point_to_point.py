@@ -8,11 +8,12 @@ training, Atlas training series; one server, N >= 2 devices (even for send/recv)
 """
 from __future__ import annotations
 
+from acl_constants import ACL_MEM_MALLOC_HUGE_ONLY, ACL_MEMCPY_HOST_TO_DEVICE, NPY_FLOAT32
 from example_main import check, fill_device, main, output, read_device, release, value
 
 from pyhcomm import acl  # real machine: import acl
-from pyhcomm import (ACL_MEM_MALLOC_HUGE_ONLY, HCCL_DATA_TYPE_FP32, HCCL_RECV, HCCL_SEND,  # ... from pyhccl
-                     HcclBatchSendRecv, HcclCommInitRootInfo, HcclRecv, HcclSend, HcclSendRecvItem)
+from pyhcomm import (HCCL_DATA_TYPE_FP32, HCCL_RECV, HCCL_SEND, HcclBatchSendRecv,  # ... from pyhccl
+                     HcclCommDestroy, HcclCommInitRootInfo, HcclRecv, HcclSend, HcclSendRecvItem)
 
 
 def send_recv(ctx, send=HcclSend, recv=HcclRecv):
@@ -36,22 +37,38 @@ def send_recv(ctx, send=HcclSend, recv=HcclRecv):
     return out
 
 
+def send_recv_item(kind, buf, count, data_type, remote_rank):
+    """``HcclSendRecvItem{kind, buf, count, dataType, remoteRank}``: pyhccl's structs are made
+    empty and filled field by field."""
+    item = HcclSendRecvItem()
+    item.sendRecvType, item.buf, item.count, item.dataType, item.remoteRank = kind, buf, count, data_type, remote_rank
+    return item
+
+
 def batch_send_recv_ring(ctx):
+    """The ring sample; its host buffer lives until the end (freed after the device buffers)."""
     device, count = ctx.device, ctx.dev_count
     size = count * 4
     check(acl.rt.set_device(device), "aclrtSetDevice")
     send_buf = value(acl.rt.malloc(size, ACL_MEM_MALLOC_HUGE_ONLY), "aclrtMalloc")
     recv_buf = value(acl.rt.malloc(size, ACL_MEM_MALLOC_HUGE_ONLY), "aclrtMalloc")
-    fill_device(send_buf, count, float(device))
+    host_buf = value(acl.rt.malloc_host(size), "aclrtMallocHost")
+    acl.util.ptr_to_numpy(host_buf, (count,), NPY_FLOAT32)[:] = float(device)
+    check(acl.rt.memcpy(send_buf, size, host_buf, size, ACL_MEMCPY_HOST_TO_DEVICE), "aclrtMemcpy")
     comm = output(HcclCommInitRootInfo(ctx.dev_count, ctx.root_info, device), "HcclCommInitRootInfo")
     stream = value(acl.rt.create_stream(), "aclrtCreateStream")
     nxt, prev = (device + 1) % count, (device - 1 + count) % count
-    items = [HcclSendRecvItem(HCCL_SEND, send_buf, count, HCCL_DATA_TYPE_FP32, nxt),
-             HcclSendRecvItem(HCCL_RECV, recv_buf, count, HCCL_DATA_TYPE_FP32, prev)]
+    items = [send_recv_item(HCCL_SEND, send_buf, count, HCCL_DATA_TYPE_FP32, nxt),
+             send_recv_item(HCCL_RECV, recv_buf, count, HCCL_DATA_TYPE_FP32, prev)]
     check(HcclBatchSendRecv(items, comm, stream), "HcclBatchSendRecv")
     check(acl.rt.synchronize_stream(stream), "aclrtSynchronizeStream")
     out = read_device(recv_buf, count)
-    release(ctx, comm, stream, (send_buf, recv_buf))
+    check(HcclCommDestroy(comm), "HcclCommDestroy")
+    check(acl.rt.free(send_buf), "aclrtFree")
+    check(acl.rt.free(recv_buf), "aclrtFree")
+    check(acl.rt.free_host(host_buf), "aclrtFreeHost")
+    check(acl.rt.destroy_stream(stream), "aclrtDestroyStream")
+    check(acl.rt.reset_device(device), "aclrtResetDevice")
     return out
 
 

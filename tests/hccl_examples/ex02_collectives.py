@@ -20,10 +20,11 @@ ReduceScatter, AlltoAll and AlltoAllV.
 """
 from __future__ import annotations
 
+from acl_constants import ACL_MEM_MALLOC_HUGE_ONLY
 from example_main import check, fill_device, main, output, read_device, release, value
 
 from pyhcomm import acl  # real machine: import acl
-from pyhcomm import (ACL_MEM_MALLOC_HUGE_ONLY, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM,  # ... from pyhccl
+from pyhcomm import (HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM,  # ... from pyhccl
                      HcclAllGather, HcclAllReduce, HcclAlltoAll, HcclAlltoAllV, HcclAlltoAllVC, HcclBroadcast,
                      HcclCommInitRootInfo, HcclReduce, HcclReduceScatter, HcclScatter)
 

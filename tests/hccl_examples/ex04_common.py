@@ -11,7 +11,9 @@ COMM_INDENTIFIER_MAX_LENGTH = 128
 TAG_LENGTH = 32 + COMM_INDENTIFIER_MAX_LENGTH
 DEVICE_TYPE_A2, DEVICE_TYPE_A3, DEVICE_TYPE_A5 = 0, 1, 2
 HCCL_CMD_SEND, HCCL_CMD_RECEIVE = 4, 5      # HcclCMDType
-SIZE_TABLE = {0: 1, 1: 2, 2: 4, 3: 2, 4: 4, 5: 8, 6: 8, 7: 1, 8: 2, 9: 4, 10: 8, 11: 2, 12: 16}
+#: SIZE_TABLE of common.h: bytes per HcclDataType value 0..17 (13 is a hole: 2, as the C table has it).
+SIZE_TABLE = {0: 1, 1: 2, 2: 4, 3: 2, 4: 4, 5: 8, 6: 8, 7: 1, 8: 2, 9: 4, 10: 8, 11: 2, 12: 16, 13: 2, 14: 1, 15: 1,
+              16: 1, 17: 1}
 
 #: AlgResourceCtx: aicpuThread, cpuThreadOnAicpu, localBuffer (addr, size), remoteBuffer (addr,
 #: size), channelHandle.

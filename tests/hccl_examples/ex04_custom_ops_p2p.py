@@ -22,12 +22,13 @@ import os
 import ex01_point_to_point as ex01
 from ex04_common import (ALG_RESOURCE_CTX, DEVICE_TYPE_A2, DEVICE_TYPE_A3, DEVICE_TYPE_A5, HCCL_CMD_RECEIVE,
                          HCCL_CMD_SEND, OP_PARAM)
+from acl_constants import ACL_MEMCPY_HOST_TO_DEVICE
 from custom_ops import Error, acl_chk, chk, get_device_type, launch_kernel, returns_code, ub_ctp_desc
 from example_main import main
 
 from pyhcomm import acl  # real machine: import acl
-from pyhcomm import (ACL_MEMCPY_HOST_TO_DEVICE, COMM_ENGINE_AICPU, COMM_ENGINE_AICPU_TS,  # ... from pyhccl
-                     COMM_ENGINE_CPU_TS, COMM_PROTOCOL_HCCS, HCCL_E_NOT_SUPPORT, HCCL_E_PTR, HCCL_SUCCESS,
+from pyhcomm import (COMM_ENGINE_AICPU, COMM_ENGINE_AICPU_TS, COMM_ENGINE_CPU_TS,  # ... from pyhccl
+                     COMM_PROTOCOL_HCCS, HCCL_E_NOT_SUPPORT, HCCL_E_PTR, HCCL_SUCCESS,
                      HcclChannelAcquire, HcclChannelDesc, HcclChannelDescInit, HcclChannelGetHcclBuffer,
                      HcclEngineCtxCreate, HcclEngineCtxGet, HcclGetCommName, HcclGetHcclBuffer, HcclGetRankId,
                      HcclGetRankSize, HcclThreadAcquire, HcclThreadAcquireWithStream, HcclThreadExportToCommEngine)

@@ -2,6 +2,7 @@
 of :mod:`ex04_custom_ops_p2p`. In pyhcomm a kernel binary is a Python module; the kernel receives
 the packed ``OpParam`` and reads its resource context from device memory (``device_load``: the C
 kernel dereferences ``param->resCtx``)."""
+from custom_ops import chk, returns_code
 from ex04_common import (ALG_RESOURCE_CTX, CUSTOM_TIMEOUT, DEVICE_TYPE_A2, DEVICE_TYPE_A3, HCCL_CMD_RECEIVE,
                          HCCL_CMD_SEND, NOTIFY_IDX_ACK, NOTIFY_IDX_DATA_SIGNAL, OP_PARAM, SIZE_TABLE, cstr)
 
@@ -13,21 +14,21 @@ from pyhcomm import (HCCL_SUCCESS, HcommAcquireComm, HcommBatchModeEnd, HcommBat
 from pyhcomm.sim.kernel import device_load
 
 
+@returns_code
 def exec_op(p, res) -> int:
-    """exec_op.cc: the sender stages and signals; the receiver waits, reads, signals back."""
+    """exec_op.cc: the sender stages and signals; the receiver waits, reads, signals back (each
+    step ``CHK_RET``: the first failure ends it)."""
     aicpu_thread, _cpu, local_addr, _ls, remote_addr, _rs, channel = res
     size = p["count"] * SIZE_TABLE[p["dataType"]]
     if p["opType"] == HCCL_CMD_SEND:
-        rets = [HcommLocalCopyOnThread(aicpu_thread, local_addr, p["inputPtr"], size),
-                HcommChannelNotifyRecordOnThread(aicpu_thread, channel, NOTIFY_IDX_ACK),
-                HcommChannelNotifyWaitOnThread(aicpu_thread, channel, NOTIFY_IDX_DATA_SIGNAL, CUSTOM_TIMEOUT)]
+        chk(HcommLocalCopyOnThread(aicpu_thread, local_addr, p["inputPtr"], size))
+        chk(HcommChannelNotifyRecordOnThread(aicpu_thread, channel, NOTIFY_IDX_ACK))
+        chk(HcommChannelNotifyWaitOnThread(aicpu_thread, channel, NOTIFY_IDX_DATA_SIGNAL, CUSTOM_TIMEOUT))
     elif p["opType"] == HCCL_CMD_RECEIVE:
-        rets = [HcommChannelNotifyWaitOnThread(aicpu_thread, channel, NOTIFY_IDX_ACK, CUSTOM_TIMEOUT),
-                HcommReadOnThread(aicpu_thread, channel, p["outputPtr"], remote_addr, size),
-                HcommChannelNotifyRecordOnThread(aicpu_thread, channel, NOTIFY_IDX_DATA_SIGNAL)]
-    else:
-        rets = []
-    return next((r for r in rets if r != HCCL_SUCCESS), HCCL_SUCCESS)
+        chk(HcommChannelNotifyWaitOnThread(aicpu_thread, channel, NOTIFY_IDX_ACK, CUSTOM_TIMEOUT))
+        chk(HcommReadOnThread(aicpu_thread, channel, p["outputPtr"], remote_addr, size))
+        chk(HcommChannelNotifyRecordOnThread(aicpu_thread, channel, NOTIFY_IDX_DATA_SIGNAL))
+    return HCCL_SUCCESS
 
 
 def HcclLaunchP2PAicpuKernel(param: bytes) -> int:  # noqa: N802

@@ -4,6 +4,7 @@ device memory (``device_load``: the C kernel copies ``param->resCtxDevice``), th
 stage its slice in its HCCL buffer slot, release the other threads, exchange with every peer on
 thread ``i`` / channel ``i`` (record ACK, wait ACK, write into the peer's slot, record DATA, wait
 DATA), join, copy every slot out."""
+from custom_ops import chk, returns_code
 from ex05_common import (CUSTOM_TIMEOUT, NOTIFY_IDX_ACK, NOTIFY_IDX_DATA_SIGNAL, OP_PARAM, SIZE_TABLE, AlgResourceCtx,
                          cstr)
 
@@ -17,45 +18,53 @@ HCCL_MIN_SLICE_ALIGN = 128
 UB_MAX_DATA_SIZE = 256 * 1024 * 1024
 
 
-def thread_sync_before(threads) -> list:
-    rets = [HcommThreadNotifyRecordOnThread(threads[0], t, 0) for t in threads[1:]]
-    return rets + [HcommThreadNotifyWaitOnThread(t, 0, CUSTOM_TIMEOUT) for t in threads[1:]]
+def thread_sync_before(threads) -> None:
+    for t in threads[1:]:
+        chk(HcommThreadNotifyRecordOnThread(threads[0], t, 0))
+    for t in threads[1:]:
+        chk(HcommThreadNotifyWaitOnThread(t, 0, CUSTOM_TIMEOUT))
 
 
-def thread_sync_after(threads) -> list:
-    rets = [HcommThreadNotifyWaitOnThread(threads[0], i - 1, CUSTOM_TIMEOUT) for i in range(1, len(threads))]
-    return rets + [HcommThreadNotifyRecordOnThread(threads[i], threads[0], i - 1) for i in range(1, len(threads))]
+def thread_sync_after(threads) -> None:
+    for i in range(1, len(threads)):
+        chk(HcommThreadNotifyWaitOnThread(threads[0], i - 1, CUSTOM_TIMEOUT))
+    for i in range(1, len(threads)):
+        chk(HcommThreadNotifyRecordOnThread(threads[i], threads[0], i - 1))
 
 
+@returns_code
 def exec_op(p, res) -> int:
+    """exec_op.cc; each step ``CHK_RET``: the first failure ends it."""
     size = SIZE_TABLE[p["dataType"]]
     count, data_size = p["count"], p["count"] * size
     main = res.threads[0]
     if p["rankSize"] == 1:
-        return HcommLocalCopyOnThread(main, p["outputPtr"], p["inputPtr"], data_size)
+        chk(HcommLocalCopyOnThread(main, p["outputPtr"], p["inputPtr"], data_size))
+        return HCCL_SUCCESS
     ccl_addr, ccl_size = res.cclMem
     bound = ccl_size // p["rankSize"] // HCCL_MIN_SLICE_ALIGN * HCCL_MIN_SLICE_ALIGN
     per_loop = min(UB_MAX_DATA_SIZE, bound) // size
-    rets, done = [], 0
+    done = 0
     for loop in range(-(-count // per_loop)):
         slice_count = min(per_loop, count - loop * per_loop)
         slice_size = slice_count * size
         mine = ccl_addr + slice_size * p["myRank"]
-        rets.append(HcommLocalCopyOnThread(main, mine, p["inputPtr"] + done * size, slice_size))
-        rets += thread_sync_before(res.threads)
-        for t, ch in zip(res.threads, res.channels):
+        chk(HcommLocalCopyOnThread(main, mine, p["inputPtr"] + done * size, slice_size))
+        thread_sync_before(res.threads)
+        for i, t in enumerate(res.threads):
+            ch = res.channels[i]
             remote = ch.remoteCclMem[0] + slice_size * p["myRank"]
-            rets += [HcommChannelNotifyRecordOnThread(t, ch.handle, NOTIFY_IDX_ACK),
-                     HcommChannelNotifyWaitOnThread(t, ch.handle, NOTIFY_IDX_ACK, CUSTOM_TIMEOUT),
-                     HcommWriteOnThread(t, ch.handle, remote, mine, slice_size),
-                     HcommChannelNotifyRecordOnThread(t, ch.handle, NOTIFY_IDX_DATA_SIGNAL),
-                     HcommChannelNotifyWaitOnThread(t, ch.handle, NOTIFY_IDX_DATA_SIGNAL, CUSTOM_TIMEOUT)]
-        rets += thread_sync_after(res.threads)
+            chk(HcommChannelNotifyRecordOnThread(t, ch.handle, NOTIFY_IDX_ACK))
+            chk(HcommChannelNotifyWaitOnThread(t, ch.handle, NOTIFY_IDX_ACK, CUSTOM_TIMEOUT))
+            chk(HcommWriteOnThread(t, ch.handle, remote, mine, slice_size))
+            chk(HcommChannelNotifyRecordOnThread(t, ch.handle, NOTIFY_IDX_DATA_SIGNAL))
+            chk(HcommChannelNotifyWaitOnThread(t, ch.handle, NOTIFY_IDX_DATA_SIGNAL, CUSTOM_TIMEOUT))
+        thread_sync_after(res.threads)
         for rank in range(p["rankSize"]):
-            rets.append(HcommLocalCopyOnThread(main, p["outputPtr"] + done * size + rank * data_size,
-                                               ccl_addr + slice_size * rank, slice_size))
+            chk(HcommLocalCopyOnThread(main, p["outputPtr"] + done * size + rank * data_size,
+                                       ccl_addr + slice_size * rank, slice_size))
         done += slice_count
-    return next((r for r in rets if r != HCCL_SUCCESS), HCCL_SUCCESS)
+    return HCCL_SUCCESS
 
 
 def HcclLaunchCustomAllGatherAicpuKernel(param: bytes) -> int:  # noqa: N802

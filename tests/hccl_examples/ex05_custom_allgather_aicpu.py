@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 import struct
 
+from acl_constants import ACL_MEM_MALLOC_HUGE_ONLY, NPY_UBYTE
 from custom_ops import Error, chk, get_device_type, launch_kernel, returns_code, ub_ctp_desc
 from ex05_common import DEVICE_TYPE_A5, HCCL_CMD_ALLGATHER, OP_PARAM, AlgResourceCtx, ChannelInfo
 from example_main import check, fill_device, main, output, read_device, release, value
 
 from pyhcomm import acl  # real machine: import acl
-from pyhcomm import (ACL_MEM_MALLOC_HUGE_ONLY, COMM_ENGINE_AICPU_TS, COMM_ENGINE_CPU_TS,  # ... from pyhccl
+from pyhcomm import (COMM_ENGINE_AICPU_TS, COMM_ENGINE_CPU_TS,  # ... from pyhccl
                      HCCL_DATA_TYPE_FP32, HCCL_E_INTERNAL, HCCL_E_PTR, HCCL_SUCCESS, HcclChannelAcquire,
                      HcclChannelGetHcclBuffer, HcclCommInitRootInfo, HcclEngineCtxCopy,
                      HcclEngineCtxCreate, HcclEngineCtxGet, HcclGetCommName, HcclGetHcclBuffer, HcclGetRankId,
@@ -75,7 +76,7 @@ def init_aicpu_resource(comm, p) -> None:
     p["resCtxDevice"], p["ctxSize"] = memcpy_ctx_host_to_device(comm, res)
     host_ctx = chk(HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_CPU_TS, MAIN_THREAD_CACHE.size))
     cache = MAIN_THREAD_CACHE.pack(res.threads[0], res.notifyNumOnMainThread)
-    acl.util.ptr_to_numpy(host_ctx, (len(cache),), 2)[:] = list(cache)   # NPY_UBYTE: the C code's struct store
+    acl.util.ptr_to_numpy(host_ctx, (len(cache),), NPY_UBYTE)[:] = list(cache)   # the C code's struct store
 
 
 @returns_code

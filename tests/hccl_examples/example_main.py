@@ -14,10 +14,11 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from pyhcomm import acl  # real machine: import acl
-from pyhcomm import ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, HcclCommDestroy, HcclGetRootInfo  # pyhccl
+from acl_constants import ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, NPY_FLOAT32
 
-NPY_FLOAT32 = 11                       # numpy's type number, as acl.util.ptr_to_numpy takes it
+from pyhcomm import acl  # real machine: import acl
+from pyhcomm import HcclCommDestroy, HcclGetRootInfo  # real machine: from pyhccl import ...
+
 FLOAT = 4                              # sizeof(float)
 JOIN_TIMEOUT = 60.0
 

@@ -19,7 +19,7 @@ from ..sim import memory
 from ..sim.kernel import start_kernel
 from ..sim.runtime import host_ctx
 from ..sim.task import Task, call_site
-from ..enums import aclrtLaunchKernelAttrId
+from ..enums import aclrtBinaryLoadOptionType, aclrtLaunchKernelAttrId
 from ..errors import AclError, acl_error
 from .stream import get_stream
 
@@ -50,9 +50,28 @@ def _invalid(api, msg):
     return acl_error(AclError.ACL_ERROR_INVALID_PARAM, api, msg)
 
 
+def _check_load_options(options, api: str) -> None:
+    """pyACL's load options: a list of ``{"type": aclrtBinaryLoadOptionType, "value": ...}`` dicts
+    (or None / ``[]``). They change nothing for a Python kernel module, but a wrong one is refused:
+    a non-list is a ``TypeError``, an unknown type ``ACL_ERROR_INVALID_PARAM``."""
+    if options is None:
+        return
+    if not isinstance(options, (list, tuple)):
+        raise TypeError(f"{api}: options must be a list of option dicts, not {type(options).__name__}")
+    known = {int(t) for t in aclrtBinaryLoadOptionType}
+    for i, item in enumerate(options):
+        if not isinstance(item, dict):
+            raise TypeError(f"{api}: options[{i}] must be a dict like {{'type': ..., 'value': ...}}, "
+                            f"not {type(item).__name__}")
+        kind = item.get("type")
+        if isinstance(kind, bool) or not isinstance(kind, int) or int(kind) not in known:
+            raise _invalid(api, f"options[{i}]: type {kind!r} is not an aclrtBinaryLoadOptionType")
+
+
 def aclrtBinaryLoadFromFile(bin_path, options=None) -> int:
-    """Load a kernel module; returns a binary handle."""
+    """Load a kernel module; returns a binary handle (``options``: see :func:`_check_load_options`)."""
     api = "aclrtBinaryLoadFromFile"
+    _check_load_options(options, api)
     if isinstance(bin_path, types.ModuleType):
         return _sim().handles.kernels.add(Binary(bin_path, getattr(bin_path, "__file__", bin_path.__name__)))
     if not bin_path or not isinstance(bin_path, str):
@@ -117,7 +136,9 @@ def _args(handle, api) -> KernelArgs:
 
 
 def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
-    """Append one argument: a Python object, or ``param_size`` bytes copied from host pointer ``param``."""
+    """Append one argument: a Python object, or ``param_size`` bytes copied from host pointer
+    ``param``. Returns the parameter's handle: nonzero, naming the argument list and the position
+    (``args_handle << 16 | position + 1``), as opaque as pyACL's ``aclrtParamHandle``."""
     api = "aclrtKernelArgsAppend"
     args = _args(args_handle, api)
     if args.finalized:
@@ -130,8 +151,10 @@ def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
         except memory.BadRange as why:
             raise _invalid(api, f"param {why}") from None
         param = _sim().backend.to_host(storage, param - alloc.addr, param_size)
+    if len(args.values) >= 0xFFFF:
+        raise _invalid(api, "more than 65534 arguments")
     args.values.append(param)
-    return len(args.values) - 1
+    return (int(args_handle) << 16) | len(args.values)
 
 
 def aclrtKernelArgsFinalize(args_handle) -> None:

@@ -116,6 +116,9 @@ class Graph:
         self._chain: list = []          # per entry: its chain (see pyhcomm.analysis.race)
         self._readers: list = []        # per entry: its successors on another chain
         self._notify_entries: list = [] # indices of the notify records and waits
+        #: wait index -> the records after the first one it consumed (coalesced into the bit the first
+        #: one set, so lost: in another schedule the wait runs before them)
+        self._coalesced: dict = {}
         self._kernel_of: dict = {}      # kernel program -> the seq of its KernelLaunch
         self._launcher: dict = {}       # KernelLaunch seq -> the program that queued it
         #: whether the record held every entry (nothing dropped, recording never disabled)
@@ -313,7 +316,8 @@ def _build(source) -> Graph:
     c_stream, c_kend, c_notify, c_prog, c_batch, c_launch = (_CODE[k] for k in (STREAM, KERNEL_END, NOTIFY, PROGRAM,
                                                                                 BATCH, LAUNCH))
     c_fence, c_rdv = _CODE[FENCE], _CODE[RENDEZVOUS]
-    # chains (what the race detector keeps one clock for): a stream, a program, or one NBI transfer
+    # chains (what the race detector keeps one clock for): a stream, a program, or NBI transfers
+    # that fences separate
     chain = g._chain = [0] * n
     chain_ids: dict = {}
     notify_entries = g._notify_entries      # indices of the records and waits, in issue order
@@ -325,6 +329,7 @@ def _build(source) -> Graph:
     kernel_last: dict = {}          # KernelLaunch seq -> index of its kernel's last host effect
     kernel_of = g._kernel_of        # program -> the KernelLaunch seq of its kernel (kernel programs)
     nbi: dict = {}                  # program -> [(index, channel)] posted since its last fence
+    nbi_free: dict = {}             # program -> NBI chains whose transfers a fence completed
     records: dict = {}              # (owner, index) of a notify -> {gen: index}
     waits: list = []                # ((owner, index) of a notify, gen, index)
     behind_kernel: list = []        # (index, KernelLaunch seq): tasks queued behind a kernel
@@ -399,10 +404,20 @@ def _build(source) -> Graph:
         if kernel:
             kernel_of[program] = kernel
         kind = e.kind
-        key = ("nbi", i) if kind in NBI_KINDS else ("program", program)
-        c = chain_ids.get(key)
-        if c is None:
-            c = chain_ids[key] = len(chain_ids)
+        if kind in NBI_KINDS:
+            # an NBI transfer is ordered with nothing its program does until a fence completes it:
+            # a chain of its own, or one whose transfers a fence completed before it was posted
+            free = nbi_free.get(program)
+            if free:
+                c = free.pop()
+            else:
+                c = len(chain_ids)
+                chain_ids[("nbi", i)] = c
+        else:
+            key = ("program", program)
+            c = chain_ids.get(key)
+            if c is None:
+                c = chain_ids[key] = len(chain_ids)
         chain[i] = c
         mine = []
         src = last_he.get(program)
@@ -422,9 +437,12 @@ def _build(source) -> Graph:
                 if posted:
                     ch = _extra(e, "channel")
                     keep = []
+                    free = nbi_free.setdefault(program, [])
                     for j, cj in posted:
                         if ch is None or cj == ch:
                             mine.append(j << sh | c_fence)
+                            if chain[j] not in free:
+                                free.append(chain[j])
                         else:
                             keep.append((j, cj))
                     nbi[program] = keep
@@ -460,16 +478,21 @@ def _build(source) -> Graph:
             _add(preds, i, j << sh | c_kend)
     # a wait happens after the record whose generation it read, and the records coalesced into it
     waits.sort()
+    coalesced = g._coalesced
     prev_key, prev_gen = None, 0
     for key, gen, i in waits:
         if key != prev_key:
             prev_key, prev_gen = key, 0
         recs = records.get(key, {})
         lo = prev_gen if gen > prev_gen else gen - 1
+        first = True
         for g_ in range(lo + 1, gen + 1):
             j = recs.get(g_)
             if j is not None:
                 _add(preds, i, j << sh | c_notify)
+                if not first:
+                    coalesced.setdefault(i, set()).add(j)
+                first = False
         prev_gen = gen
     # how many successors on another chain each entry has (the race detector keeps its clock for them)
     readers = g._readers = [0] * n

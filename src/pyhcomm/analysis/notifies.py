@@ -23,6 +23,7 @@ The ordering questions are answered by the race detector's vector clocks
 from __future__ import annotations
 
 import bisect
+from operator import attrgetter
 
 from .findings import HANG, LATE_WAIT, LOST_RECORD, NOTIFY_LEFT_SET, Describer, Finding
 from .happens_before import _NOTIFY_TASKS
@@ -42,7 +43,7 @@ class _Use:
 def notify_uses(graph) -> dict:
     """(owner, index) -> (a notify, [records], [waits]) in issue order; a use's ``lane`` is its stream
     (tasks) or program (host effects)."""
-    out: dict = {}
+    out = _Uses()
     steps = graph._steps
     entries = graph._entries
     for i in graph._notify_entries:
@@ -75,13 +76,29 @@ def _name(n) -> str:
     return f"notify {n.index} of {n.owner}"
 
 
-def _sequences(uses):
+class _Uses(dict):
+    """What :func:`notify_uses` returns: a dict, and the sequences :func:`_sequences` made of it."""
+
+    sequences = None
+
+
+def _sequences(uses) -> list:
     """Per notify: (notify, records that ran, waits that ran), both in generation (execution)
-    order."""
+    order (made once per ``uses``)."""
+    done = getattr(uses, "sequences", None)
+    if done is not None:
+        return done
+    gen = attrgetter("gen")
+    out = []
     for n, records, waits in uses.values():
-        ran_records = sorted((r for r in records if r.ran and r.gen is not None), key=lambda r: r.gen)
-        ran_waits = sorted((w for w in waits if w.ran and w.gen is not None), key=lambda w: w.gen)
-        yield n, ran_records, ran_waits
+        ran_records = [r for r in records if r.ran and r.gen is not None]
+        ran_records.sort(key=gen)
+        ran_waits = [w for w in waits if w.ran and w.gen is not None]
+        ran_waits.sort(key=gen)
+        out.append((n, ran_records, ran_waits))
+    if isinstance(uses, _Uses):
+        uses.sequences = out
+    return out
 
 
 def notify_queries(graph, uses) -> tuple:
@@ -101,7 +118,8 @@ def notify_queries(graph, uses) -> tuple:
             if w is not None:
                 after.setdefault(index[nxt.seq], []).append(index[w.seq])
         for w, nxt in zip(waits, waits[1:]):
-            before.setdefault(index[nxt.seq], []).append(index[w.seq])
+            if w.lane != nxt.lane:      # one stream or program: ordered
+                before.setdefault(index[nxt.seq], []).append(index[w.seq])
     return before, after
 
 

@@ -1,11 +1,19 @@
 """Race detection over the happens-before graph: vector clocks, FastTrack-style shadow memory.
 
 Every entry that executed belongs to a *chain*, a sequence of entries the graph orders one after
-the other: a stream (its tasks), a program (its host effects), or an NBI transfer alone (it
-completes at a fence, not in program order). Walking the executed entries in execution order
-(a topological order of the graph), each chain keeps a vector clock: one counter per chain,
-joined with the clock of every predecessor on another chain. ``a`` happens before ``b`` exactly
-when ``b``'s clock has reached ``a``'s position on ``a``'s chain.
+the other: a stream (its tasks), a program (its host effects), or NBI transfers (each completes
+at a fence, not in program order: one chain per transfer not yet fenced, reused by a transfer
+posted after the fence, so there are as many NBI chains as transfers in flight at once). Walking
+the executed entries in execution order (a topological order of the graph), each chain keeps a
+vector clock: one counter per chain, joined with the clock of every predecessor on another chain.
+``a`` happens before ``b`` exactly when ``b``'s clock has reached ``a``'s position on ``a``'s
+chain. A join with a predecessor the chain already knows (its clock has reached it) is skipped:
+it knew what the predecessor knew (the epoch test of FastTrack).
+
+A wait that consumed several records coalesced into one bit (a lost record) is ordered after the
+first of them only: in another schedule it runs right after that one, before the others, so
+what they order in this run is not ordered for sure (and the races that follow are reported with
+the lost record).
 
 Shadow memory (per byte range, FastTrack): the last write and the reads since it, as entries.
 An access is checked against them: a write against the last write and every read since, a read
@@ -41,28 +49,48 @@ _NO_ACCESS = frozenset(("ThreadNotifyRecord", "ThreadNotifyWait", "AclrtNotifyRe
 
 
 def _spans(e):
-    """``(space, lo, hi, write)`` of everything entry ``e`` reads and writes."""
+    """``((space, lo, hi), write)`` of everything entry ``e`` reads and writes, reads first."""
     kind = e.kind
     if e.entry == "task":
-        if kind == "MemcpyAsync":
-            d, d_off, s, s_off, n, _keep = e.args
-            return ((_space(s), s.addr + s_off, s.addr + s_off + n, False),
-                    (_space(d), d.addr + d_off, d.addr + d_off + n, True))
-        if kind == "MemsetAsync":
-            a, off, _value, n = e.args
-            return ((_space(a), a.addr + off, a.addr + off + n, True),)
         if kind == "LocalCopy":
             s, d, n = e.src_alloc.addr + e.src_off, e.dst_alloc.addr + e.dst_off, e.n
-            return ((0, s, s + n, False), (0, d, d + n, True))
-        out = [(0, a, a + n, False) for a, n in e.reads]
-        out += [(0, a, a + n, True) for a, n in e.writes]
+            return (((0, s, s + n), False), ((0, d, d + n), True))
+        if kind == "MemcpyAsync":
+            d, d_off, s, s_off, n, _keep = e.args
+            return (((_space(s), s.addr + s_off, s.addr + s_off + n), False),
+                    ((_space(d), d.addr + d_off, d.addr + d_off + n), True))
+        if kind == "MemsetAsync":
+            a, off, _value, n = e.args
+            return (((_space(a), a.addr + off, a.addr + off + n), True),)
+        reads, writes = e.reads, e.writes
+        if len(reads) == 1 and len(writes) == 1:       # most transfers: one source, one destination
+            (a, n), = reads
+            (b, m), = writes
+            return (((0, a, a + n), False), ((0, b, b + m), True))
+        out = [((0, a, a + n), False) for a, n in reads]
+        out += [((0, a, a + n), True) for a, n in writes]
         return out
     out = []
     for spans, write in ((e.reads, False), (e.writes, True)):
         for span in spans:
             a, n = span[0], span[1]
             space = _space(span[2]) if len(span) > 2 else 0
-            out.append((space, a, a + n, write))
+            out.append(((space, a, a + n), write))
+    return out
+
+
+def _guaranteed(codes, lost, readers, kept) -> list:
+    """A wait's edges without those from the records in ``lost`` (records coalesced into the one it
+    consumed first: another schedule runs the wait before them, so they order nothing for sure)."""
+    out = []
+    for code in codes:
+        j = code >> _SHIFT
+        if j in lost and code & 15 == _NOTIFY_CODE:
+            readers[j] -= 1
+            if not readers[j]:
+                kept.pop(j, None)
+        else:
+            out.append(code)
     return out
 
 
@@ -117,11 +145,24 @@ class _Shadow:
 
     def cells(self, space, lo, hi):
         """The cells covering ``[lo, hi)``, split and created as needed, in address order."""
-        cell = self.exact.get((space, lo, hi))
+        exact = self.exact
+        cell = exact.get((space, lo, hi))
         if cell is not None:
             return (cell,)
+        b = lo >> _BUCKET
+        if (hi - 1) >> _BUCKET == b:     # within one bucket, and touching no cell yet: a new one
+            found = self.buckets.get((space, b))
+            if found is None:
+                found = self.buckets[(space, b)] = ([], [])
+            starts, cells = found
+            k = bisect.bisect_right(starts, lo)
+            if (k == 0 or cells[k - 1][1] <= lo) and (k == len(cells) or starts[k] >= hi):
+                cell = [lo, hi, None, None]
+                starts.insert(k, lo)
+                cells.insert(k, cell)
+                exact[(space, lo, hi)] = cell
+                return (cell,)
         out = []
-        exact = self.exact
         for b in range(lo >> _BUCKET, ((hi - 1) >> _BUCKET) + 1):
             blo, bhi = max(lo, b << _BUCKET), min(hi, (b + 1) << _BUCKET)
             starts, cells = self.buckets.setdefault((space, b), ([], []))
@@ -210,9 +251,12 @@ class RaceDetector:
         base = [zero] * nch             # per chain: its clock (own component not kept: see pos)
         at = [0] * nch                  # per chain: the position of its last entry
         pos = [0] * n                   # per entry: its position on its chain
+        last_in = [-1] * nch            # per chain: the predecessor on another chain it joined last
         kept: dict = {}                 # entry -> (clock, position), while successors on other chains need it
-        cells_of = _Shadow().cells
+        shadow = _Shadow()
+        cells_of, exact_get = shadow.cells, shadow.exact.get
         before, after = self.queries
+        coalesced = g._coalesced
         unordered = self.unordered
         reported = set()
         last_task = self.last_task
@@ -224,6 +268,8 @@ class RaceDetector:
             c = chain_of[i]
             clock = base[c]
             codes = preds[i]
+            if i in coalesced:
+                codes = _guaranteed(codes, coalesced[i], readers, kept)
             asked = before.get(i)
             if asked and any(chain_of[a] != c for a in asked):
                 codes = self._answer(i, c, clock, codes, asked, kept, chain_of, pos)
@@ -231,19 +277,25 @@ class RaceDetector:
                 fresh = False
                 for code in codes:
                     j = code >> _SHIFT
+                    if j == last_in[c]:     # this chain's last join already (a program's tasks): known
+                        readers[j] -= 1
+                        if not readers[j]:
+                            del kept[j]
+                        continue
                     cj = chain_of[j]
                     if cj == c:
                         continue
                     snap = kept.get(j)
                     if snap is None:
                         continue
+                    last_in[c] = j
                     sc, sp = snap
-                    if fresh:
-                        maximum(clock, sc, out=clock)
-                    else:
-                        clock = maximum(clock, sc)
-                        fresh = True
-                    if clock[cj] < sp:
+                    if clock[cj] < sp:      # else this chain knows j already, and so what j knew
+                        if fresh:
+                            maximum(clock, sc, out=clock)
+                        else:
+                            clock = maximum(clock, sc)
+                            fresh = True
                         clock[cj] = sp
                     readers[j] -= 1
                     if not readers[j]:
@@ -270,19 +322,20 @@ class RaceDetector:
                 continue                # nothing touched (a host effect that failed touched nothing)
             # reads first (_spans gives them first): an entry that reads and writes the same bytes
             # (a reduce) is ordered with itself
-            for space, lo, hi, write in spans:
-                for cell in cells_of(space, lo, hi):
+            for key, write in spans:
+                cell = exact_get(key)
+                for cell in ((cell,) if cell is not None else cells_of(*key)):
                     w = cell[2]
                     if w is not None and w != i:
                         cw = chain_of[w]
                         if cw != c and clock[cw] < pos[w]:
-                            self._race(reported, _WW if write else _WR, w, i, space, cell)
+                            self._race(reported, _WW if write else _WR, w, i, key[0], cell)
                     reads = cell[3]
                     if write:
                         if reads:
                             for cr, r in reads.items():
                                 if cr != c and r != i and clock[cr] < pos[r]:
-                                    self._race(reported, _RW, r, i, space, cell)
+                                    self._race(reported, _RW, r, i, key[0], cell)
                         cell[2] = i
                         cell[3] = None
                     elif reads is None:
@@ -303,10 +356,9 @@ class RaceDetector:
             j = code >> _SHIFT
             cj = chain_of[j]
             snap = kept.get(j)
-            if cj != c and snap is not None:
+            if cj != c and snap is not None and probe[cj] < snap[1]:
                 np.maximum(probe, snap[0], out=probe)
-                if probe[cj] < snap[1]:
-                    probe[cj] = snap[1]
+                probe[cj] = snap[1]
         for a in asked:
             ca = chain_of[a]
             if ca != c and probe[ca] < pos[a]:

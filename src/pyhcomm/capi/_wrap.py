@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 
+from ..args import plain
 from ..errors import HcclError, HcclResult, log
 
 SUCCESS = HcclResult.HCCL_SUCCESS
@@ -21,12 +22,23 @@ def failed(exc: HcclError, quiet=()) -> HcclResult:
         return exc.code
 
 
-def c_api(*fail_outputs, quiet=()):
+def _fresh(value):
+    """A failure output the caller may keep and change: a new instance of a class, a list copy."""
+    if isinstance(value, type):
+        return value()
+    return list(value) if isinstance(value, list) else value
+
+
+def c_api(*fail_outputs, quiet=(), ints=False):
     """Decorate ``impl`` (which raises, and returns its outputs or None).
 
     The wrapper returns ``ret`` alone when ``fail_outputs`` is empty, else ``(ret, *outputs)``;
-    on failure the outputs are ``fail_outputs``; a failure whose code is in ``quiet`` is logged at
-    INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``.
+    on failure the outputs are ``fail_outputs``, fresh per call (a class is instantiated, as a
+    binding returns its default-constructed struct; a list is copied); a failure whose code is in
+    ``quiet`` is logged at INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``. With
+    ``ints``, numpy integers among the arguments become ``int`` first (:func:`pyhcomm.args.plain`:
+    for calls that hand their scalars on, the collectives; the hot data-plane calls convert in
+    their own checks).
     """
 
     def deco(impl):
@@ -38,12 +50,16 @@ def c_api(*fail_outputs, quiet=()):
                 out = impl(*args)
             except HcclError as exc:
                 code = failed(exc, quiet)
-                return (code, *fail_outputs) if n else code
+                return (code, *map(_fresh, fail_outputs)) if n else code
             if not n:
                 return SUCCESS
             return (SUCCESS, *out) if n > 1 else (SUCCESS, out)
 
         wrapper.raising = impl
-        return wrapper
+        if not ints:
+            return wrapper
+        plain_wrapper = functools.wraps(impl)(lambda *args: wrapper(*[plain(a) for a in args]))
+        plain_wrapper.raising = impl
+        return plain_wrapper
 
     return deco

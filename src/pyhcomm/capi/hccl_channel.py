@@ -26,7 +26,7 @@ def HcclChannelDescInit(channelDesc):  # noqa: N803
 def HcclChannelAcquire(comm, engine, channelDescs):  # noqa: N803
     """``ret, channels = HcclChannelAcquire(comm, engine, channelDescs)``: get or create this
     rank's end of each described channel (a list of descriptors, or one)."""
-    descs = [channelDescs] if isinstance(channelDescs, HcclChannelDesc) else channelDescs
+    descs = _ch.desc_list(channelDescs, "HcclChannelAcquire")
     return [c.handle for c in _ch.acquire(comm, engine, descs, None if descs is None else len(descs))]
 
 

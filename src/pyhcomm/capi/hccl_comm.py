@@ -1,6 +1,7 @@
 """``hccl_comm.h``: communicator lifecycle, in the flat C tier."""
 from __future__ import annotations
 
+from .. import args as _args
 from ..defs.cstruct import void_struct_arg
 from ..collectives import group as _group
 from ..enums import COMM_NAME_MAX_LENGTH
@@ -14,6 +15,7 @@ from ..errors import HcclGetErrorString  # noqa: F401  (re-exported: it lives in
 from ..errors import para as _para
 from ..errors import ptr as _ptr
 from ..hccl import comm_config as _cfg
+from ..hccl.args import sequence
 from ..hccl import subcomm as _subcomm
 from ..hccl import comm as _comm
 from ..hccl import comm_state as _state
@@ -23,7 +25,7 @@ __all__ = ["HcclGetRootInfo", "HcclCommInitRootInfo", "HcclCommInitClusterInfo",
            "HcclGetRankSize", "HcclGetRankId", "HcclGetCommName", "HcclGetErrorString", "HcclRootInfo"]
 
 
-@c_api(None)
+@c_api(HcclRootInfo)
 def HcclGetRootInfo():
     """``ret, rootInfo = HcclGetRootInfo()``: a new root, an :class:`HcclRootInfo` to hand to
     every rank's ``HcclCommInitRootInfo`` (its ``internal`` bytes name the root)."""
@@ -128,7 +130,7 @@ def HcclCommInitClusterInfoConfig(clusterInfo, rank, config):  # noqa: N803
     return _joined(_comm.init_cluster_info(clusterInfo, rank, settings, api, wait=not _group.active()), api)
 
 
-@c_api(None)
+@c_api(HcclRootInfo)
 def HcclGetRootInfoScalable():
     """``ret, rootInfo``: one root of a scalable init (several roots share the ranks' rendezvous)."""
     return HcclRootInfo(internal=_comm.get_root_info())
@@ -141,10 +143,12 @@ def HcclCommInitRootInfoScalable(nRanks, nRoot, rootInfoList, rank, nExtRoot, co
     api = "HcclCommInitRootInfoScalable"
     if rootInfoList is None:
         raise _para(api, "rootInfoList is NULL")
-    roots = list(rootInfoList)
-    if isinstance(nRoot, bool) or not isinstance(nRoot, int) or not 1 <= nRoot <= len(roots):
+    roots = sequence(rootInfoList, api, "rootInfoList")
+    nRoot = _args.integer(nRoot, api, "nRoot", -(1 << 64), _args.UINT64_MAX, _para)
+    nExtRoot = _args.integer(nExtRoot, api, "nExtRoot", -(1 << 64), _args.UINT64_MAX, _para)
+    if not 1 <= nRoot <= len(roots):
         raise _para(api, f"nRoot {nRoot!r} must be 1..{len(roots)} (the roots given)")
-    if isinstance(nExtRoot, bool) or not isinstance(nExtRoot, int) or nExtRoot < 0:
+    if nExtRoot < 0:
         raise _para(api, f"nExtRoot {nExtRoot!r} must be a non-negative int")
     for i, root in enumerate(roots[1:nRoot], 1):
         _comm._world_of(root, api)               # every root must exist

@@ -69,7 +69,8 @@ def check_comm(api: str, comm, stream):
 
 
 def check_count(api: str, count, name: str = "count") -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+    count = args.integer(count, api, name, -(1 << 64), args.UINT64_MAX)
+    if count < 0:
         raise para(api, f"{name} {count!r} must be a non-negative int")
     return count
 
@@ -103,7 +104,7 @@ def enqueue(api: str, comm, stream, nslaves: int, algo, *args, peers=None) -> No
         go()
 
 
-@c_api()
+@c_api(ints=True)
 def HcclAllGather(sendBuf, recvBuf, sendCount, dataType, comm, stream):  # noqa: N803
     """Every rank's ``sendCount`` elements, in rank order, into every rank's ``recvBuf``."""
     api = "HcclAllGather"
@@ -122,14 +123,15 @@ __all__ += ["HcclBroadcast", "HcclScatter", "HcclAlltoAll", "HcclSend", "HcclRec
 
 def check_rank(api: str, c, rank, name: str, other_than_self: bool = False) -> int:
     """A rank argument (``root``, ``destRank``, ``srcRank``): an int in ``[0, rankSize)``."""
-    if type(rank) is not int or not 0 <= rank < c.nranks:
+    rank = args.integer(rank, api, name, -(1 << 64), args.UINT64_MAX)
+    if not 0 <= rank < c.nranks:
         raise para(api, f"{name} {rank!r} is not a rank of this communicator (0..{c.nranks - 1})")
     if other_than_self and rank == c.rank:
         raise para(api, f"{name} {rank} is this rank: a rank cannot send to or receive from itself")
     return rank
 
 
-@c_api()
+@c_api(ints=True)
 def HcclBroadcast(buf, count, dataType, root, comm, stream):  # noqa: N803
     """Rank ``root``'s ``count`` elements at ``buf`` into every rank's ``buf``."""
     api = "HcclBroadcast"
@@ -141,7 +143,7 @@ def HcclBroadcast(buf, count, dataType, root, comm, stream):  # noqa: N803
         enqueue(api, comm, stream, 0, _broadcast, buf, nbytes, root, peers=_broadcast_peers(c.nranks, c.rank, root))
 
 
-@c_api()
+@c_api(ints=True)
 def HcclScatter(sendBuf, recvBuf, recvCount, dataType, root, comm, stream):  # noqa: N803
     """Slice ``r`` (``recvCount`` elements) of rank ``root``'s ``sendBuf`` into rank ``r``'s
     ``recvBuf``; ``sendBuf`` is ignored (may be NULL) on the other ranks."""
@@ -157,7 +159,7 @@ def HcclScatter(sendBuf, recvBuf, recvCount, dataType, root, comm, stream):  # n
                 peers=_ring_peers(c.rank, c.nranks))
 
 
-@c_api()
+@c_api(ints=True)
 def HcclAlltoAll(sendBuf, sendCount, sendType, recvBuf, recvCount, recvType, comm, stream):  # noqa: N803
     """Slice ``j`` (``sendCount`` elements) of every rank's ``sendBuf`` to rank ``j``, where it lands
     as slice ``i`` (the sender's rank) of ``recvBuf``. ``recvCount`` and ``recvType`` must equal
@@ -188,7 +190,7 @@ def _p2p(api, buf, count, dataType, rank, comm, stream, is_send: bool) -> None:
         run(comm, stream, 0, _batch, [(is_send, buf, nbytes, rank)], tag=api, peers=[rank])
 
 
-@c_api()
+@c_api(ints=True)
 def HcclSend(sendBuf, count, dataType, destRank, comm, stream):  # noqa: N803
     """Send ``count`` elements at ``sendBuf`` to ``destRank`` (which receives them with
     :func:`HcclRecv`, an ``HcclBatchSendRecv`` item or a grouped receive); the stream completes
@@ -196,7 +198,7 @@ def HcclSend(sendBuf, count, dataType, destRank, comm, stream):  # noqa: N803
     _p2p("HcclSend", sendBuf, count, dataType, destRank, comm, stream, True)
 
 
-@c_api()
+@c_api(ints=True)
 def HcclRecv(recvBuf, count, dataType, srcRank, comm, stream):  # noqa: N803
     """Receive ``count`` elements from ``srcRank`` (sent with :func:`HcclSend`, an
     ``HcclBatchSendRecv`` item or a grouped send) into ``recvBuf``."""
@@ -211,7 +213,7 @@ def HcclRecv(recvBuf, count, dataType, srcRank, comm, stream):  # noqa: N803
 __all__ += ["HcclReduceScatter", "HcclAllReduce", "HcclReduce"]
 
 
-@c_api()
+@c_api(ints=True)
 def HcclReduceScatter(sendBuf, recvBuf, recvCount, dataType, op, comm, stream):  # noqa: N803
     """``op`` over all ranks of their slice ``r`` (``recvCount`` elements of ``sendBuf``) into rank
     ``r``'s ``recvBuf`` (mesh, hcomm-api S5). ``recvBuf == sendBuf + r * recvCount`` runs in place."""
@@ -224,7 +226,7 @@ def HcclReduceScatter(sendBuf, recvBuf, recvCount, dataType, op, comm, stream): 
         enqueue(api, comm, stream, c.nranks - 1, _reduce_scatter_mesh, sendBuf, recvBuf, recvCount, dataType, op)
 
 
-@c_api()
+@c_api(ints=True)
 def HcclAllReduce(sendBuf, recvBuf, count, dataType, op, comm, stream):  # noqa: N803
     """``op`` over all ranks of their ``count`` elements into every rank's ``recvBuf`` (ring
     ReduceScatter + ring AllGather; ``count`` need not divide by the rank count). In place allowed."""
@@ -238,7 +240,7 @@ def HcclAllReduce(sendBuf, recvBuf, count, dataType, op, comm, stream):  # noqa:
                 peers=_ring_peers(c.rank, c.nranks))
 
 
-@c_api()
+@c_api(ints=True)
 def HcclReduce(sendBuf, recvBuf, count, dataType, op, root, comm, stream):  # noqa: N803
     """``op`` over all ranks of their ``count`` elements into rank ``root``'s ``recvBuf``
     (:mod:`pyhcomm.collectives.reduce`); ``recvBuf`` is ignored (may be NULL) on the other ranks.
@@ -260,7 +262,7 @@ def HcclReduce(sendBuf, recvBuf, count, dataType, op, root, comm, stream):  # no
 __all__ += ["HcclBarrier"]
 
 
-@c_api()
+@c_api(ints=True)
 def HcclBarrier(comm, stream):  # noqa: N803
     """Hold every rank's ``stream`` until every rank of ``comm`` has reached the barrier on its
     stream (a notify-only mesh; nothing moves)."""

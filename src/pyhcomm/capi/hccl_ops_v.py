@@ -82,7 +82,7 @@ def matrix(api: str, values, n: int) -> list[int]:
     return counts(api, rows, n * n, "sendCountMatrix")
 
 
-@c_api()
+@c_api(ints=True)
 def HcclAllGatherV(sendBuf, sendCount, recvBuf, recvCounts, recvDispls, dataType, comm, stream):  # noqa: N803
     """Every rank ``r``'s ``recvCounts[r]`` elements into every rank's ``recvBuf`` at
     ``recvDispls[r]`` (ring, :func:`pyhcomm.collectives.allgatherv_ring`)."""
@@ -100,7 +100,7 @@ def HcclAllGatherV(sendBuf, sendCount, recvBuf, recvCounts, recvDispls, dataType
                 peers=_ring_peers(c.rank, c.nranks))
 
 
-@c_api()
+@c_api(ints=True)
 def HcclReduceScatterV(sendBuf, sendCounts, sendDispls, recvBuf, recvCount, dataType, op, comm, stream):  # noqa: N803
     """``op`` over all ranks of their block ``r`` (``sendCounts[r]`` elements at ``sendDispls[r]``)
     into rank ``r``'s ``recvBuf`` (ring, :func:`pyhcomm.collectives.reduce_scatterv_ring`)."""
@@ -131,7 +131,7 @@ def _checked_alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf,
                 [x * size for x in sd], recvBuf, [x * size for x in rc], [x * size for x in rd])
 
 
-@c_api()
+@c_api(ints=True)
 def HcclAlltoAllV(sendBuf, sendCounts, sdispls, sendType, recvBuf, recvCounts, rdispls, recvType, comm,  # noqa: N803
                   stream):
     """``sendCounts[p]`` elements at ``sdispls[p]`` of ``sendBuf`` to rank ``p``; ``recvCounts[q]``
@@ -146,7 +146,7 @@ def HcclAlltoAllV(sendBuf, sendCounts, sdispls, sendType, recvBuf, recvCounts, r
     _checked_alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd, recvType, size)
 
 
-@c_api()
+@c_api(ints=True)
 def HcclAlltoAllVC(sendBuf, sendCountMatrix, sendType, recvBuf, recvType, comm, stream):  # noqa: N803
     """An AlltoAllV whose counts every rank reads from one matrix: rank ``i`` sends
     ``sendCountMatrix[i][j]`` elements to rank ``j``; blocks lie back to back in rank order in
@@ -163,7 +163,7 @@ def HcclAlltoAllVC(sendBuf, sendCountMatrix, sendType, recvBuf, recvType, comm, 
     _checked_alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd, recvType, size)
 
 
-@c_api()
+@c_api(ints=True)
 def HcclBatchSendRecv(sendRecvInfo, comm, stream):  # noqa: N803
     """Issue every send and receive of ``sendRecvInfo`` together: none of this rank's items waits
     for another (each still meets its peer's matching item, in order per peer). Not inside a group."""

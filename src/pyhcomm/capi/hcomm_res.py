@@ -3,7 +3,7 @@ communicator, in the flat C tier (model: :mod:`pyhcomm.hccl.endpoint`)."""
 from __future__ import annotations
 
 from ..defs.cstruct import struct_arg
-from ..defs.res_defs import (CommAbiHeader, CommAddr, CommAddrType, EndpointDesc, EndpointLoc,  # noqa: F401
+from ..defs.res_defs import (CommAbiHeader, CommAddr, CommAddrType, CommMem, EndpointDesc, EndpointLoc,  # noqa: F401
                              EndpointLocType, HcommEndpointFeatureType, HcommSocketRole, endpoint_desc_init)
 from ..errors import ptr
 from ..hccl import endpoint as _ep
@@ -73,7 +73,7 @@ def HcommMemExport(endpointHandle, memHandle):  # noqa: N803
     return _ep.mem_export(endpointHandle, memHandle)
 
 
-@c_api(None)
+@c_api(CommMem)
 def HcommMemImport(endpointHandle, memDesc, descLen):  # noqa: N803
     """``ret, mem``: the ``CommMem`` an exported descriptor describes."""
     return _ep.mem_import(endpointHandle, memDesc, descLen)

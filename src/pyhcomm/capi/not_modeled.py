@@ -16,6 +16,7 @@ import inspect
 from ..defs.ccu import (CcuCfgHeader, CcuConditionType, CcuLoopCfg, CcuLoopConfig,  # noqa: F401
                         CcuLoopGroupCfg, CcuLoopGroupConfig, CcuResult, HcommCcuResType)
 from ..defs.cstruct import void_struct_arg
+from ..defs.res_defs import CommMem
 from ..errors import not_support
 from ._wrap import c_api
 
@@ -29,7 +30,7 @@ CALLS = {
     "HcclCommQueryAssignedCcuIns": (("comm",), ([],), CCU),
     "HcclCommQueryCcuIns": (("comm",), ([],), CCU),
     "HcommCcuCascCntAlloc": (("ccuInsHandle", "dieId"), (0,), CCU),
-    "HcommCcuCascCntGetMem": (("handle",), (None,), CCU),
+    "HcommCcuCascCntGetMem": (("handle",), (CommMem,), CCU),
     "HcommCcuEventAlloc": (("insHandle", "dieId", "num"), (0,), CCU),
     "HcommCcuEventGetAddr": (("eventHandle", "index"), (0,), CCU),
     "HcommCcuGetMemToken": (("srcVa", "size"), (0,), CCU),

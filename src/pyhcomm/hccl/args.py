@@ -39,6 +39,18 @@ def int_array(value, count: int, api: str, name: str, width: int = 8) -> list[in
     return items[:count]
 
 
+def sequence(value, api: str, name: str) -> list:
+    """The elements of a list argument (pyhccl's ``object`` parameters: a list, tuple or other
+    iterable); anything else (an int, a str) is a ``TypeError`` naming the call and the argument, as
+    a binding's. The caller handles None (NULL) first."""
+    if not isinstance(value, (str, bytes, bytearray, dict)):
+        try:
+            return list(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{api}: {name} must be a list, not {type(value).__name__}")
+
+
 def live_object(handle, cls, api: str, name: str, what: str, missing=not_found):
     """The live object of class ``cls`` behind an opaque handle of the Sim's ``misc`` table
     (teams, windows, endpoints, configs, MC2 arguments): 0 is ``HCCL_E_PTR``; anything else that

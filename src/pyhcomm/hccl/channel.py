@@ -181,6 +181,16 @@ def _check_desc(comm, engine, d, i, api):
     return protocol, notify_num, resolved
 
 
+def desc_list(descs, api: str):
+    """``channelDescs`` as a list: one ``HcclChannelDesc`` or a list / tuple of them (None, NULL,
+    stays None); anything else is ``HCCL_E_PARA``."""
+    if descs is None or isinstance(descs, list):
+        return descs
+    if isinstance(descs, (HcclChannelDesc, tuple)):
+        return [descs] if isinstance(descs, HcclChannelDesc) else list(descs)
+    raise para(api, f"channelDescs must be a list of HcclChannelDesc, not {type(descs).__name__}")
+
+
 def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
     """``HcclChannelAcquire``: get or create this rank's end of each described channel."""
     api = "HcclChannelAcquire"
@@ -188,10 +198,7 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
     engine = check_engine(engine, api)
     if descs is None:
         raise ptr(api, "channelDescs is NULL")
-    if isinstance(descs, HcclChannelDesc):
-        descs = [descs]
-    elif not isinstance(descs, (list, tuple)):
-        raise para(api, f"channelDescs must be a list of HcclChannelDesc, not {type(descs).__name__}")
+    descs = desc_list(descs, api)
     if not isinstance(channel_num, int) or not 0 < channel_num <= CHANNEL_NUM_MAX:
         raise para(api, f"channelNum {channel_num} is outside (0, {CHANNEL_NUM_MAX}]")
     if len(descs) < channel_num:

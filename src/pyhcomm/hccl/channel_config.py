@@ -13,7 +13,7 @@ the call is documented for; others: ``HCCL_E_NOT_SUPPORT``); the peer sees its e
 """
 from __future__ import annotations
 
-from ..defs.hccl_channel import HcclChannelConfigType, HcclChannelDesc
+from ..defs.hccl_channel import HcclChannelConfigType
 from ..defs.res_defs import CommProtocol, HcommChannelConfigType
 from ..enums import CommEngine
 from ..errors import not_support, para, ptr
@@ -89,13 +89,9 @@ def check_shared_queue(cfg: ChannelConfig | None, engine, descs, api: str) -> No
             raise not_support(api, f"channelDescs[{i}]: a shared queue needs UB_CTP or UBC_TP, not {protocol!r}")
 
 
-def _descs(channel_descs):
-    return [channel_descs] if isinstance(channel_descs, HcclChannelDesc) else channel_descs
-
-
 def acquire_with_config(comm_handle, engine, channel_descs, config):
     api = "HcclChannelAcquireWithConfig"
-    descs = _descs(channel_descs)
+    descs = ch_mod.desc_list(channel_descs, api)
     cfg = get_config(config, "hccl", api) if config else None
     if descs is not None:
         check_shared_queue(cfg, check_engine(engine, api), descs, api)
@@ -106,7 +102,7 @@ def query(comm_handle, engine, channel_descs) -> list[int]:
     api = "HcclChannelQuery"
     comm = comm_mod.get_comm(comm_handle, api)
     engine = check_engine(engine, api)
-    descs = _descs(channel_descs)
+    descs = ch_mod.desc_list(channel_descs, api)
     if descs is None:
         raise ptr(api, "channelDescs is NULL")
     if not descs:

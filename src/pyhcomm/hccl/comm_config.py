@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from ..defs.cstruct import c_string
 from ..defs.hccl_types import (CONFIG_NOT_SET, CONFIG_STRINGS, EXEC_TIMEOUT_NOT_SET, HcclCommConfig,
                                HcclConfig, HcclConfigType, HcclOpExpansionMode)
+from .. import args
 from ..errors import not_support, para, ptr
 from ..sim import current_sim as _sim
 
@@ -124,6 +125,8 @@ def deterministic(comm) -> int:
 def set_config(which, value) -> None:
     """``HcclSetConfig``: ``HCCL_DETERMINISTIC`` takes 0, 1 or 2 (for every later communicator)."""
     api = "HcclSetConfig"
+    which = args.integer(which, api, "config", -(1 << 64), args.UINT64_MAX)
+    value = args.integer(value, api, "configValue", -(1 << 64), args.UINT64_MAX)
     if which != HcclConfig.HCCL_DETERMINISTIC:
         raise para(api, f"config {which!r} is not a settable HcclConfig (HCCL_DETERMINISTIC = 0)")
     if value not in (0, 1, 2):
@@ -132,6 +135,7 @@ def set_config(which, value) -> None:
 
 
 def get_config(which) -> int:
+    which = args.integer(which, "HcclGetConfig", "config", -(1 << 64), args.UINT64_MAX)
     if which != HcclConfig.HCCL_DETERMINISTIC:
         raise para("HcclGetConfig", f"config {which!r} is not an HcclConfig (HCCL_DETERMINISTIC = 0)")
     return _sim().registry("hccl_settings").get(HcclConfig.HCCL_DETERMINISTIC, 0)
@@ -146,7 +150,9 @@ def config_info(comm, cfg_type, info_len: int) -> bytes:
     little-endian value, or a NUL-padded string for the algorithm and the UDI)."""
     api = "HcclConfigGetInfo"
     settings = getattr(comm, "settings", None) or CommSettings()
-    if isinstance(info_len, bool) or not isinstance(info_len, int) or not 0 < info_len <= CONFIG_INFO_MAX:
+    cfg_type = args.integer(cfg_type, api, "cfgType", -(1 << 64), args.UINT64_MAX)
+    info_len = args.integer(info_len, api, "infoLen", -(1 << 64), args.UINT64_MAX)
+    if not 0 < info_len <= CONFIG_INFO_MAX:
         raise para(api, f"infoLen {info_len!r} must be an int in [1, {CONFIG_INFO_MAX}] (the longest value is a "
                         "128-byte string)")
     strings = {HcclConfigType.HCCL_CONFIG_TYPE_HCCL_ALGO: "hcclAlgo", HcclConfigType.HCCL_CONFIG_TYPE_UDI: "hcclUdi"}

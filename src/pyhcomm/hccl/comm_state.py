@@ -22,7 +22,8 @@
 from __future__ import annotations
 
 from ..defs.hccl_types import HcclCommStatePhase, HcclCommStatus
-from ..errors import AclRuntimeError, HcclDeadlockError, HcclError, HcclResult, hccl_error, log, not_found, para, ptr
+from ..errors import (AclRuntimeError, HcclDeadlockError, HcclError, HcclResult, hccl_error, log, not_found,
+                      not_support, para, ptr)
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
 from . import comm as comm_mod
@@ -72,6 +73,9 @@ def register_callback(name, cb, args) -> None:
     if cb is None or (isinstance(cb, int) and not isinstance(cb, bool) and cb == 0):
         _callbacks().pop(name, None)
         return
+    if isinstance(cb, int) and not isinstance(cb, bool):
+        raise not_support(api, "cb is a C function address; pyhcomm can only call a Python callable "
+                               "cb(comm, phase, args)")
     if not callable(cb):
         raise para(api, f"cb {cb!r} is not callable: pyhcomm calls a Python function cb(comm, phase, args)")
     _callbacks()[name] = (cb, args)

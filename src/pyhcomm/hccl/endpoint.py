@@ -28,6 +28,7 @@ import numpy as np
 from .. import topology
 from ..defs.res_defs import CommMem, CommMemType, EndpointDesc, EndpointLocType, HcommEndpointFeatureType
 from ..enums import HCCL_RES_TAG_MAX_LEN
+from .. import args
 from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
 from ..sim import current_sim as _sim
 from ..sim import memory
@@ -85,7 +86,8 @@ def device_endpoints(device: int) -> list[EndpointDesc]:
 
 def _check_device(device, api: str) -> int:
     count = _sim().runtime.device_count
-    if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device < count:
+    device = args.integer(device, api, "deviceLogicId", -(1 << 64), args.UINT64_MAX)
+    if not 0 <= device < count:
         raise para(api, f"deviceLogicId {device!r} is outside [0, {count})")
     return device
 
@@ -275,7 +277,8 @@ def mem_alloc(size) -> int:
     product = _sim().runtime.product
     if product.family != "A3":
         raise not_support(api, f"HcommMemAlloc is supported on Atlas A3, not on {product.name}")
-    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+    size = args.integer(size, api, "size", -(1 << 64), args.UINT64_MAX)
+    if size <= 0:
         raise para(api, f"size {size!r} must be a positive int")
     device = current_device(api)
     rounded = -(-size // ALLOC_GRANULARITY) * ALLOC_GRANULARITY
@@ -287,9 +290,10 @@ def mem_alloc(size) -> int:
 
 def mem_free(addr) -> None:
     api = "HcommMemFree"
+    addr = args.pointer(addr, api, "ptr")
     if not addr:
         raise para(api, "ptr is NULL")
-    alloc = _sim().memory.device_map.exact(addr) if isinstance(addr, int) else None
+    alloc = _sim().memory.device_map.exact(addr)
     if alloc is None or alloc.owner != "hcomm":
         raise para(api, f"ptr {addr!r} was not allocated by HcommMemAlloc")
     memory.free_device(alloc)

@@ -28,7 +28,7 @@ from ..sim import current_sim as _sim
 from ..sim import memory
 from . import channel as ch_mod
 from . import channel_config
-from .args import int_array
+from .args import int_array, sequence
 from .endpoint import RegisteredMem, get_endpoint
 from .thread import HCOMM_NOTIFY_MAX_NUM, check_engine
 
@@ -185,7 +185,7 @@ def status(channels) -> list[int]:
     if channels is None:
         raise ptr(api, "channelList is NULL")
     out = []
-    for i, h in enumerate(list(channels)):
+    for i, h in enumerate(sequence(channels, api, "channelList")):
         end = _end(h, api, i)
         peer = end.peer
         if peer is not None and peer.closed:
@@ -201,7 +201,7 @@ def destroy(channels) -> None:
     api = "HcommChannelDestroy"
     if channels is None:
         raise ptr(api, "channels is NULL")
-    ends = [_end(h, api, i) for i, h in enumerate(list(channels))]
+    ends = [_end(h, api, i) for i, h in enumerate(sequence(channels, api, "channels"))]
     if not ends:
         raise para(api, "channelNum is 0")
     sim = _sim()

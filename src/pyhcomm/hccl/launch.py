@@ -8,7 +8,8 @@ importable module name, as ``aclrtBinaryLoadFromFile``), finds ``funcInfo.kernel
 and enqueues it on ``userStream`` as an AI CPU kernel called with one argument, an
 ``HcclP2pKernelParam`` whose ``sendRecvThread`` is ``aicpuThreadHandle`` (an AICPU_TS thread of
 ``comm``) and whose ``opParams`` holds ``funcInfo.argSize`` bytes of ``funcInfo.args`` (a host
-pointer, or bytes). ``kernelLaunchCfg.timeOut`` (s; all ones: not set) bounds the kernel. The
+pointer, or bytes). ``kernelLaunchCfg.timeOut`` (s; all ones: not set) is kept with the kernel
+but not enforced (see README, after the calls not modelled): its waits time out on their own. The
 kernel is enqueued at once (a launch inside an ``HcclGroupStart`` group is not deferred to
 ``HcclGroupEnd`` yet).
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import args as _args
 from ..defs.hccl_types import HcclCMDType
 from ..enums import DATA_TYPE_SIZE, CommEngine, HcclDataType, HcclReduceOp
 from ..errors import not_support, para, ptr
@@ -68,6 +70,8 @@ def free_op_args(handle) -> None:
 def set_op_arg(handle, field: str, value, api: str) -> None:
     """One ``HcclKfcOpArgsSet*`` call: check ``value`` for ``field`` and store it."""
     args = op_args(handle, api)
+    if field in ("srcDataType", "dstDataType", "reduceType", "commEngine"):
+        value = _args.integer(value, api, field, -(1 << 64), _args.UINT64_MAX)
     if field in ("srcDataType", "dstDataType"):
         if value not in DATA_TYPE_SIZE:
             raise para(api, f"{field} {value!r} is not an HcclDataType")
@@ -75,8 +79,7 @@ def set_op_arg(handle, field: str, value, api: str) -> None:
         if value not in {int(op) for op in HcclReduceOp if op != HcclReduceOp.HCCL_REDUCE_RESERVED}:
             raise para(api, f"reduceType {value!r} is not an HcclReduceOp")
     elif field == "count":
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 64:
-            raise para(api, f"count {value!r} must be a uint64")
+        value = _args.integer(value, api, "count")     # a uint64
     elif field == "algConfig":
         if value is None:
             raise ptr(api, "algConfig is NULL")
@@ -92,7 +95,8 @@ def create_op_res_ctx(comm_handle, op_type, handle) -> int:
     api = "HcclCreateOpResCtx"
     c = comm_mod.get_comm(comm_handle, api)
     args = op_args(handle, api)
-    if isinstance(op_type, bool) or not isinstance(op_type, int) or not 0 <= op_type < CMD_MAX:
+    op_type = _args.integer(op_type, api, "opType", -(1 << 64), _args.UINT64_MAX)
+    if not 0 <= op_type < CMD_MAX:
         raise para(api, f"opType {op_type!r} is not an operator type (below HCCL_CMD_MAX = {CMD_MAX})")
     tag = (f"mc2_{op_type}_{args.srcDataType}_{args.dstDataType}_{args.reduceType}_{args.count}_"
            f"{args.commEngine}_{args.algConfig}")[:255]

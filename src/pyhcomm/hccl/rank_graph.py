@@ -25,6 +25,7 @@ import struct
 from .. import topology
 from ..defs.rank_graph import CommTopo, EndpointAttr
 from ..defs.res_defs import CommProtocol, EndpointDesc
+from .. import args
 from ..errors import para, ptr
 from ..sim import current_sim as _sim
 from . import comm as comm_mod
@@ -61,8 +62,7 @@ def layer_protocols(layer: int) -> tuple:
 
 
 def check_layer(api: str, layer) -> int:
-    if isinstance(layer, bool) or not isinstance(layer, int):
-        raise TypeError(f"{api}: netLayer must be an int, not {type(layer).__name__}")
+    layer = args.integer(layer, api, "netLayer", -(1 << 64), args.UINT64_MAX)
     if layer not in LAYERS:
         raise para(api, f"netLayer {layer} is not a layer of this communicator (layers: {list(LAYERS)})")
     return layer
@@ -87,8 +87,7 @@ def my_instance(c, layer: int) -> int:
 
 
 def _instance(c, layer: int, inst_id, api: str) -> list[int]:
-    if isinstance(inst_id, bool) or not isinstance(inst_id, int):
-        raise TypeError(f"{api}: topoInstId must be an int, not {type(inst_id).__name__}")
+    inst_id = args.integer(inst_id, api, "topoInstId", -(1 << 64), args.UINT64_MAX)
     mine = my_instance(c, layer)
     if inst_id != mine:
         raise para(api, f"topoInstId {inst_id} is not an instance rank {c.rank} belongs to on layer {layer} "
@@ -183,7 +182,8 @@ def endpoint_info(comm, rank_id, desc, attr, info_len) -> bytes:
     """``HcclRankGraphGetEndpointInfo``: a 4-byte attribute of one of ``rank_id``'s endpoints."""
     api = "HcclRankGraphGetEndpointInfo"
     c = comm_mod.get_comm(comm, api)
-    if isinstance(rank_id, bool) or not isinstance(rank_id, int) or not 0 <= rank_id < c.nranks:
+    rank_id = args.integer(rank_id, api, "rankId", -(1 << 64), args.UINT64_MAX)
+    if not 0 <= rank_id < c.nranks:
         raise para(api, f"rankId {rank_id!r} is not a rank of this communicator (0..{c.nranks - 1})")
     if desc is None:
         raise ptr(api, "endpointDesc is NULL")
@@ -220,8 +220,10 @@ def links(comm, layer, src_rank, dst_rank):
     the RoCE link; both ranks must be in this rank's instance of the layer."""
     api = "HcclRankGraphGetLinks"
     c, layer = _comm_layer(comm, layer, api)
+    src_rank = args.integer(src_rank, api, "srcRank", -(1 << 64), args.UINT64_MAX)
+    dst_rank = args.integer(dst_rank, api, "dstRank", -(1 << 64), args.UINT64_MAX)
     for name, r in (("srcRank", src_rank), ("dstRank", dst_rank)):
-        if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < c.nranks or c.world.place(r) is None:
+        if not 0 <= r < c.nranks or c.world.place(r) is None:
             raise para(api, f"{name} {r!r} is not a rank of {c.name}")
     found = topology.links(c.world.place(src_rank), c.world.place(dst_rank))
     if layer == 0:

@@ -11,6 +11,7 @@ handle comes back unchanged (``ret, comm, subComm``).
 """
 from __future__ import annotations
 
+from .. import args
 from ..errors import para
 from ..sim import current_sim as _sim
 from .. import topology
@@ -38,7 +39,8 @@ def create(comm_handle, rank_ids, sub_comm_id, sub_comm_rank_id, config):
     if sub_comm_rank_id != ranks.index(parent.rank):
         raise para(API, f"subCommRankId {sub_comm_rank_id!r} must be rank {parent.rank}'s index in rankIds "
                         f"({ranks.index(parent.rank)})")
-    if isinstance(sub_comm_id, bool) or not isinstance(sub_comm_id, int) or not 0 <= sub_comm_id < 1 << 64:
+    sub_comm_id = args.integer(sub_comm_id, API, "subCommId", -(1 << 64), args.UINT64_MAX)
+    if not 0 <= sub_comm_id < 1 << 64:
         raise para(API, f"subCommId {sub_comm_id!r} must be a uint64")
     settings = comm_config.settings_from(config, API) if config is not None else None
     sim = _sim()

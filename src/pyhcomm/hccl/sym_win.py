@@ -50,7 +50,8 @@ def register(comm_handle, addr, size, flag) -> int:
         raise ptr(api, "addr is NULL")
     if flag != 1:
         raise para(api, f"flag {flag!r}: only 1 is supported")
-    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+    size = args.integer(size, api, "size", -(1 << 64), args.UINT64_MAX)
+    if size <= 0:
         raise para(api, f"size {size!r} must be a positive int")
     settings = c.settings
     limit = (settings.fields.get("hcclSymWinMaxMemSizePerRank") if settings else None) \
@@ -98,9 +99,11 @@ def find(comm_handle, ptr_, size):
 def peer_address(handle, offset, peer_rank, api: str, same_node: bool) -> int:
     win = get_window(handle, api)
     c = win.comm
-    if isinstance(peer_rank, bool) or not isinstance(peer_rank, int) or not 0 <= peer_rank < c.nranks:
+    peer_rank = args.integer(peer_rank, api, "peerRank", -(1 << 64), args.UINT64_MAX)
+    offset = args.integer(offset, api, "offset", -(1 << 64), args.UINT64_MAX)
+    if not 0 <= peer_rank < c.nranks:
         raise para(api, f"peerRank {peer_rank!r} is not a rank of {c.name}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < win.size:
+    if not 0 <= offset < win.size:
         raise para(api, f"offset {offset!r} is outside the window ({win.size} bytes)")
     if same_node:
         from .rank_graph import instances

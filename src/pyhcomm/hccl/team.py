@@ -11,6 +11,7 @@ communicator rank. Member / rank conversions of a rank outside the team are ``HC
 from __future__ import annotations
 
 from ..defs.team import HCCL_TEAM_CREATE_DESC_MAGIC_WORD, HcclTeamCreateDesc
+from .. import args
 from ..errors import para, ptr
 from ..sim import current_sim as _sim
 from . import comm as comm_mod
@@ -83,7 +84,8 @@ def _team_of(comm_handle, team_handle, api):
 def member_to_rank(comm_handle, team_handle, member) -> int:
     api = "HcclTeamMemberToRank"
     team = _team_of(comm_handle, team_handle, api)
-    if isinstance(member, bool) or not isinstance(member, int) or not 0 <= member < len(team.ranks):
+    member = args.integer(member, api, "memberId", -(1 << 64), args.UINT64_MAX)
+    if not 0 <= member < len(team.ranks):
         raise para(api, f"memberId {member!r} is outside [0, {len(team.ranks)})")
     return team.ranks[member]
 

@@ -22,6 +22,7 @@ from ..defs.res_defs import (HCOMM_THREAD_CONFIG_MAGIC_WORD, HCOMM_THREAD_CONFIG
 from ..enums import HOST_ENGINES, CommEngine, ThreadResType
 from ..errors import not_found, not_support, para, ptr
 from . import comm as comm_mod
+from .args import sequence
 
 HCOMM_NOTIFY_MAX_NUM = 64
 HCOMM_THREADNUM_MAX_NUM = 1000
@@ -99,7 +100,8 @@ def _allowed(table, engine: CommEngine, api: str) -> None:
 
 
 def _check_notify_num(comm, num, total, api: str) -> None:
-    if not isinstance(num, int) or num < 0:
+    num = args.integer(num, api, "notifyNumPerThread", -(1 << 64), args.UINT64_MAX)
+    if num < 0:
         raise para(api, f"notify count {num} must be a non-negative integer")
     if num > HCOMM_NOTIFY_MAX_NUM:
         raise para(api, f"notify count {num} exceeds {HCOMM_NOTIFY_MAX_NUM} per thread")
@@ -238,8 +240,7 @@ def export_to_comm_engine(comm_handle, thread_num, thread_handles, dst_engine) -
     comm = comm_mod.get_comm(comm_handle, api)
     if thread_handles is None:
         raise ptr(api, "threads is NULL")
-    if isinstance(thread_num, bool) or not isinstance(thread_num, int):
-        raise TypeError(f"{api}: threadNum must be an int, not {type(thread_num).__name__}")
+    thread_num = args.integer(thread_num, api, "threadNum", -(1 << 64), args.UINT64_MAX)
     if not 0 < thread_num <= HCCL_THREAD_EXPORT_MAX_NUM:
         raise para(api, f"threadNum {thread_num} is outside [1, {HCCL_THREAD_EXPORT_MAX_NUM}]")
     engine = check_engine(dst_engine, api)
@@ -269,10 +270,8 @@ def res_get_info(comm_handle, thread_handle, res_type, info_len) -> int:
 
 def stream_info(t: HcommThread, res_type, info_len, api: str) -> int:
     """The ``aclrtStream`` behind ``t`` for ``THREAD_RES_TYPE_STREAM`` (see :func:`res_get_info`)."""
-    if isinstance(res_type, bool) or not isinstance(res_type, int):
-        raise TypeError(f"{api}: resType must be a ThreadResType int, not {type(res_type).__name__}")
-    if isinstance(info_len, bool) or not isinstance(info_len, int):
-        raise TypeError(f"{api}: infoLen must be an int, not {type(info_len).__name__}")
+    res_type = args.integer(res_type, api, "resType", -(1 << 64), args.UINT64_MAX)
+    info_len = args.integer(info_len, api, "infoLen", -(1 << 64), args.UINT64_MAX)
     if res_type != ThreadResType.THREAD_RES_TYPE_STREAM:
         raise para(api, f"resType {res_type} is not a supported ThreadResType (only "
                         f"THREAD_RES_TYPE_STREAM = {int(ThreadResType.THREAD_RES_TYPE_STREAM)})")
@@ -382,7 +381,7 @@ def free(handles) -> None:
     api = "HcommThreadFree"
     if handles is None:
         raise ptr(api, "threads is NULL")
-    threads = [get_thread(h, api, f"threads[{i}]") for i, h in enumerate(list(handles))]
+    threads = [get_thread(h, api, f"threads[{i}]") for i, h in enumerate(sequence(handles, api, "threads"))]
     if not threads:
         raise para(api, "threadNum is 0")
     for i, t in enumerate(threads):

@@ -323,14 +323,15 @@ def notify_wait_now(channel, local_notify_idx, timeout):
 
 # -- fences and drain ----------------------------------------------------------------------------------
 def channel_fence_on_thread(thread, channel):
-    """``HcommChannelFenceOnThread``: tasks of a thread already run in order, so nothing to add."""
+    """``HcommChannelFenceOnThread``: tasks of a thread already run in order, so nothing to add.
+    The Atlas 350 host's fence ignores the thread (as the NBI calls) and completes the channel's
+    NBI operations; inside a kernel the thread and channel are checked as every channel call's
+    (its own device's, one rank's)."""
     api = "HcommChannelFenceOnThread"
-    if _sim().runtime.product.is_950:
-        ch = get_channel(channel, api)
-        if not host_ctx().kernels:  # the host's fence completes the channel's NBI operations
-            _record_fence(ch, api)
+    if _sim().runtime.product.is_950 and not host_ctx().kernels:
+        _record_fence(get_channel(channel, api), api)
         return
-    t, ch, _, _ctx = _thread_and_channel(thread, channel, api)
+    _thread_and_channel(thread, channel, api)
     if not host_ctx().kernels:
         raise not_support(api, f"not supported from the host on {_sim().runtime.product.name}")
 

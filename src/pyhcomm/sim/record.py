@@ -168,6 +168,17 @@ class Record:
             del self.xlog[:k]
             self._exec_dropped += k
 
+    def step_count(self) -> int:
+        """Execution-log entries so far: the step the latest one got (steps stay absolute when
+        the log is trimmed or cleared)."""
+        return self._exec_dropped + len(self.xlog)
+
+    def position(self) -> tuple:
+        """``(program, next seq, step count)``: the calling host program, and where the record
+        stands now (what merging the records of MPI processes notes of a rendezvous arrival)."""
+        from .runtime import host_ctx
+        return host_ctx().program, self.next_seq(), self.step_count()
+
     def next_seq(self) -> int:
         """The seq the next entry will get (nothing is taken)."""
         return _peek(self.counter)

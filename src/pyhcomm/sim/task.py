@@ -211,7 +211,7 @@ _lines: dict = {}
 def site_location(site) -> tuple:
     """``(filename, lineno)`` of a site from :func:`call_site`."""
     loc = _lines.get(site)
-    if loc is None:
+    if loc is None or loc[0] != site[0].co_filename:   # equal code objects may come from two files
         code, lasti = site
         line = code.co_firstlineno
         for start, end, lineno in code.co_lines():

@@ -122,6 +122,10 @@ class MpiTransport(Transport):
         self.local: dict = {}           # channel key -> {rank: end of this process}
         self.remote_descs: dict = {}    # channel key -> {rank: _Desc of another process}
         self.results: dict = {}         # root -> {rank: result} (pyhcomm.launch)
+        # what merging the records of the processes needs (pyhcomm.sim.merge)
+        self.notifies_sent: dict = {}   # (end id, notify index) of another process -> records sent
+        self.arrivals: dict = {}        # (origin process, end id, index) -> the generation each arrival set
+        self.meetings: list = []        # rendezvous arrivals of this process's ranks (see _meet)
 
     # -- worlds ----------------------------------------------------------------------------------
     def _route(self, root) -> _World:
@@ -164,6 +168,7 @@ class MpiTransport(Transport):
             why = w.refused.pop(rank)
             w.members.pop(rank, None)
             raise TransportError(why)
+        self._meet(("init", root), nranks, rank, device)
 
     def members(self, root):
         w = self.worlds.get(root)
@@ -187,6 +192,7 @@ class MpiTransport(Transport):
                     self.link.send_ctrl(p, ("left", root, rank))
         else:
             w.members.pop(rank, None)
+            self.meetings = [m for m in self.meetings if m[:2] != (("init", root), rank)]
             if w.refused.pop(rank, None) is None:   # a refused join was never counted there
                 self.link.send_ctrl(root >> 32, ("unjoin", root, rank))
         self.sim.scheduler.poke()
@@ -195,7 +201,18 @@ class MpiTransport(Transport):
         w = self._route(root)
         now = w.rounds
         self.link.send_ctrl(root >> 32, ("arrive", root, now))
+        self._meet(("barrier", root, now), w.nranks, rank, w.members.get(rank))
         return now
+
+    def _meet(self, key, nranks, rank, device) -> None:
+        """Note that ``rank``'s host program (the caller) arrives at rendezvous ``key`` of a world of
+        ``nranks`` now: before the record's next seq and after its steps so far. One process records
+        no ``Rendezvous`` of a world that spans processes; :mod:`pyhcomm.sim.merge` makes it from these."""
+        rec = self.sim.record
+        if rec.enabled:
+            world = self.sim.roots.get(key[1])
+            self.meetings.append((key, rank, nranks, device) + rec.position()
+                                 + (world.name if world is not None else f"hccl_world_{key[1]}",))
 
     def barrier_rounds(self, root) -> int:
         return self._route(root).rounds
@@ -464,6 +481,8 @@ class MpiTransport(Transport):
             self.link.send_data(proc, NOTIFY, peer.end, 0, 0, index)
         except LinkError as why:
             raise TransportError(str(why)) from None
+        key = (peer.end, index)
+        self.notifies_sent[key] = self.notifies_sent.get(key, 0) + 1
         return None
 
     def fence(self, peer) -> None:
@@ -495,7 +514,9 @@ class MpiTransport(Transport):
         if op == NOTIFY:
             end = self.ends.get(tid)
             if end is not None and not end.closed:
-                end.notifies[aux].record()
+                n = end.notifies[aux]
+                n.record()
+                self.arrivals.setdefault((src, tid, aux), []).append(n.gen)
                 self.sim.scheduler.poke()
             return
         if op == GET:
@@ -573,3 +594,18 @@ class MpiTransport(Transport):
 
     def _ctrl_results(self, src, root, theirs):
         self.results.setdefault(root, {}).update(theirs)
+
+    def record_facts(self) -> dict:
+        """What the record of this process's Sim needs to be merged with the other processes'
+        (:mod:`pyhcomm.sim.merge`): the process, the remote notify records sent per target notify,
+        the generation each remote record that arrived here set, the rendezvous arrivals."""
+        return {"process": self.me, "processes": self.link.nprocs, "sent": dict(self.notifies_sent),
+                "arrivals": {k: list(v) for k, v in self.arrivals.items()}, "meetings": list(self.meetings)}
+
+    def gather(self, value, root: int = 0):
+        """Every process's ``value``, in process order, at process ``root`` (None elsewhere); every
+        process of the job calls it, in the same order."""
+        try:
+            return self.link.gather(value, root)
+        except LinkError as why:
+            raise TransportError(str(why)) from None

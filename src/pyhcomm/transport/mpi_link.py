@@ -49,18 +49,21 @@ _POLL_MAX = 0.002       # the longest an idle poll sleeps (seconds)
 _SPIN = [50e-6]         # idle for less than this: poll again at once (latency); the link sets it
 _SPIN_ALONE = 1e-3      # ... when the job has no more processes on this machine than cores
 _YIELD = 2e-3           # ... less than this: give the core away, then poll (other processes run)
+_REPORT_IDLE = 1e-3     # idle this long: report it to the coordinator of the hang detection
 
 _link = None
 _link_lock = threading.Lock()
 
 
-def _pause(idle: float) -> None:
+def _pause(idle: float, busy: bool = False) -> None:
     """Wait before polling again, ``idle`` seconds into a wait: not at all (longer when every
     process of the job on this machine has a core), then yielding the core, then sleeping up to
-    ``_POLL_MAX`` (a tenth of the time idle so far)."""
+    ``_POLL_MAX`` (a tenth of the time idle so far). ``busy``: MPI is moving a payload of this
+    process (it copies a large message through shared memory in pieces, each one when this
+    process calls into MPI): never sleep."""
     if idle < _SPIN[0]:
         return
-    if idle < _YIELD:
+    if busy or idle < _YIELD:
         os.sched_yield()
         return
     time.sleep(min(_POLL_MAX, idle / 10))
@@ -162,6 +165,8 @@ class Link:
         self.abort_rank = None         # the rank whose failure began the abort (None: unknown)
         self.abort_remote = False      # the abort began in another process (or with a death)
         self.owners: dict = {}         # process -> the ranks it hosts (for messages)
+        self.gathers: dict = {}        # gather number -> {process: value} (at the gather's root)
+        self.gather_count = 0
         self.idle_spins = 0
         self.idle_since = 0.0
         # global idleness
@@ -245,7 +250,21 @@ class Link:
                 if owned:
                     self.sends.append((req, payload))
         if where == BULK and not owned:
-            self.wait(req.Test, "a large transfer to be taken")
+            self.wait(req.Test, "a large transfer to be taken", busy=True)
+
+    def gather(self, value, root: int = 0):
+        """Every process's ``value`` (picklable), in process order, at process ``root``; None in
+        the others, which return at once. Every process calls it, the same number of times."""
+        self.gather_count += 1
+        number = self.gather_count
+        if self.me != root:
+            self.send_ctrl(root, ("gather", number, value))
+            return None
+        got = self.gathers.setdefault(number, {})
+        got[self.me] = value
+        self.wait(lambda: len(got) >= self.nprocs, "every process's part of a gather")
+        del self.gathers[number]
+        return [got[p] for p in range(self.nprocs)]
 
     def request_id(self) -> int:
         self.reqids += 1
@@ -356,9 +375,14 @@ class Link:
         elif kind == "stuck":
             self.verdict = (msg[1], msg[2])
         elif kind == "abort":
+            for p in msg[3] if len(msg) > 3 else ():    # processes the sender found dead
+                if p != self.me and p not in self.dead:
+                    self.dead[p] = msg[1]
             self._on_abort(msg[1], msg[2])
         elif kind == "bye":
             self.byes.add(src)
+        elif kind == "gather":
+            self.gathers.setdefault(msg[1], {})[src] = msg[2]
         elif kind == "exit":
             if src == self.coordinator():
                 self.idle_state = None  # the next coordinator has not heard this process yet
@@ -380,9 +404,9 @@ class Link:
         if self.abort_reason is not None:
             raise LinkError(self.abort_reason)
 
-    def wait(self, done, what: str) -> None:
+    def wait(self, done, what: str, busy: bool = False) -> None:
         """Serve messages until ``done()`` holds (a transfer's answer); raises :class:`LinkError`
-        when the job is aborted or a process dies first."""
+        when the job is aborted or a process dies first. ``busy``: see :func:`_pause`."""
         since = None
         while not done():
             if self.serve():
@@ -392,7 +416,7 @@ class Link:
             now = time.monotonic()
             if since is None:
                 since = now
-            _pause(now - since)
+            _pause(now - since, busy)
 
     def poll_pause(self) -> None:
         """An idle caller's pause (see :func:`_pause`), by how long this process has been idle."""
@@ -414,7 +438,7 @@ class Link:
         for p in range(self.nprocs):
             if p != self.me and p not in self.dead:
                 try:
-                    self.send_ctrl(p, ("abort", reason, rank), counted=False, fence=False)
+                    self.send_ctrl(p, ("abort", reason, rank, tuple(self.dead)), counted=False, fence=False)
                 except Exception:  # noqa: BLE001 - best effort: the job is failing anyway
                     pass
 
@@ -475,6 +499,7 @@ class Link:
             return
         try:
             told = None
+            since = time.monotonic()
             while True:
                 others = self._others()
                 counts = (self.sent, self.received)
@@ -483,6 +508,11 @@ class Link:
                     for p in others:
                         self.send_ctrl(p, ("exit", counts), counted=False, fence=False)
                 if all(p in self.gone for p in others):
+                    break
+                if self.abort_reason is not None and time.monotonic() - since > max(self.liveness, 5.0):
+                    for p in others:    # an aborted job: who is still silent is gone (it may have died
+                        if p not in self.gone:  # before this process ever heard from it)
+                            self.dead[p] = f"{self.ranks_of(p)} did not leave with the others"
                     break
                 self._idle_wait()
             self._stop.set()
@@ -533,12 +563,15 @@ class Link:
             self.used_verdict = self.verdict[0]
             self.idle_state = None      # report again: a later hang is a new detection
             return True
-        counts = (self.sent, self.received)
-        if self.idle_state != counts:
-            self.idle_state = counts
-            self.send_ctrl(self.coordinator(), ("state", counts), counted=False, fence=False)
-        if self.pending_confirm is not None:
-            self._answer_confirm(True)
+        if self.idle_spins and time.monotonic() - self.idle_since >= _REPORT_IDLE:
+            # idle a while: tell the coordinator (not at every pause of a busy exchange, where the
+            # reports and the waves they start would cost each round trip a round trip more)
+            counts = (self.sent, self.received)
+            if self.idle_state != counts:
+                self.idle_state = counts
+                self.send_ctrl(self.coordinator(), ("state", counts), counted=False, fence=False)
+            if self.pending_confirm is not None:
+                self._answer_confirm(True)
         self.poll_pause()
         return False
 

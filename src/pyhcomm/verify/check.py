@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from contextlib import contextmanager
 
 from ..analysis import analyze
 from ..analysis.findings import ERROR, HANG, Finding
@@ -142,18 +143,24 @@ def _user_frame(exc):
     return where
 
 
-def replay_command(fn, nranks: int, product=None, data: bool = True, script=None):
-    """A function ``token -> the command that replays that schedule`` (``nranks`` 0: a whole
-    ``script`` run as a program)."""
+def replay_command(fn, nranks: int, product=None, data: bool = True, script=None, args=(), kwargs=None):
+    """A function ``token -> the command that replays that schedule``: ``python -m pyhcomm verify``
+    for a ``script`` (``nranks`` 0: a whole program) or for a function its file defines under its
+    name, called without extra arguments; else the ``pyhcomm.verify.check`` call that replays it."""
     opts = (f" --ranks {nranks}" if nranks else "") + (f' --product "{product}"' if product else "")
     opts += "" if data else " --data off"
     if script is not None:
         return lambda token: f"python -m pyhcomm verify {script}{opts} --replay {token}"
-    path = inspect.getsourcefile(fn) if callable(fn) else None
-    name = getattr(fn, "__qualname__", "")
-    if path and name and "." not in name and "<" not in name:
+    name = getattr(fn, "__qualname__", "") or "fn"
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    path = inspect.getsourcefile(fn) if callable(fn) and module is not None else None
+    if path and not args and not kwargs and getattr(module, name, None) is fn:
         return lambda token: f"python -m pyhcomm verify {path} --function {name}{opts} --replay {token}"
-    return lambda token: f"pyhcomm.verify.check({name or 'fn'}, {nranks}, replay={token!r})"
+    if not name.isidentifier():
+        name = getattr(fn, "__name__", "fn")
+    call = [name, str(nranks)] + [repr(a) for a in args] + [f"{k}={v!r}" for k, v in (kwargs or {}).items()]
+    call += ([f"product={product!r}"] if product else []) + ([] if data else ["data=False"])
+    return lambda token: f"pyhcomm.verify.check({', '.join(call)}, replay={token!r})"
 
 
 def check(fn, nranks: int, *args, product=None, schedules: int = 8, strategy: str = "auto", data: bool = True,
@@ -176,19 +183,42 @@ def check(fn, nranks: int, *args, product=None, schedules: int = 8, strategy: st
         stop_at_first: stop after the first schedule with a finding.
         stop_when: ``stop_when(report)`` true after a schedule: stop there.
     """
-    from .env import session
     from .. import sim as sim_mod
-    from ..spmd import LaunchTimeout, RankError, launch
     parent = sim_mod.current_sim()
     if product is None and parent.runtime.product_chosen:
         product = parent.runtime.product.name
     name = getattr(fn, "__qualname__", repr(fn)) if script is None else script
     report = Report(name, nranks, product or parent.runtime.product.name)
-    replay_of = replay_command(fn, nranks, product, data, script)
+    replay_of = replay_command(fn, nranks, product, data, script, args, kwargs)
     if scheduler != "coop":
         schedules, replay = 1, None
     explorer = Explorer(strategy, depth, bound, seed)
-    token = replay or explorer.first()
+    with quiet_log():
+        _explore(report, explorer, replay or explorer.first(), fn, nranks, args, kwargs, product, schedules,
+                 scheduler, data, timeout, races, replay, replay_of, stop_at_first, stop_when)
+    return report
+
+
+@contextmanager
+def quiet_log():
+    """The library's error log silenced for the ``with``: the failing calls of the runs being
+    checked are in their findings."""
+    import logging
+
+    from ..errors import log
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def _explore(report, explorer, token, fn, nranks, args, kwargs, product, schedules, scheduler, data, timeout, races,
+             replay, replay_of, stop_at_first, stop_when) -> None:
+    from .env import session
+    from .. import sim as sim_mod
+    from ..spmd import LaunchTimeout, RankError, launch
     for _ in range(max(1, schedules)):
         policy = parse(token) if scheduler == "coop" else None
         sim = sim_mod.Sim(product=product, scheduler=scheduler, data=data,
@@ -215,7 +245,6 @@ def check(fn, nranks: int, *args, product=None, schedules: int = 8, strategy: st
         if token is None:
             report.complete = True
             break
-    return report
 
 
 def print_report(report: Report, stream=None) -> None:

@@ -4,8 +4,9 @@ status is 1 when there is one.
 
 Two kinds of script:
 
-* one that defines a rank body, ``def main(comm): ...`` (or the function ``--function`` names):
-  it runs on ``--ranks`` ranks (default 2) under each schedule (:func:`pyhcomm.verify.check`);
+* one that defines a rank body at its top level, ``def main(comm): ...`` (or the function
+  ``--function`` names): it runs on ``--ranks`` ranks (default 2) under each schedule
+  (:func:`pyhcomm.verify.check`);
 * any other script runs whole, as ``__main__``, once per schedule: every ``pyhcomm.launch`` it
   makes is checked (each on the schedule's policy), and so is its default simulation when it
   used one (the cooperative scheduler is used for it).
@@ -36,7 +37,7 @@ def _parser():
     p.add_argument("--bound", type=int, default=2, help="dfs: deviations from the default schedule (default 2)")
     p.add_argument("--data", choices=("on", "off"), default="on", help="off: data-less (faster; no byte moves)")
     p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
-    p.add_argument("--function", default="main", help="the rank body's name (default main)")
+    p.add_argument("--function", help="the rank body's name (default main; a script without it runs whole)")
     p.add_argument("--replay", metavar="SCHEDULE", help="run this one schedule (fifo, random:S, pct:D:S:N, dfs:...)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per run (default 120)")
     p.add_argument("--no-races", action="store_true", help="skip the race detector (notify checks and hangs only)")
@@ -51,14 +52,9 @@ def main(argv) -> int:
     if args.ranks < 1 or args.schedules < 1:
         print("verify: --ranks and --schedules must be at least 1", file=sys.stderr)
         return 2
-    import logging
-
-    import pyhcomm
-    from ..errors import log
-    from .check import check
+    from ..products import find_product
+    from .check import quiet_log
     from .explore import parse
-    # the runs' failing calls are in the findings: keep the library's error log quiet meanwhile
-    level, log.level = log.level, logging.CRITICAL
     if args.replay:
         try:
             parse(args.replay)
@@ -66,27 +62,58 @@ def main(argv) -> int:
             print(f"verify: {exc}", file=sys.stderr)
             return 2
     if args.product:
-        pyhcomm.set_product(args.product)
+        try:
+            args.product = find_product(args.product).name
+        except ValueError as exc:
+            print(f"verify: {exc}", file=sys.stderr)
+            return 2
     script = args.script                        # as given: call sites print the path the user typed
     where = os.path.dirname(os.path.abspath(script))
     sys.path.insert(0, where)
     try:
-        namespace = runpy.run_path(script, run_name="pyhcomm_verify_target")
-        fn = namespace.get(args.function)
-        options = dict(product=args.product, schedules=args.schedules, strategy=args.strategy, depth=args.depth,
-                       bound=args.bound, data=args.data == "on", replay=args.replay, timeout=args.timeout,
-                       races=not args.no_races)
-        if callable(fn):
-            report = check(fn, args.ranks, script=f"{args.script} --function {args.function}", **options)
-        else:
-            report = _whole_program(script, args, options)
+        with quiet_log():
+            report = _run(script, args)
     finally:
         sys.path.remove(where)
-        log.setLevel(level)
+    if report is None:
+        return 2
     print(report.text())
     if args.json:
         report.write_json(args.json)
     return 1 if report.findings else 0
+
+
+def _run(script: str, args):
+    """The report of ``script`` (a rank body, else a whole program); None: no such function."""
+    from .check import check
+    function = args.function or "main"
+    fn = None
+    if _defines(script, function):      # a rank body (a whole program is not run to find out)
+        fn = runpy.run_path(script, run_name="pyhcomm_verify_target").get(function)
+    if args.function and not callable(fn):
+        print(f"verify: {args.script} defines no function {args.function!r}", file=sys.stderr)
+        return None
+    options = dict(product=args.product, schedules=args.schedules, strategy=args.strategy, depth=args.depth,
+                   bound=args.bound, data=args.data == "on", replay=args.replay, timeout=args.timeout,
+                   races=not args.no_races)
+    if callable(fn):
+        return check(fn, args.ranks, script=f"{args.script} --function {function}", **options)
+    return _whole_program(script, args, options)
+
+
+def _defines(script: str, name: str) -> bool:
+    """Whether ``script`` defines or imports ``name`` at its top level (read, not run)."""
+    import ast
+    with open(script, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), script)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name) == name for a in node.names):
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return True
+    return False
 
 
 def _whole_program(script: str, args, options):
@@ -108,7 +135,8 @@ def _whole_program(script: str, args, options):
             last.append(policy)
             return policy
 
-        default = pyhcomm.reset(scheduler="coop", data=options["data"])
+        chosen = {"product": options["product"], "product_chosen": True} if options["product"] else {}
+        default = pyhcomm.reset(scheduler="coop", data=options["data"], **chosen)
         default.scheduler.policy = fresh()
         argv_before = sys.argv
         sys.argv = [script]

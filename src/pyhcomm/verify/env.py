@@ -54,14 +54,31 @@ def _on_end(sim, error) -> None:
         _check_now(sim, error, "pyhcomm.launch")
 
 
+def schedule_of(sim) -> tuple:
+    """``(schedule, replay)`` of a run that was not explored: on the cooperative scheduler, the
+    token of its seeded order and how to run it again (a function of the token); on the threaded
+    scheduler, ``("threaded", None)``: the OS chose the order, it cannot be replayed."""
+    if sim.scheduler.name != "coop":
+        return "threaded", None
+    token = getattr(sim.scheduler.policy, "token", None)
+    if token is None:
+        seed = getattr(sim.scheduler.policy, "seed", 0) or 0
+        token = f"random:{seed}" if seed else "fifo"
+    seed = token.partition(":")[2] if token.startswith("random:") else "0" if token == "fifo" else None
+    if seed is None:
+        return token, None
+    return token, lambda _token: f"run it again with PYHCOMM_SCHEDULER=coop PYHCOMM_SEED={seed} (or launch(seed={seed}))"
+
+
 def _check_now(sim, error, what: str) -> None:
     from .check import Report, VerificationError, run_findings
     found = run_findings(sim, error)
     if not found:
         return
     report = Report(what, 0, sim.product.name)
-    report.add(found, "this run", None)
-    report.schedules.append(("this run", len(found), 0.0))
+    token, replay = schedule_of(sim)
+    report.add(found, token, replay)
+    report.schedules.append((token, len(found), 0.0))
     print(report.text(), file=sys.stderr)
     raise VerificationError(report) from error
 
@@ -89,4 +106,4 @@ def install() -> None:
 
 install()
 
-__all__ = ["session", "Session", "install"]
+__all__ = ["session", "Session", "install", "schedule_of"]

@@ -11,9 +11,10 @@ token* that replays it exactly (same program, same choices):
   runnable one goes, and at ``D - 1`` random decisions the one chosen drops below all others. A
   bug that needs ``D`` orderings to line up is found with probability at least
   ``1 / (k * N^(D-1))`` per run (``k`` choosers);
-* ``dfs:c1.c2...``: the given choice at each decision (a decision: a pick among more than one),
-  the oldest after the list. :class:`Explorer` enumerates these breadth-first by number of
-  deviations from ``fifo``: bounded exhaustive exploration.
+* ``dfs:K=C,K=C...``: choice ``C`` at decision ``K`` (a decision: a pick among more than one,
+  counted from 0), the oldest at every other one; ``dfs:C.C.C...`` gives a choice per decision.
+  :class:`Explorer` enumerates these breadth-first by number of deviations from ``fifo``:
+  bounded exhaustive exploration.
 
 A choice is told apart by ``("stream", handle)`` or ``("actor", name)``, the same on every run.
 """
@@ -96,17 +97,29 @@ class PCTPolicy(Policy):
 
 
 class ReplayPolicy(Policy):
-    """The given choice at each decision, the oldest after the list (indices past the end of a
-    decision's choices are taken modulo their number)."""
+    """Given choices at given decisions, the oldest everywhere else (a choice past the end of a
+    decision's choices is taken modulo their number). ``deviations``: decision index -> choice
+    (the non-zero ones; the token ``dfs:K=C,K=C``); ``prefix``: the same as a list of choices,
+    one per decision (the token ``dfs:C.C.C``)."""
 
-    def __init__(self, prefix=()):
+    def __init__(self, prefix=(), deviations=None):
         super().__init__()
-        self.prefix = list(prefix)
-        self.token = "dfs:" + ".".join(map(str, self.prefix)) if self.prefix else "fifo"
+        devs = {k: c for k, c in enumerate(prefix) if c}
+        devs.update({k: c for k, c in (deviations or {}).items() if c})
+        self.deviations = devs
+        self.token = ("dfs:" + ",".join(f"{k}={c}" for k, c in sorted(devs.items()))) if devs else "fifo"
+
+    @property
+    def prefix(self) -> list:
+        devs = self.deviations
+        out = [0] * (max(devs) + 1 if devs else 0)
+        for k, c in devs.items():
+            out[k] = c
+        return out
 
     def choose(self, choices, n) -> int:
-        k = self.decisions
-        return self.prefix[k] % n if k < len(self.prefix) else 0
+        c = self.deviations.get(self.decisions)
+        return c % n if c else 0
 
 
 def parse(token: str) -> Policy:
@@ -124,10 +137,21 @@ def parse(token: str) -> Policy:
                 raise ValueError
             return PCTPolicy(d, s, n)
         if kind == "dfs":
-            return ReplayPolicy([int(x) for x in rest.split(".")] if rest else [])
+            if "=" in rest:
+                devs = {}
+                for part in rest.split(","):
+                    k, c = part.split("=")
+                    if int(k) < 0 or int(c) < 0:
+                        raise ValueError
+                    devs[int(k)] = int(c)
+                return ReplayPolicy(deviations=devs)
+            prefix = [int(x) for x in rest.split(".")] if rest else []
+            if any(c < 0 for c in prefix):
+                raise ValueError
+            return ReplayPolicy(prefix)
     except ValueError:
         pass
-    raise ValueError(f"schedule {token!r} is not fifo, random:SEED, pct:DEPTH:SEED:STEPS or dfs:C1.C2...")
+    raise ValueError(f"schedule {token!r} is not fifo, random:SEED, pct:DEPTH:SEED:STEPS or dfs:K=C,K=C...")
 
 
 STRATEGIES = ("auto", "random", "pct", "dfs")
@@ -149,7 +173,10 @@ class Explorer:
         self.seed = seed
         self.steps = None
         self.complete = False
-        self._queue: deque = deque()    # dfs prefixes not run yet
+        #: dfs: runs whose alternatives are not all tried yet, oldest first, as
+        #: [deviations, trace, next decision, next choice] (the alternatives are made when asked
+        #: for: a run of N decisions has about N of them, and storing each as a prefix is N^2)
+        self._frames: deque = deque()
         self._turn = 0
         self._seeds = seed
 
@@ -161,13 +188,27 @@ class Explorer:
         if self.steps is None:
             self.steps = max(1, policy.decisions)
         if self.strategy in ("dfs", "auto") and isinstance(policy, ReplayPolicy):
-            start = len(policy.prefix)
-            used = sum(1 for c in policy.prefix if c)
-            if used < self.bound:
-                for k in range(start, len(policy.trace)):
-                    _i, n = policy.trace[k]
-                    for alt in range(1, n):
-                        self._queue.append([c for c, _n in policy.trace[:k]] + [alt])
+            devs = {k: c for k, (c, _n) in enumerate(policy.trace) if c}
+            if len(devs) < self.bound:
+                start = max(devs) + 1 if devs else 0
+                self._frames.append([devs, policy.trace, start, 1])
+
+    def _next_deviation(self):
+        """The next schedule of bounded exhaustive exploration (deviations), or None when none is left."""
+        frames = self._frames
+        while frames:
+            frame = frames[0]
+            devs, trace, k, alt = frame
+            while k < len(trace) and alt >= trace[k][1]:
+                k, alt = k + 1, 1
+            if k >= len(trace):
+                frames.popleft()
+                continue
+            frame[2], frame[3] = k, alt + 1
+            out = dict(devs)
+            out[k] = alt
+            return out
+        return None
 
     def next_token(self):
         """The next schedule to run, or None when a bounded exhaustive exploration is done."""
@@ -176,13 +217,14 @@ class Explorer:
             kinds = ("pct", "random", "dfs")
             kind = kinds[self._turn % 3]
             self._turn += 1
-            if kind == "dfs" and not self._queue:
-                kind = "pct"
         if kind == "dfs":
-            if not self._queue:
+            devs = self._next_deviation()
+            if devs is not None:
+                return ReplayPolicy(deviations=devs).token
+            if self.strategy == "dfs":
                 self.complete = True
                 return None
-            return "dfs:" + ".".join(map(str, self._queue.popleft()))
+            kind = "pct"
         seed = self._seeds
         self._seeds += 1
         if kind == "random":

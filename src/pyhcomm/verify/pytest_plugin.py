@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 
 from .check import Report, VerificationError, check, run_findings
-from .env import Session, _sessions
+from .env import Session, _sessions, schedule_of
 
 
 def pytest_addoption(parser):
@@ -43,13 +43,13 @@ def _findings(s: _Checked) -> Report:
     import pyhcomm
     report = Report("this test", 0, pyhcomm.get_product().name)
     for sim, error in s.launches:
-        report.add(run_findings(sim, error), "this run", None)
+        report.add(run_findings(sim, error), *schedule_of(sim))
     sim = pyhcomm.current_sim()
     if sim is not s.default and (len(sim.record) or sim.record.host_effects()):
-        report.add(run_findings(sim), "this run", None)
+        report.add(run_findings(sim), *schedule_of(sim))
     for r in s.reports:
         report.add(r.findings, None, None)
-    report.schedules.append(("this run", len(report.findings), 0.0))
+    report.schedules.append(("this test", len(report.findings), 0.0))
     return report
 
 
