@@ -299,3 +299,36 @@ def test_a_write_with_notify_orders_the_peers_wait_and_a_drain_waits_for_the_thr
     assert Edge(wwn.seq, "drain") in _preds(g, drains[0]) and Edge(copy.seq, "drain") in _preds(g, drains[1])
     assert g.happens_before(wwn.seq, copy.seq) and not g.happens_before(copy.seq, drains[0].seq)
     assert analyze(sim) == []
+
+
+@pytest.mark.parametrize("product_name", ["Atlas A3", "Atlas 350"])
+def test_batch_edges_are_exactly_the_tasks_their_program_batched(product_name):
+    """Many ranks' AI CPU kernels keep batches open at once (a small queue budget makes them yield
+    mid-batch, so their seqs interleave), several calls each: a task's program-order edge is
+    ``batch`` exactly when one of its own program's batches holds its seq (checked against every
+    batch, one by one), ``program`` / ``launch`` otherwise."""
+    from verify_programs import collective
+    from pyhcomm.config import Config
+    config = Config.from_env().with_values(queue_budget=4)
+    sim = pyhcomm.Sim(config, scheduler="coop", seed=5, product=product_name, data=False)
+    pyhcomm.launch(collective("allreduce", 64, calls=2), 6, sim=sim, timeout=120)
+    rec = sim.record
+    by_program: dict = {}
+    for _bid, p, lo, hi in rec.batches:
+        by_program.setdefault(p, []).append((lo, hi))
+    assert len(rec.batches) >= 12 and len(by_program) >= 6
+    spans = sorted((lo, hi) for _b, _p, lo, hi in rec.batches)
+    assert max(sum(lo <= a <= hi for lo, hi in spans) for a, _ in spans) >= 3     # batches interleave
+    g = hb.build(sim)
+    order_kinds = {"program", "batch", "launch"}
+    checked = 0
+    for e in rec.entries():
+        if e.entry != "task":
+            continue
+        kinds = {k for _s, k in g.preds(e.seq)} & order_kinds
+        if not kinds:
+            continue
+        want = any(lo <= e.seq <= hi for lo, hi in by_program.get(e.program, ()))
+        assert ("batch" in kinds) == want and len(kinds) == 1, (e.seq, e.kind, kinds)
+        checked += want
+    assert checked > 0

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import gc
 from collections import deque
+from heapq import heappop, heappush
 from typing import NamedTuple
 
 STREAM, KERNEL_END, NOTIFY, PROGRAM, BATCH, LAUNCH = "stream", "kernel_end", "notify", "program", "batch", "launch"
@@ -336,7 +337,9 @@ def _build(source) -> Graph:
 
     host_kind, device_side = "host", "device"
     batches = sorted((lo, hi, p) for _bid, p, lo, hi in record.batches)
-    next_batch, open_batches, open_until = 0, [], 0
+    n_batches, next_batch = len(batches), 0
+    closing: list = []              # heap of (last seq, index) of the batches open at the current seq
+    open_count: dict = {}           # program -> how many of its batches hold the current seq
     for i, e in enumerate(entries):
         program = e.program
         if e.entry != host_kind:
@@ -354,15 +357,16 @@ def _build(source) -> Graph:
                 kernel = None
             # batched: its program ended a batch whose seqs hold it
             batched = False
-            if next_batch < len(batches) or open_batches:
-                while next_batch < len(batches) and batches[next_batch][0] <= seq:
-                    open_batches.append(batches[next_batch])
+            if next_batch < n_batches or closing:
+                while next_batch < n_batches and batches[next_batch][0] <= seq:
+                    bp = batches[next_batch][2]
+                    heappush(closing, (batches[next_batch][1], next_batch))
+                    open_count[bp] = open_count.get(bp, 0) + 1
                     next_batch += 1
-                if open_batches:
-                    if seq > open_until:
-                        open_batches = [b for b in open_batches if b[1] >= seq]
-                        open_until = min((b[1] for b in open_batches), default=0)
-                    batched = any(b[2] == program for b in open_batches)
+                while closing and closing[0][0] < seq:
+                    bp = batches[heappop(closing)[1]][2]
+                    open_count[bp] -= 1
+                batched = open_count.get(program, 0) > 0
             # program order: the issuing program's last host effect before the task
             src = last_he.get(program)
             if src is not None:
