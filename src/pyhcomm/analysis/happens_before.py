@@ -47,18 +47,28 @@ their ``stream``, ``program`` and other static edges), but get no ``notify`` edg
 that timed out, was stuck or aborted gets no ``sync`` / ``join`` / ``drain`` edge.
 
 The API (stable; :class:`Graph`): ``seqs``, ``preds(seq)``, ``succs(seq)``, ``edges()``, ``pred_codes()``,
-``entry(seq)``, ``event(seq)``, ``program(seq)``, ``programs``, ``host_program(program)``,
+``pred_csr()``, ``entry(seq)``, ``event(seq)``, ``program(seq)``, ``programs``, ``host_program(program)``,
 ``stream(seq)``, ``step(seq)``,
-``ran(seq)``, ``order()``, ``happens_before(a, b)``, ``complete``. Every ``seq`` is an entry
-of the record; ``order()`` is a topological order of the entries that executed (their execution
-order), which is what a replay walks.
+``ran(seq)``, ``order()``, ``executed()``, ``happens_before(a, b)``, ``complete``. Every ``seq`` is an
+entry of the record; ``order()`` is a topological order of the entries that executed (their
+execution order).
+
+The build reads each field of the entries once, column by column, and finds the edges of the
+tasks with numpy (tasks are almost every entry: a 1024-rank ring AllGather records 6 million);
+host effects, few, are read one by one. Per-entry lists (``pred_codes()``) and the verifier's
+chains are made on first use.
 """
 from __future__ import annotations
 
 import gc
 from collections import deque
-from heapq import heappop, heappush
+from itertools import compress, count, repeat
+from operator import attrgetter, eq
 from typing import NamedTuple
+
+import numpy as np
+
+from ..sched.base import SKIP_FLAG
 
 STREAM, KERNEL_END, NOTIFY, PROGRAM, BATCH, LAUNCH = "stream", "kernel_end", "notify", "program", "batch", "launch"
 SYNC, JOIN, DRAIN, FENCE, RENDEZVOUS = "sync", "join", "drain", "fence", "rendezvous"
@@ -76,6 +86,10 @@ _NOTIFY_TASKS = frozenset(("ThreadNotifyRecord", "ThreadNotifyWait", "AclrtNotif
                            "ChannelNotifyRecord", "ChannelNotifyWait", "WriteWithNotify", "WriteReduceWithNotify"))
 #: Results of a blocking call after which the streams it waited for had ended.
 _NOT_ENDED = frozenset(("timeout", "stuck", "aborted"))
+_SEQ, _KIND, _PROGRAM, _SIDE, _KERNEL = (attrgetter(a) for a in ("seq", "kind", "program", "side", "kernel"))
+_HANDLE, _GEN, _WAITS = (attrgetter(a) for a in ("stream.handle", "gen", "waits"))
+_OWNER, _INDEX = attrgetter("notify.owner"), attrgetter("notify.index")
+_DEVICE_SIDE = "device"
 
 
 class Edge(NamedTuple):
@@ -102,32 +116,148 @@ def _extra(e, name, default=None):
 
 
 class Graph:
-    """The happens-before graph of a record (see the module docstring). Built by :func:`build`."""
+    """The happens-before graph of a record (see the module docstring). Built by :func:`build`.
 
-    def __init__(self, record, entries, steps, complete):
+    The edges are kept as two numpy arrays (:meth:`pred_csr`); the per-entry lists of
+    :meth:`pred_codes`, the seq index and the step table are made on first use."""
+
+    def __init__(self, record, tasks, host, order, complete):
         self.record = record
-        self._entries = entries
-        self.seqs = [e.seq for e in entries]
-        self._index = {s: i for i, s in enumerate(self.seqs)}
-        self._steps = steps                 # seq -> +step (ran) / -step (failed, skipped)
-        self._preds: list = [None] * len(entries)     # per entry: None or [src_index << _SHIFT | kind code]
+        self._parts = (tasks, host, order)  # the entries are (tasks + host)[order]
+        self._n = len(order)
+        self._seq = None                # numpy: the seqs
+        self._ptr = None                # numpy (n + 1): entry i's edges are codes[ptr[i]:ptr[i + 1]]
+        self._codes = None              # numpy: src_index << _SHIFT | kind code
+        self._step = None               # numpy: per entry, +step (ran), -step (failed, skipped), 0
+        self._is_host = None            # numpy: per entry, whether it is a host effect
+        self._xsteps = None             # (seqs, signed steps) of the execution log, for ``_steps``
+        self._cols = None               # per-entry columns the build read (kind codes ...), for replays
+        self._lazy: dict = {}
         self._succs = None
         self._programs = None
         self._builder = None
-        self._chain: list = []          # per entry: its chain (see pyhcomm.analysis.race)
-        self._readers: list = []        # per entry: its successors on another chain
-        self._notify_entries: list = [] # indices of the notify records and waits
         #: wait index -> the records after the first one it consumed (coalesced into the bit the first
         #: one set, so lost: in another schedule the wait runs before them)
         self._coalesced: dict = {}
-        self._kernel_of: dict = {}      # kernel program -> the seq of its KernelLaunch
         self._launcher: dict = {}       # KernelLaunch seq -> the program that queued it
+        self._chain_state = None        # what the chains are computed from (see _chains)
+        self._kernel_pairs = None       # what ``_kernel_of`` is made from
+        self._notify_parts = None       # (task indices, host indices) of notify records and waits
         #: whether the record held every entry (nothing dropped, recording never disabled)
         self.complete = complete
 
+    # -- made on first use -------------------------------------------------------------------------
+    @property
+    def _entries(self) -> list:
+        """The task objects and host effects, in issue order."""
+        out = self._lazy.get("entries")
+        if out is None:
+            tasks, host, order = self._parts
+            out = self._lazy["entries"] = list(map((tasks + host).__getitem__, order.tolist()))
+        return out
+
+    @property
+    def seqs(self) -> list:
+        """The seq of every entry, in issue order."""
+        out = self._lazy.get("seqs")
+        if out is None:
+            out = self._lazy["seqs"] = self._seq.tolist()
+        return out
+
+    @property
+    def _index(self) -> dict:
+        d = self._lazy.get("index")
+        if d is None:
+            d = self._lazy["index"] = {s: i for i, s in enumerate(self.seqs)}
+        return d
+
+    @property
+    def _steps(self) -> dict:
+        """seq -> +step / -step, as ``Record.step_table()`` when the graph was built."""
+        d = self._lazy.get("steps")
+        if d is None:
+            seqs, signed = self._xsteps
+            d = self._lazy["steps"] = dict(zip(seqs.tolist(), signed.tolist()))
+        return d
+
+    @property
+    def _preds(self) -> list:
+        """Per entry: None or the list of its edge codes (``src_index << _SHIFT | kind code``)."""
+        out = self._lazy.get("preds")
+        if out is None:
+            codes = self._codes.tolist()
+            ptr = self._ptr.tolist()
+            out = [codes[a:b] or None for a, b in zip(ptr, ptr[1:])]
+            self._lazy["preds"] = out
+        return out
+
+    @property
+    def _chain(self) -> list:
+        """Per entry: its chain (see pyhcomm.analysis.race)."""
+        if "chain" not in self._lazy:
+            self._chains()
+        return self._lazy["chain"]
+
+    @property
+    def _readers(self) -> list:
+        """Per entry: how many successors on another chain it has."""
+        if "readers" not in self._lazy:
+            self._chains()
+        return self._lazy["readers"]
+
+    @property
+    def _notify_entries(self) -> list:
+        """The indices of the notify records and waits, in issue order."""
+        out = self._lazy.get("notify")
+        if out is None:
+            tasks, host = self._notify_parts
+            out = np.sort(np.concatenate([tasks, np.asarray(host, dtype=np.int64)])).tolist()
+            self._lazy["notify"] = out
+        return out
+
+    @property
+    def _kernel_of(self) -> dict:
+        """kernel program -> the seq of its KernelLaunch."""
+        out = self._lazy.get("kernel_of")
+        if out is None:
+            pid, kernel, tasks, programs, kernels = self._kernel_pairs
+            out = {(p if p >= 0 else None): k for p, k in zip(pid[tasks].tolist(), kernel[tasks].tolist())}
+            out.update(zip(programs, kernels))
+            self._lazy["kernel_of"] = out
+        return out
+
+    def _chains(self) -> None:
+        """Number the chains (a stream, a program, or NBI transfers that fences separate) in order
+        of their first entry; count each entry's successors on another chain."""
+        tasks, handles, host_keys = self._chain_state
+        n = self._n
+        chain = np.zeros(n, dtype=np.int64)
+        if len(tasks):
+            uniq, first, inverse = np.unique(handles, return_index=True, return_inverse=True)
+            task_first = tasks[first]
+        else:
+            uniq, inverse, task_first = (), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        key_first: dict = {}
+        for i, key in host_keys:
+            key_first.setdefault(key, i)
+        firsts = np.concatenate([task_first, np.fromiter(key_first.values(), np.int64, len(key_first))])
+        rank = np.empty(len(firsts), dtype=np.int64)
+        rank[np.argsort(firsts, kind="stable")] = np.arange(len(firsts))
+        if len(tasks):
+            chain[tasks] = rank[:len(uniq)][inverse.reshape(-1)]
+        key_id = dict(zip(key_first, rank[len(uniq):].tolist()))
+        for i, key in host_keys:
+            chain[i] = key_id[key]
+        ptr, codes = self._ptr, self._codes
+        dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+        src = codes >> _SHIFT
+        other = chain[src] != chain[dst]
+        self._lazy["readers"] = np.bincount(src[other], minlength=n).tolist()
+        self._lazy["chain"] = chain.tolist()
+
     # -- reading -----------------------------------------------------------------------------------
     def __len__(self):
-        return len(self._entries)
+        return self._n
 
     def __contains__(self, seq):
         return seq in self._index
@@ -146,7 +276,9 @@ class Graph:
     def preds(self, seq) -> tuple:
         """The direct predecessors of ``seq``, as :class:`Edge` values."""
         seqs = self.seqs
-        return tuple(Edge(seqs[c >> _SHIFT], EDGE_KINDS[c & 15]) for c in self._preds[self._index[seq]] or ())
+        i = self._index[seq]
+        return tuple(Edge(seqs[c >> _SHIFT], EDGE_KINDS[c & 15])
+                     for c in self._codes[self._ptr[i]:self._ptr[i + 1]].tolist())
 
     def pred_codes(self) -> list:
         """Every entry's direct predecessors in compact form, for replays over the whole graph:
@@ -154,6 +286,11 @@ class Graph:
         position of the predecessor in ``seqs`` and ``k`` the index of its kind in
         :data:`EDGE_KINDS`. Read-only."""
         return self._preds
+
+    def pred_csr(self) -> tuple:
+        """The same as two numpy arrays ``(ptr, codes)``: entry ``i``'s codes are
+        ``codes[ptr[i]:ptr[i + 1]]``, in the order :meth:`pred_codes` lists them. Read-only."""
+        return self._ptr, self._codes
 
     def succs(self, seq) -> tuple:
         """The entries ``seq`` is a direct predecessor of, as :class:`Edge` values (``src`` is the
@@ -210,13 +347,17 @@ class Graph:
             program = launcher.get(k)
         return program
 
+    def executed(self):
+        """The positions (in ``seqs``) of the entries that executed, in execution order: a numpy
+        array (see :meth:`order`)."""
+        step = self._step
+        done = np.flatnonzero((step > 0) | (self._is_host & (step != 0)))
+        return done[np.argsort(np.abs(step[done]), kind="stable")]
+
     def order(self) -> list:
         """The seqs of every entry that executed (ran, or failed as a host effect), in execution
         order: a topological order of the graph restricted to them."""
-        steps = self._steps
-        out = [(abs(steps[s]), s) for s in self.seqs if s in steps and (steps[s] > 0 or self.entry(s).entry == "host")]
-        out.sort()
-        return [s for _step, s in out]
+        return self._seq[self.executed()].tolist()
 
     def happens_before(self, a: int, b: int) -> bool:
         """Whether there is a path ``a -> ... -> b`` (a backward search from ``b``; for tests and
@@ -306,136 +447,171 @@ def build(source) -> Graph:
             gc.enable()
 
 
+def _locator(seq):
+    """A function mapping a numpy array of seqs to their positions in ``seq`` (sorted), -1 where
+    absent."""
+    n = len(seq)
+    if n and int(seq[-1]) - int(seq[0]) == n - 1:       # contiguous: the common case
+        base = int(seq[0])
+
+        def locate(values):
+            pos = values - base
+            return np.where((pos >= 0) & (pos < n), pos, -1)
+    elif n:
+        def locate(values):
+            pos = np.minimum(np.searchsorted(seq, values), n - 1)
+            return np.where(seq[pos] == values, pos, -1)
+    else:
+        def locate(values):
+            return np.full(len(values), -1, dtype=np.int64)
+    return locate
+
+
+def _ints(values, missing=-1):
+    """A numpy int64 array of ``values`` (a list of ints or None; None gives ``missing``)."""
+    if None not in values:
+        return np.array(values, dtype=np.int64)
+    return np.array([missing if v is None else v for v in values], dtype=np.int64)
+
+
+def _program_ids(entries):
+    """The ``program`` of each entry as a numpy int64 array (-1: None)."""
+    try:
+        return np.fromiter(map(_PROGRAM, entries), np.int64, len(entries))
+    except TypeError:
+        return _ints(list(map(_PROGRAM, entries)))
+
+
 def _build(source) -> Graph:
     record = getattr(source, "record", source)
-    entries = record.entries()
-    steps = record.step_table()
-    n = len(entries)
-    g = Graph(record, entries, steps, record.whole())
-    preds = g._preds
     sh = _SHIFT
     c_stream, c_kend, c_notify, c_prog, c_batch, c_launch = (_CODE[k] for k in (STREAM, KERNEL_END, NOTIFY, PROGRAM,
                                                                                 BATCH, LAUNCH))
     c_fence, c_rdv = _CODE[FENCE], _CODE[RENDEZVOUS]
-    # chains (what the race detector keeps one clock for): a stream, a program, or NBI transfers
-    # that fences separate
-    chain = g._chain = [0] * n
-    chain_ids: dict = {}
-    notify_entries = g._notify_entries      # indices of the records and waits, in issue order
+    i64 = np.int64
+    # the entries in issue order (what Record.entries() gives), and per entry a few columns
+    tasks = record.tasks()
+    host = record.host_effects()
+    nt, nh = len(tasks), len(host)
+    task_seq = np.fromiter(map(_SEQ, tasks), i64, nt)
+    if nt > 1 and not (task_seq[1:] > task_seq[:-1]).all():
+        perm = np.argsort(task_seq, kind="stable")
+        task_seq = task_seq[perm]
+        tasks = list(map(tasks.__getitem__, perm.tolist()))
+    host_seq = np.fromiter(map(_SEQ, host), i64, nh)
+    both = np.concatenate([task_seq, host_seq])
+    order = np.argsort(both, kind="stable")
+    n = nt + nh
+    seq = both[order]
+    where = np.empty(n, dtype=i64)
+    where[order] = np.arange(n, dtype=i64)
+    T, host_idx = where[:nt], where[nt:]        # the positions of the tasks and host effects
+    g = Graph(record, tasks, host, order, record.whole())
+    g._seq = seq
+    locate = _locator(seq)
+    is_host = np.zeros(n, dtype=bool)
+    is_host[host_idx] = True
+    g._is_host = is_host
+    table: dict = {}                # kind -> a code (any int; the first position it was seen at)
+    kc = np.empty(n, dtype=i64)
+    kc[T] = np.fromiter(map(table.setdefault, map(_KIND, tasks), count()), i64, nt)
+    kc[host_idx] = np.fromiter(map(table.setdefault, map(_KIND, host), count(nt)), i64, nh)
+    lut_size = max(table.values(), default=0) + 1
 
-    last_on_stream: dict = {}       # stream handle -> index of its last task so far
-    stream_tasks: dict = {}         # stream handle -> [index, ...] (for the tails of blocking calls)
+    def of_kind(kind_set):
+        lut = np.zeros(lut_size, dtype=bool)
+        lut[[c for k, c in table.items() if k in kind_set]] = True
+        return lut[kc]
+
+    pid = np.empty(n, dtype=i64)
+    pid[T] = _program_ids(tasks)
+    pid[host_idx] = _program_ids(host)
+    handle = np.fromiter(map(_HANDLE, tasks), i64, nt)
+    on_device = np.fromiter(map(eq, map(_SIDE, tasks), repeat(_DEVICE_SIDE)), bool, nt)
+    dev_tasks = T[on_device]
+    kernel_col = np.zeros(n, dtype=i64)      # per task: the KernelLaunch seq of its kernel (0: none)
+    if len(dev_tasks):
+        kernel_col[dev_tasks] = _ints(list(map(_KERNEL, compress(tasks, on_device.tolist()))), 0)
+    is_launch = of_kind(("KernelLaunch",))
+    #: what a replay reads too: per entry its kind's code (``kind_table``: kind -> code), program
+    #: (-1: None), kernel (the KernelLaunch seq, 0: none); the positions of the tasks (in issue order,
+    #: ``task_entries``) and of the host effects (``host_entries``); which tasks are device-side
+    g._cols = {"kind_code": kc, "kind_table": table, "program": pid, "kernel": kernel_col, "tasks": T,
+               "task_entries": tasks, "on_device": on_device, "host": host_idx, "host_entries": host}
+
+    # the execution log: per entry, the signed step of its first execution-log entry
+    xlog = record.xlog
+    xl = np.frombuffer(xlog, dtype=i64).copy() if len(xlog) else np.zeros(0, dtype=i64)
+    dropped = record.step_count() - len(xl)
+    xs = np.where(xl > 0, xl, (-xl) & ~SKIP_FLAG)
+    useq, first = np.unique(xs, return_index=True)
+    signed = (dropped + 1 + first) * np.where(xl[first] > 0, 1, -1)
+    g._xsteps = (useq, signed)
+    step = np.zeros(n, dtype=i64)
+    at = locate(useq)
+    found = at >= 0
+    step[at[found]] = signed[found]
+    g._step = step
+
+    # streams: tasks grouped by stream, in issue order
+    by_stream = T[np.argsort(handle, kind="stable")] if nt else T
+    sorted_handles = handle[np.argsort(handle, kind="stable")] if nt else handle
+    same = sorted_handles[1:] == sorted_handles[:-1]
+    stream_prev = np.full(n, -1, dtype=i64)
+    stream_prev[by_stream[1:][same]] = by_stream[:-1][same]
+    bounds = np.flatnonzero(np.concatenate([[True], ~same])) if nt else np.zeros(0, dtype=i64)
+    stream_range = dict(zip(sorted_handles[bounds].tolist(),
+                            zip(bounds.tolist(), np.append(bounds[1:], nt).tolist())))
+
+    def kernel_at(k):
+        j = int(locate(np.array([k], dtype=i64))[0])
+        if j < 0 or not is_launch[j]:
+            raise KeyError(k)
+        return j
+
+    # host effects, one by one (few: synchronous calls, kernels' fences and joins, call markers)
+    host_dst: list = []             # their edges, in order
+    host_codes: list = []
     last_he: dict = {}              # program -> index of its last host effect so far (program order)
-    kernel_at: dict = {}            # KernelLaunch seq -> its index
+    he_events: list = []            # (program, index): last_he changed (for the tasks' program edges)
     kernel_last: dict = {}          # KernelLaunch seq -> index of its kernel's last host effect
-    kernel_of = g._kernel_of        # program -> the KernelLaunch seq of its kernel (kernel programs)
+    kernel_programs, kernel_seqs = [], []
     nbi: dict = {}                  # program -> [(index, channel)] posted since its last fence
-    nbi_free: dict = {}             # program -> NBI chains whose transfers a fence completed
-    records: dict = {}              # (owner, index) of a notify -> {gen: index}
-    waits: list = []                # ((owner, index) of a notify, gen, index)
-    behind_kernel: list = []        # (index, KernelLaunch seq): tasks queued behind a kernel
-
-    host_kind, device_side = "host", "device"
-    batches = sorted((lo, hi, p) for _bid, p, lo, hi in record.batches)
-    n_batches, next_batch = len(batches), 0
-    closing: list = []              # heap of (last seq, index) of the batches open at the current seq
-    open_count: dict = {}           # program -> how many of its batches hold the current seq
-    for i, e in enumerate(entries):
+    nbi_free: dict = {}             # program -> keys of NBI chains whose transfers a fence completed
+    host_keys: list = []            # (index, chain key)
+    host_chain: dict = {}           # index -> chain key
+    host_notify: list = []          # indices of host effects with a notify
+    records: list = []              # (owner, index, gen, entry index) of host notify records
+    waits: list = []                # the same for host notify waits
+    ctx = (step, by_stream, stream_range, kernel_last, is_launch, seq)
+    for i, e in zip(host_idx.tolist(), host):
         program = e.program
-        if e.entry != host_kind:
-            seq = e.seq
-            h = e.stream.handle
-            c = chain_ids.get(h)
-            if c is None:
-                c = chain_ids[h] = len(chain_ids)
-            chain[i] = c
-            if e.side == device_side:
-                kernel = e.kernel
-                if kernel:
-                    kernel_of[program] = kernel
-            else:
-                kernel = None
-            # batched: its program ended a batch whose seqs hold it
-            batched = False
-            if next_batch < n_batches or closing:
-                while next_batch < n_batches and batches[next_batch][0] <= seq:
-                    bp = batches[next_batch][2]
-                    heappush(closing, (batches[next_batch][1], next_batch))
-                    open_count[bp] = open_count.get(bp, 0) + 1
-                    next_batch += 1
-                while closing and closing[0][0] < seq:
-                    bp = batches[heappop(closing)[1]][2]
-                    open_count[bp] -= 1
-                batched = open_count.get(program, 0) > 0
-            # program order: the issuing program's last host effect before the task
-            src = last_he.get(program)
-            if src is not None:
-                mine = [src << sh | (c_batch if batched else c_prog)]
-            elif kernel:
-                mine = [kernel_at[kernel] << sh | (c_batch if batched else c_launch)]
-            else:
-                mine = None
-            prev = last_on_stream.get(h)
-            if prev is not None:
-                if mine is None:
-                    mine = [prev << sh | c_stream]
-                else:
-                    mine.append(prev << sh | c_stream)
-                before = entries[prev]
-                if before.kind == "KernelLaunch":
-                    behind_kernel.append((i, before.seq))
-                stream_tasks[h].append(i)
-            else:
-                stream_tasks[h] = [i]
-            last_on_stream[h] = i
-            kind = e.kind
-            if kind in _NOTIFY_TASKS:
-                notify_entries.append(i)
-                gen = e.gen if steps.get(seq, 0) > 0 else None
-                if gen is not None:
-                    nt = e.notify  # a notify is known by owner and index (a remote one is a value)
-                    if e.waits:
-                        waits.append(((nt.owner, nt.index), gen, i))
-                    else:
-                        records.setdefault((nt.owner, nt.index), {})[gen] = i
-            elif kind == "KernelLaunch":
-                kernel_at[seq] = i
-            if mine is not None:
-                preds[i] = mine
-            continue
-        # a host effect
         kernel = e.kernel
         if kernel:
-            kernel_of[program] = kernel
+            kernel_programs.append(program)
+            kernel_seqs.append(kernel)
+            kernel_col[i] = kernel
         kind = e.kind
         if kind in NBI_KINDS:
-            # an NBI transfer is ordered with nothing its program does until a fence completes it:
-            # a chain of its own, or one whose transfers a fence completed before it was posted
             free = nbi_free.get(program)
-            if free:
-                c = free.pop()
-            else:
-                c = len(chain_ids)
-                chain_ids[("nbi", i)] = c
+            key = free.pop() if free else ("nbi", i)
         else:
             key = ("program", program)
-            c = chain_ids.get(key)
-            if c is None:
-                c = chain_ids[key] = len(chain_ids)
-        chain[i] = c
+        host_keys.append((i, key))
+        host_chain[i] = key
         mine = []
         src = last_he.get(program)
         if src is not None:
             mine.append(src << sh | c_prog)
         elif kernel:
-            mine.append(kernel_at[kernel] << sh | c_launch)
+            mine.append(kernel_at(kernel) << sh | c_launch)
         if kind in NBI_KINDS:
             nbi.setdefault(program, []).append((i, _extra(e, "channel")))
         else:
             blocking = _BLOCKING.get(kind)
             if blocking is not None:
                 if _extra(e, "result") not in _NOT_ENDED:
-                    _tails(mine, e, steps, stream_tasks, entries, kernel_last, _CODE[blocking])
+                    _tails(mine, e, i, ctx, _CODE[blocking])
             elif kind == "Fence":
                 posted = nbi.get(program)
                 if posted:
@@ -445,8 +621,8 @@ def _build(source) -> Graph:
                     for j, cj in posted:
                         if ch is None or cj == ch:
                             mine.append(j << sh | c_fence)
-                            if chain[j] not in free:
-                                free.append(chain[j])
+                            if host_chain[j] not in free:
+                                free.append(host_chain[j])
                         else:
                             keep.append((j, cj))
                     nbi[program] = keep
@@ -459,81 +635,228 @@ def _build(source) -> Graph:
                             mine.append(j << sh | c_rdv)
                 for q in members:
                     last_he[q] = i
+                    he_events.append((-1 if q is None else q, i))
             if program is not None:
                 last_he[program] = i
+                he_events.append((program, i))
             if kernel:
                 kernel_last[kernel] = i
         n_ = _extra(e, "notify")
         if n_ is not None:
-            notify_entries.append(i)
+            host_notify.append(i)
             gen = _extra(e, "gen")
             if gen is not None:
-                if _extra(e, "waits"):
-                    waits.append(((n_.owner, n_.index), gen, i))
-                else:
-                    records.setdefault((n_.owner, n_.index), {})[gen] = i
+                (waits if _extra(e, "waits") else records).append((n_.owner, n_.index, gen, i))
         if mine:
-            preds[i] = mine
+            host_dst.extend([i] * len(mine))
+            host_codes.extend(mine)
 
-    # tasks queued behind a kernel wait for its end
-    for i, k in behind_kernel:
-        j = kernel_last.get(k)
-        if j is not None:
-            _add(preds, i, j << sh | c_kend)
-    # a wait happens after the record whose generation it read, and the records coalesced into it
-    waits.sort()
-    coalesced = g._coalesced
-    prev_key, prev_gen = None, 0
-    for key, gen, i in waits:
-        if key != prev_key:
-            prev_key, prev_gen = key, 0
-        recs = records.get(key, {})
-        lo = prev_gen if gen > prev_gen else gen - 1
-        first = True
-        for g_ in range(lo + 1, gen + 1):
-            j = recs.get(g_)
-            if j is not None:
-                _add(preds, i, j << sh | c_notify)
-                if not first:
-                    coalesced.setdefault(i, set()).add(j)
-                first = False
-        prev_gen = gen
-    # how many successors on another chain each entry has (the race detector keeps its clock for them)
-    readers = g._readers = [0] * n
-    for i, codes in enumerate(preds):
-        if codes:
-            c = chain[i]
-            for code in codes:
-                j = code >> sh
-                if chain[j] != c:
-                    readers[j] += 1
-    g._launcher = {seq: entries[i].program for seq, i in kernel_at.items()}
+    # tasks: program order (the last host effect of their program before them, or their kernel's
+    # launch), batch, stream order, kernel end
+    tp = pid[T]
+    n1 = n + 1
+    if he_events:
+        ev = np.array(he_events, dtype=i64)
+        ev_keys = np.sort(ev[:, 0] * n1 + ev[:, 1])
+    else:
+        ev_keys = np.zeros(0, dtype=i64)
+    task_keys = tp * n1 + T
+    pos = np.searchsorted(ev_keys, task_keys) - 1
+    has_he = pos >= 0
+    if len(ev_keys):
+        hit = ev_keys[np.maximum(pos, 0)]
+        has_he &= hit // n1 == tp
+        he_src = hit % n1
+    else:
+        he_src = np.zeros(nt, dtype=i64)
+    tk = kernel_col[T]
+    by_launch = ~has_he & (tk != 0)
+    launch_src = np.full(nt, -1, dtype=i64)
+    if by_launch.any():
+        ks = tk[by_launch]
+        js = locate(ks)
+        bad = (js < 0) | ~is_launch[np.maximum(js, 0)]
+        if bad.any():
+            raise KeyError(int(ks[bad][0]))
+        launch_src[by_launch] = js
+    batched = _batched(record.batches, tp, seq[T], int(seq[-1]) + 1 if n else 1)
+    prog_mask = has_he | by_launch
+    prog_dst = T[prog_mask]
+    prog_code = np.where(has_he, he_src, launch_src)[prog_mask] << sh | np.where(
+        batched, c_batch, np.where(has_he, c_prog, c_launch))[prog_mask]
+    st_mask = stream_prev[T] >= 0
+    st_dst = T[st_mask]
+    st_src = stream_prev[st_dst]
+    st_code = st_src << sh | c_stream
+    behind = st_dst[is_launch[st_src]]
+    kend_dst, kend_code = [], []
+    for i, j in zip(behind.tolist(), stream_prev[behind].tolist()):
+        last = kernel_last.get(int(seq[j]))
+        if last is not None:
+            kend_dst.append(i)
+            kend_code.append(last << sh | c_kend)
+
+    # notifies: a wait after the record whose generation it read, and the records coalesced into it
+    nt_mask = of_kind(_NOTIFY_TASKS)
+    nt_idx = np.flatnonzero(nt_mask & ~is_host)
+    g._notify_parts = (nt_idx, host_notify)
+    nt_ran = nt_idx[step[nt_idx] > 0]
+    task_pos = np.full(n, -1, dtype=i64)        # entry -> its position in tasks
+    task_pos[T] = np.arange(nt, dtype=i64)
+    ran_tasks = list(map(tasks.__getitem__, task_pos[nt_ran].tolist()))
+    gens = list(map(_GEN, ran_tasks))
+    if None in gens:
+        keep = [k for k, v in enumerate(gens) if v is not None]
+        nt_ran = nt_ran[keep]
+        ran_tasks = [ran_tasks[k] for k in keep]
+        gens = [gens[k] for k in keep]
+    owners = list(map(_OWNER, ran_tasks))
+    indices = list(map(_INDEX, ran_tasks))
+    at_ = nt_ran
+    is_wait = np.fromiter(map(_WAITS, ran_tasks), bool, len(ran_tasks))
+    if records or waits:
+        mine = records + waits
+        owners += [r[0] for r in mine]
+        indices += [r[1] for r in mine]
+        gens += [r[2] for r in mine]
+        at_ = np.concatenate([at_, np.array([r[3] for r in mine], dtype=i64)])
+        is_wait = np.concatenate([is_wait, np.arange(len(mine)) >= len(records)])
+    nf_dst, nf_code = _notify_edges(owners, indices, gens, at_, is_wait, g._coalesced, c_notify)
+
+    # every edge, per entry in the order: program (or a host effect's own), stream, kernel end, notify
+    ptr, codes = _csr(n, [
+        (prog_dst, prog_code, False),
+        (np.array(host_dst, dtype=i64), np.array(host_codes, dtype=i64), True),
+        (st_dst, st_code, False),
+        (np.array(kend_dst, dtype=i64), np.array(kend_code, dtype=i64), False),
+        (nf_dst, nf_code, True),
+    ])
+    g._ptr, g._codes = ptr, codes
+    g._chain_state = (T, handle, host_keys)
+    dev_k = dev_tasks[kernel_col[dev_tasks] != 0]
+    g._kernel_pairs = (pid, kernel_col, dev_k, kernel_programs, kernel_seqs)
+    launches = np.flatnonzero(is_launch)
+    g._launcher = {k: (p if p >= 0 else None) for k, p in zip(seq[launches].tolist(), pid[launches].tolist())}
     return g
 
 
-def _add(preds, i, code) -> None:
-    p = preds[i]
-    if p:
-        p.append(code)
+def _batched(batches, programs, seqs, big):
+    """Per task (``programs``, ``seqs``): whether a batch of its program holds its seq."""
+    if not batches or not len(seqs):
+        return np.zeros(len(seqs), dtype=bool)
+    b = np.array([(-1 if p is None else p, lo, hi) for _bid, p, lo, hi in batches], dtype=np.int64)
+    order = np.lexsort((b[:, 1], b[:, 0]))
+    bp, lo, hi = b[order, 0], b[order, 1], b[order, 2]
+    reach = np.maximum.accumulate(hi + bp * big) - bp * big      # the furthest end of the program's batches so far
+    pos = np.searchsorted(bp * big + lo, programs * big + seqs, side="right") - 1
+    ok = pos >= 0
+    pos = np.maximum(pos, 0)
+    return ok & (bp[pos] == programs) & (reach[pos] >= seqs)
+
+
+def _notify_edges(owners, indices, gens, at, is_wait, coalesced, code):
+    """The ``notify`` edges: ``(dst, code)`` arrays, grouped by wait, in generation order. Waits of a
+    notify (``owner``, ``index``) read generations in order; each is ordered after the record of the
+    generation it read and of those after the previous wait's (coalesced into it)."""
+    i64 = np.int64
+    m = len(owners)
+    if not m:
+        return np.zeros(0, dtype=i64), np.zeros(0, dtype=i64)
+    uniq = {o: k for k, o in enumerate(dict.fromkeys(owners))}
+    idx = np.fromiter(indices, i64, m)
+    key = np.fromiter(map(uniq.__getitem__, owners), i64, m) * (int(idx.max()) + 1) + idx
+    gen = np.fromiter(gens, i64, m)
+    span = int(gen.max()) + 2
+    n1 = int(at.max()) + 1
+    rec = ~is_wait
+    # records: (key, gen) -> entry index, the last issued one winning
+    rk, ri = key[rec] * span + gen[rec], at[rec]
+    o = np.argsort(rk * n1 + ri) if len(rk) and (int(rk.max()) + 1) * n1 < 1 << 62 else np.lexsort((ri, rk))
+    rk, ri = rk[o], ri[o]
+    last = np.append(rk[1:] != rk[:-1], True) if len(rk) else np.zeros(0, dtype=bool)
+    rk, ri = rk[last], ri[last]
+    # waits in (key, gen, index) order; the generations each one consumed
+    wk, wg, wi = key[is_wait], gen[is_wait], at[is_wait]
+    if len(wk) and (int(wk.max()) + 1) * span * n1 < 1 << 62:
+        o = np.argsort((wk * span + wg) * n1 + wi)
     else:
-        preds[i] = [code]
+        o = np.lexsort((wi, wg, wk))
+    wk, wg, wi = wk[o], wg[o], wi[o]
+    prev = np.zeros(len(wg), dtype=i64)
+    if len(wg):
+        prev[1:] = np.where(wk[1:] == wk[:-1], wg[:-1], 0)
+    lo = np.where(wg > prev, prev, wg - 1)
+    single = wg - lo == 1
+
+    def find(keys):
+        p = np.minimum(np.searchsorted(rk, keys), max(len(rk) - 1, 0))
+        hit = (rk[p] == keys) if len(rk) else np.zeros(len(keys), dtype=bool)
+        return hit, ri[p] if len(rk) else np.zeros(len(keys), dtype=i64)
+
+    hit, src = find(wk[single] * span + wg[single])
+    dst_parts, src_parts = [wi[single][hit]], [src[hit]]
+    many = np.flatnonzero(~single)
+    if len(many):
+        md, ms = [], []
+        for w in many.tolist():
+            k, g_hi, g_lo, i = int(wk[w]), int(wg[w]), int(lo[w]), int(wi[w])
+            keys = np.arange(g_lo + 1, g_hi + 1, dtype=i64) + k * span
+            h, s = find(keys)
+            s = s[h].tolist()
+            md += [i] * len(s)
+            ms += s
+            if len(s) > 1:
+                coalesced.setdefault(i, set()).update(s[1:])
+        dst_parts.append(np.array(md, dtype=i64))
+        src_parts.append(np.array(ms, dtype=i64))
+    dst = np.concatenate(dst_parts)
+    src = np.concatenate(src_parts)
+    o = np.argsort(dst, kind="stable")
+    return dst[o], src[o] << _SHIFT | code
 
 
-def _tails(mine, e, steps, stream_tasks, entries, kernel_last, code) -> None:
-    """Edges into a blocking call ``e`` from the last task that ran, before it returned, on each
-    stream it waited for (and from the end of that task's kernel, for a launch)."""
-    mine_step = abs(steps.get(e.seq, 0)) or None
-    for h in _extra(e, "streams", ()):
-        tasks = stream_tasks.get(h)
-        if not tasks:
+def _csr(n, parts):
+    """Edges ``(ptr, codes)`` by destination from ``parts``: ``(dst, codes, many)`` in the order
+    an entry's edges are listed; ``many``: a destination may have several (then grouped, in order)."""
+    i64 = np.int64
+    dsts = [d for d, _c, _m in parts]
+    count = np.bincount(np.concatenate(dsts), minlength=n) if n else np.zeros(0, dtype=i64)
+    ptr = np.zeros(n + 1, dtype=i64)
+    np.cumsum(count, out=ptr[1:])
+    codes = np.empty(int(ptr[-1]), dtype=i64)
+    fill = ptr[:-1].copy()
+    for dst, code, many in parts:
+        if not len(dst):
             continue
-        for j in reversed(tasks):
-            s = steps.get(entries[j].seq, 0)
+        if many:
+            starts = np.flatnonzero(np.append(True, dst[1:] != dst[:-1]))
+            rank = np.arange(len(dst)) - np.repeat(starts, np.diff(np.append(starts, len(dst))))
+            codes[fill[dst] + rank] = code
+            np.add.at(fill, dst[starts], np.diff(np.append(starts, len(dst))))
+        else:
+            codes[fill[dst]] = code
+            fill[dst] += 1
+    return ptr, codes
+
+
+def _tails(mine, e, i, ctx, code) -> None:
+    """Edges into a blocking call ``e`` (at index ``i``) from the last task that ran, before it
+    returned, on each stream it waited for (and from the end of that task's kernel, for a
+    launch)."""
+    step, by_stream, stream_range, kernel_last, is_launch, seq = ctx
+    mine_step = abs(int(step[i])) or None
+    for h in _extra(e, "streams", ()):
+        r = stream_range.get(h)
+        if r is None:
+            continue
+        lo, hi = r
+        hi = lo + int(np.searchsorted(by_stream[lo:hi], i))      # the tasks queued before the call
+        for j in by_stream[lo:hi][::-1].tolist():
+            s = int(step[j])
             if s > 0 and (mine_step is None or s < mine_step):
                 mine.append(j << _SHIFT | code)
-                t = entries[j]
-                if t.kind == "KernelLaunch":
-                    k = kernel_last.get(t.seq)
+                if is_launch[j]:
+                    k = kernel_last.get(int(seq[j]))
                     if k is not None:
                         mine.append(k << _SHIFT | code)
                 break

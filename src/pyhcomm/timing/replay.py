@@ -25,22 +25,31 @@ entries one after another, ``host_submit`` (a host program), ``aicpu_submit`` (a
 streams together, ``batch_submit + batch_fixed`` after the batch's last one was added.
 
 Transfers and local copies are flows through shared resources
-(:func:`pyhcomm.topology.link_resources`; a device's memory). The replay first walks the graph in
-execution order (``Graph.order()``) with every flow at its full rate; if two flows then overlap on
-one resource, it replays again with the discrete-event engine (:mod:`.engine`), where overlapping
-flows share the bandwidth. ``exact=True`` always uses the engine.
+(:func:`pyhcomm.topology.link_resources`; a device's memory). The replay first computes every
+time with every flow at its full rate, level by level over the graph (all the entries whose
+predecessors have times, at once, as numpy arrays: a 1024-rank ring has some 12,000 levels for 6
+million entries); if two flows then overlap on one resource, it replays again with the
+discrete-event engine (:mod:`.engine`), where overlapping flows share the bandwidth.
+``exact=True`` always uses the engine. Both give the same times, bit for bit, where no flows
+overlap (tests/test_timing_replay.py).
 
 Data-less runs replay the same way: only sizes and ranges are read. Entries that never ran (a wait
-that timed out, tasks behind a failure) get no times (``nan``).
+that timed out, tasks behind a failure) get no start or end (``nan``), and no issue when nothing
+after them in their program ran either.
 """
 from __future__ import annotations
 
 import gc
 from array import array
 from math import inf
+from operator import attrgetter, itemgetter
+
+import numpy as np
 
 from .. import topology
+from ..analysis.happens_before import _ints
 from ..sim.events import local_bytes, transfer_view
+from ..sim.memory import device_of_address
 from .costs import cost_model
 from .engine import (END_TO_DEP, END_TO_ISSUE, END_TO_START, ISSUE_TO_ISSUE, ISSUE_TO_START, START_TO_ISSUE,
                      Plan)
@@ -61,6 +70,13 @@ _HOST_LINK = frozenset(("ACL_MEMCPY_HOST_TO_DEVICE", "ACL_MEMCPY_DEVICE_TO_HOST"
 # the graph's edge kinds, by code (pyhcomm.analysis.happens_before.EDGE_KINDS)
 _STREAM, _KERNEL_END, _NOTIFY, _PROGRAM, _BATCH, _LAUNCH = range(6)
 _EPS = 1e-12
+_BATCH_OF, _RANK, _N, _DEVICE = (attrgetter(a) for a in ("batch", "rank", "n", "device"))
+_WRITES_OF, _READS_OF, _ARGS, _DETAIL = (attrgetter(a) for a in ("writes", "reads", "args", "detail"))
+_SIZE_ARG, _CHANNEL, _TARGET = itemgetter(5), itemgetter(0), attrgetter("target")
+#: Transfer tasks (transfer_view reads their channel from ``detail[0]``, their size from ``args[5]``
+#: or, for a reduce, the written span).
+_TASK_TRANSFERS = frozenset(("Write", "Read", "WriteReduce", "ReadReduce", "WriteWithNotify",
+                             "WriteReduceWithNotify"))
 
 
 def replay(source, model=None, graph=None, exact: bool = False) -> Timeline:
@@ -92,133 +108,197 @@ def replay(source, model=None, graph=None, exact: bool = False) -> Timeline:
             gc.enable()
 
 
-def _pred_codes(graph):
-    """Per entry, its direct predecessors as ``src_index << 4 | kind code`` (None: none)."""
-    codes = getattr(graph, "pred_codes", None)
-    if codes is not None:
-        return codes() if callable(codes) else codes
-    return graph._preds
-
-
 class _Replay:
+    """One replay: per-entry cost arrays (:meth:`costs`), then times from the graph's levels
+    (:meth:`walk`) or the discrete-event engine (:meth:`engine`)."""
+
     def __init__(self, model, graph, record):
         self.m = model
         self.graph = graph
         self.record = record
-        self.entries = [graph.entry(s) for s in graph.seqs]
-        self.preds = _pred_codes(graph)
+        self.n = len(graph)
+        cols = graph._cols
+        self.cols = cols
+        self.kc = cols["kind_code"]
         from ..analysis import happens_before
         # the graph's compact predecessor codes: ``src_index << 4 | kind code``, kinds in this order
         assert happens_before.EDGE_KINDS[:6] == ("stream", "kernel_end", "notify", "program", "batch", "launch")
         assert getattr(happens_before, "_SHIFT", 4) == 4
+        tpos = np.full(self.n, -1, dtype=np.int64)
+        tpos[cols["tasks"]] = np.arange(len(cols["tasks"]), dtype=np.int64)
+        hpos = np.full(self.n, -1, dtype=np.int64)
+        hpos[cols["host"]] = np.arange(len(cols["host"]), dtype=np.int64)
+        self.tpos, self.hpos = tpos, hpos
+        step = graph._step
+        #: entries that executed (ran, or a host effect that failed): the ones that get times
+        self.executed = (step > 0) | (graph._is_host & (step != 0))
+
+    def of_kind(self, kinds):
+        """Per entry: whether its kind is one of ``kinds``."""
+        table = self.cols["kind_table"]
+        lut = np.zeros(max(table.values(), default=0) + 1, dtype=bool)
+        lut[[c for k, c in table.items() if k in kinds]] = True
+        return lut[self.kc]
+
+    def objects(self, idx) -> list:
+        """The task objects and host effects at positions ``idx`` (a numpy array)."""
+        tasks, host = self.cols["task_entries"], self.cols["host_entries"]
+        tp = self.tpos[idx]
+        if (tp >= 0).all():
+            return list(map(tasks.__getitem__, tp.tolist()))
+        return [tasks[t] if t >= 0 else host[h] for t, h in zip(tp.tolist(), self.hpos[idx].tolist())]
 
     # -- costs -------------------------------------------------------------------------------------
     def costs(self):
-        """Per entry: dispatch, body (fixed part, or a flow's latency), flow bytes, flow resources,
-        the latency of the signal it sends, the submit cost its program pays after it."""
-        m, record = self.m, self.record
-        n = len(self.entries)
-        dispatch = [0.0] * n
-        body = [0.0] * n
-        nbytes = [0] * n
-        res = [None] * n
-        siglat = [0.0] * n
-        submit = [0.0] * n
+        """Per entry: dispatch, body (fixed part, or a flow's latency), flow bytes and route, the
+        latency of the signal it sends, the submit cost its program pays after it; the program
+        order (``prev``) and batches (``batch_last``)."""
+        m, record, cols, n = self.m, self.record, self.cols, self.n
+        i64 = np.int64
+        T, H = cols["tasks"], cols["host"]
+        tasks, host = cols["task_entries"], cols["host_entries"]
+        is_task = ~self.graph._is_host
+        dispatch = np.where(is_task, m.task_dispatch, 0.0)
+        body = np.zeros(n)
+        siglat = np.zeros(n)
+        nbytes = np.zeros(n, dtype=i64)
+        route = np.full(n, -1, dtype=i64)          # flows: index into routes
+        routes: list = []                           # tuples of resource keys
+        route_of: dict = {}
         dest: dict = {}
         origin: dict = {}
-        family, link_resources = m.family, topology.link_resources
         links: dict = {}
-        routes: dict = {}
 
         def link_of(protocol):
             link = links.get(protocol)
             if link is None:
                 link = links[protocol] = m.link(protocol)
             return link
-        d_task = m.task_dispatch
+
+        def route_id(key):
+            r = route_of.get(key)
+            if r is None:
+                r = route_of[key] = len(routes)
+                routes.append(key)
+            return r
+
+        # batches: a task's batch, the last task of each
+        batch = np.full(n, -1, dtype=i64)
+        if len(T):
+            batch[T] = _ints(list(map(_BATCH_OF, tasks)))
+        in_batch = np.flatnonzero(batch >= 0)
+        batch_last = np.full(n, -1, dtype=i64)
+        if len(in_batch):
+            b = batch[in_batch]
+            o = np.argsort(b, kind="stable")
+            b, members = b[o], in_batch[o]
+            ends = np.append(b[1:] != b[:-1], True)
+            last = members[ends][np.cumsum(np.append(0, ends[:-1]))]     # per member: its batch's last
+            batch_last[members] = last
+        # program order: each program's entries one after another (a program-less entry: its rank's
+        # host thread or kernel)
+        key = cols["program"].copy()
+        lost = np.flatnonzero(key < 0)
+        if len(lost):
+            others: dict = {}
+            base = int(key.max()) + 1 if n else 0
+            for i, e in zip(lost.tolist(), self.objects(lost)):
+                key[i] = base + others.setdefault(("rank", e.rank, getattr(e, "kernel", None)), len(others))
+        o = np.argsort(key, kind="stable")
+        same = key[o][1:] == key[o][:-1]
+        prev = np.full(n, -1, dtype=i64)
+        prev[o[1:][same]] = o[:-1][same]
+        self.chain_order, self.chain_first = o, np.append(True, ~same)
+        # submit: what issuing an entry costs its program
+        on_device = np.zeros(n, dtype=bool)
+        on_device[T] = cols["on_device"]
+        if len(H):
+            on_device[H] = np.fromiter((e.side == "device" for e in host), bool, len(H))
+        submit = np.where(on_device, np.where(batch >= 0, m.batch_submit, m.aicpu_submit), m.host_submit)
+        submit[self.of_kind(_FREE)] = 0.0
+        # notifies
+        records = self.of_kind(_RECORDS)
+        body[records] = m.notify_record
+        siglat[records] = m.notify_latency
+        by_link = np.flatnonzero(records & self.of_kind(_SIGNAL_BY_LINK))
+        if len(by_link):
+            objs = self.objects(by_link)
+            if (self.tpos[by_link] >= 0).all():
+                channels = list(map(_CHANNEL, map(_TARGET, objs)))
+            else:
+                channels = [e.target[0] if e.entry == "task" else (e.extra or {}).get("channel") for e in objs]
+            latency: dict = {}
+            for ch in dict.fromkeys(channels):
+                info = record.channel_info.get(ch)
+                latency[ch] = link_of(info[0]).latency if info else m.notify_latency
+            siglat[by_link] = np.fromiter(map(latency.__getitem__, channels), np.float64, len(channels))
+        body[self.of_kind(_WAITS)] = m.notify_wait
+        body[self.of_kind(_BLOCKING)] = m.sync_return
+        # transfers: a link's latency (twice for a read: request and data), its resources
+        reads = self.of_kind(_READS)
+        moves = np.flatnonzero(self.of_kind(_WRITES) | reads)
+        if len(moves):
+            objs = self.objects(moves)
+            sizes, protocols, remotes = _transfer_views(record, objs, self.cols["kind_table"], self.kc[moves])
+            names = list(dict.fromkeys(protocols))
+            proto = np.fromiter(map({p: k for k, p in enumerate(names)}.__getitem__, protocols), i64, len(objs))
+            remote = _ints(remotes)
+            here = _ints(list(map(_DEVICE, objs)))
+            ok = (remote >= 0) & (here >= 0)
+            if None in names:
+                ok &= proto != names.index(None)
+            i, p, r, h, rd = moves[ok], proto[ok], remote[ok], here[ok], reads[moves][ok]
+            lat = np.array([link_of(x).latency if x is not None else 0.0 for x in names])
+            body[i] = np.where(rd, 2 * lat[p], lat[p])
+            siglat[i[self.of_kind(_SIGNAL_BY_LINK)[i]]] = 0.0
+            dest.update(zip(i[~rd].tolist(), r[~rd].tolist()))
+            origin.update(zip(i[rd].tolist(), r[rd].tolist()))
+            size = np.array(sizes, dtype=i64)[ok]
+            flow = size > 0
+            i, p, rd, size = i[flow], p[flow], rd[flow], size[flow]
+            a, z = np.where(rd, r[flow], h[flow]), np.where(rd, h[flow], r[flow])
+            width = int(max(a.max(initial=0), z.max(initial=0))) + 1
+            pairs, which = np.unique((p * width + a) * width + z, return_inverse=True)
+            ids = [route_id(topology.link_resources(m.family, names[k // (width * width)], (k // width) % width,
+                                                    k % width)) for k in pairs.tolist()]
+            nbytes[i] = size
+            route[i] = np.array(ids, dtype=i64)[which.reshape(-1)] if len(ids) else i
+        # local operations: the device's memory (or the host link)
         mem_scale = m.copy_bandwidth / m.reduce_bandwidth
-        hs, asub, bsub = m.host_submit, m.aicpu_submit, m.batch_submit
-        prev = array("q", [-1]) * n
-        is_launch = [False] * n
-        last: dict = {}
-        batch_last: dict = {}
-        batch_of = [None] * n
-        for i, e in enumerate(self.entries):
+        copies = np.flatnonzero(self.of_kind(("LocalCopy",)))
+        if len(copies):
+            objs = self.objects(copies)
+            nbytes[copies] = np.fromiter(map(_N, objs), i64, len(objs))
+            devices = list(map(_DEVICE, objs))
+            ids = {d: route_id((("mem", d),)) for d in dict.fromkeys(devices)}
+            route[copies] = np.fromiter(map(ids.__getitem__, devices), i64, len(devices))
+        local = np.flatnonzero(self.of_kind(("LocalReduce", "MemcpyAsync", "Memcpy", "EngineCtxCopy", "MemsetAsync",
+                                             "Memset")))
+        for i, e in zip(local.tolist(), self.objects(local)):
             kind = e.kind
-            task = e.entry == "task"
-            d = d_task if task else 0.0
-            dispatch[i] = d
-            batch = getattr(e, "batch", None) if task else None
-            p = getattr(e, "program", None)
-            if p is None:
-                p = ("rank", e.rank, getattr(e, "kernel", None))
-            j = last.get(p)
-            if j is not None:
-                prev[i] = j
-            last[p] = i
-            if batch is not None:
-                batch_last[batch] = i
-                batch_of[i] = batch
-            if kind == "KernelLaunch":
-                is_launch[i] = True
-            submit[i] = (0.0 if kind in _FREE else hs if e.side != "device" else bsub if batch is not None else asub)
-            if kind in _RECORDS:
-                body[i] = m.notify_record
-                if kind in _SIGNAL_BY_LINK:
-                    info = record.channel_info.get(e.target[0] if task else (e.extra or {}).get("channel"))
-                    siglat[i] = link_of(info[0]).latency if info else m.notify_latency
-                else:
-                    siglat[i] = m.notify_latency
-            elif kind in _WAITS:
-                body[i] = m.notify_wait
-            elif kind in _WRITES or kind in _READS:
-                size, protocol, remote = transfer_view(record, e)
-                here = e.device
-                if protocol is None or remote is None or here is None:
-                    continue
-                link = link_of(protocol)
-                if kind in _READS:
-                    src, dst, lat = remote, here, 2 * link.latency
-                    origin[i] = remote
-                else:
-                    src, dst, lat = here, remote, link.latency
-                    dest[i] = remote
-                body[i] = lat
-                if kind in _SIGNAL_BY_LINK:
-                    siglat[i] = 0.0
-                if size > 0:
-                    nbytes[i] = size
-                    key = (protocol, src, dst)
-                    route = routes.get(key)
-                    if route is None:
-                        route = routes[key] = link_resources(family, protocol, src, dst)
-                    res[i] = route
-            elif kind == "LocalCopy":
-                nbytes[i] = e.n
-                res[i] = (("mem", e.device),)
-            elif kind == "LocalReduce":
-                nbytes[i] = int(local_bytes(e) * mem_scale)
-                res[i] = (("mem", e.device),)
-            elif kind in ("MemcpyAsync", "Memcpy", "EngineCtxCopy"):
-                size = local_bytes(e)
-                direction = (e.extra or {}).get("direction") if not task else e.detail
-                host_side = kind == "EngineCtxCopy" or _direction_name(direction) in _HOST_LINK
-                nbytes[i] = size
-                if host_side:
-                    res[i] = (("pcie", e.device),)
-                    body[i] = m.host_link.latency
-                else:
-                    res[i] = (("mem", e.device),)
+            r = ("mem", e.device)
+            if kind == "LocalReduce":
+                size = int(local_bytes(e) * mem_scale)
             elif kind in ("MemsetAsync", "Memset"):
-                nbytes[i] = local_bytes(e) // 2
-                res[i] = (("mem", e.device),)
-            elif kind in _BLOCKING:
-                body[i] = m.sync_return
-            if nbytes[i] == 0:
-                res[i] = None
-        self.dispatch, self.body, self.nbytes, self.res = dispatch, body, nbytes, res
-        self.siglat, self.submit, self.dest, self.origin = siglat, submit, dest, origin
-        self.prev, self.batch_last, self.batch_of, self.is_launch = prev, batch_last, batch_of, is_launch
+                size = local_bytes(e) // 2
+            else:
+                size = local_bytes(e)
+                direction = (e.extra or {}).get("direction") if e.entry == "host" else e.detail
+                if kind == "EngineCtxCopy" or _direction_name(direction) in _HOST_LINK:
+                    r = ("pcie", e.device)
+                    body[i] = m.host_link.latency
+            nbytes[i] = size
+            route[i] = route_id((r,))
+        route[nbytes == 0] = -1
+        rate = np.array([min(self.capacity(k) for k in r) for r in routes], dtype=np.float64)
+        flows = np.flatnonzero(route >= 0)
+        duration = np.zeros(n)
+        duration[flows] = nbytes[flows] / rate[route[flows]]
+        self.dispatch, self.body, self.nbytes, self.siglat, self.submit = dispatch, body, nbytes, siglat, submit
+        self.route, self.routes, self.duration = route, routes, duration
+        self.dest, self.origin = dest, origin
+        self.prev, self.batch_last = prev, batch_last
+        self.is_launch = self.of_kind(("KernelLaunch",))
 
     def capacity(self, r) -> float:
         m = self.m
@@ -230,134 +310,183 @@ class _Replay:
 
     # -- the fast walk -------------------------------------------------------------------------------
     def walk(self):
-        """Times with every flow at its full rate, in the graph's execution order; returns the
-        arrays, or None when two flows overlap on one resource (the engine must share them)."""
-        entries, preds, m = self.entries, self.preds, self.m
-        n = len(entries)
-        nan = float("nan")
-        issue = array("d", [nan]) * n
-        start = array("d", [nan]) * n
-        end = array("d", [nan]) * n
-        dispatch, body, nbytes, res, siglat, submit = (self.dispatch, self.body, self.nbytes, self.res, self.siglat,
-                                                      self.submit)
-        prev, batch_last, batch_of = self.prev, self.batch_last, self.batch_of
+        """Times with every flow at its full rate; returns the arrays ``(issue, start, end)``, or
+        None when two flows overlap on one resource (the engine must share them).
+
+        Each entry has two nodes: its issue (after the previous entry of its program, plus that
+        one's submit cost, and after a ``program`` / ``batch`` / ``launch`` predecessor), and its
+        execution (start and end). Nodes are evaluated level by level (every node whose
+        predecessors are known, all at once), with the same floating-point operations as a walk
+        entry by entry in execution order, so with the same results."""
+        n, m = self.n, self.m
+        i64 = np.int64
+        ptr, codes = self.graph.pred_csr()
+        ex = self.executed
+        prev, bl, is_launch = self.prev, self.batch_last, self.is_launch
+        dst = np.repeat(np.arange(n, dtype=i64), np.diff(ptr))
+        src = codes >> 4
+        kind = codes & 15
+        live = ex[src]                      # a predecessor that never ran constrains nothing
+        # Value arrays have two more slots: ZERO (issue 0.0: the issue of a program's first entry
+        # is its predecessor's 0.0 + 0.0) and NONE (-inf: an absent predecessor); ``end`` has one
+        # more slot per KernelLaunch: its start plus ``kernel_launch`` (what its kernel waits for).
+        ZERO, NONE = n, n + 1
+        launches = np.flatnonzero(is_launch & ex)
+        slot = np.full(n, -1, dtype=i64)
+        slot[launches] = n + 2 + np.arange(len(launches), dtype=i64)
+        # the issue's predecessors: the previous entry of the program, a program-kind edge
+        prev2 = np.where(prev >= 0, prev, ZERO)
+        psub = np.append(self.submit, [0.0, 0.0])[prev2]
+        is_prog = live & (kind >= _PROGRAM) & (kind <= _LAUNCH)
+        prg = np.full(n, NONE, dtype=i64)
+        ps = src[is_prog]
+        prg[dst[is_prog]] = np.where(is_launch[ps], slot[ps], ps)
+        # the start's predecessors: the batch's last entry (its issue), stream, kernel end (at most
+        # one of each); the end's: notify (plus the record's signal latency) and the others
+        on = live & ex[dst]
+        is_start = on & (kind <= _KERNEL_END)
+        is_dep = on & ((kind == _NOTIFY) | (kind > _LAUNCH))
+        sd, ss = dst[is_start], src[is_start]
+        firsts = np.append(True, sd[1:] != sd[:-1]) if len(sd) else np.zeros(0, dtype=bool)
+        before = np.full((n, 2), NONE, dtype=i64)
+        before[sd[firsts], 0] = ss[firsts]
+        before[sd[~firsts], 1] = ss[~firsts]
+        bl2 = np.where(bl >= 0, bl, NONE)
+        dd, ds = dst[is_dep], src[is_dep]
+        dlat = np.where(kind[is_dep] == _NOTIFY, self.siglat[ds], 0.0)
+        firsts = np.append(True, dd[1:] != dd[:-1]) if len(dd) else np.zeros(0, dtype=bool)
+        dep1 = np.full(n, NONE, dtype=i64)
+        dep1[dd[firsts]] = ds[firsts]
+        lat1 = np.zeros(n)
+        lat1[dd[firsts]] = dlat[firsts]
+        more_d, more_s, more_l = dd[~firsts], ds[~firsts], dlat[~firsts]
+        has_more = np.zeros(n, dtype=bool)
+        has_more[more_d] = True
+        # the nodes' dependency graph: issue k is node k, execution i is node n + i
+        exi = np.flatnonzero(ex)
+        k = np.flatnonzero(prev >= 0)
+        b = exi[bl[exi] >= 0]
+        p = np.flatnonzero(is_prog)
+        edge_src = np.concatenate([prev[k], n + src[p], exi, bl[b], n + ss, n + ds])
+        edge_dst = np.concatenate([k, dst[p], n + exi, n + b, n + sd, n + dd])
+        indeg = np.bincount(edge_dst, minlength=2 * n)
+        succ = edge_dst[np.argsort(edge_src, kind="stable")]
+        sptr = np.zeros(2 * n + 1, dtype=i64)
+        np.cumsum(np.bincount(edge_src, minlength=2 * n), out=sptr[1:])
+
+        nan, inf_ = float("nan"), float("inf")
+        issue = np.full(n + 2, nan)
+        issue[ZERO], issue[NONE] = 0.0, -inf_
+        start = np.full(n, nan)
+        end = np.full(n + 2 + len(launches), nan)
+        end[NONE] = -inf_
+        flow_start = np.full(n, nan)
+        dispatch, body, duration = self.dispatch, self.body, self.duration
         kernel_launch = m.kernel_launch
         release = m.batch_submit + m.batch_fixed
-        is_launch = self.is_launch
-        rates: dict = {}                # resources -> the full rate of a flow through them
-        spans: dict = {}                # resource -> (array of data starts, array of data ends)
-
-        def issued(k):
-            """The issue time of ``k`` (and of the entries of its program before it, first)."""
-            chain = []
-            while k >= 0 and issue[k] != issue[k]:
-                chain.append(k)
-                k = prev[k]
-            for k in reversed(chain):
-                p = prev[k]
-                t = issue[p] + submit[p] if p >= 0 else 0.0
-                for c in preds[k] or ():
-                    kind = c & 15
-                    if _PROGRAM <= kind <= _LAUNCH:
-                        s = c >> 4
-                        if is_launch[s]:
-                            v = start[s] + kernel_launch
-                        else:
-                            v = end[s]
-                        if v > t:
-                            t = v
-                issue[k] = t
-            return issue[k]
-
-        index = getattr(self.graph, "_index", None) or {s: i for i, s in enumerate(self.graph.seqs)}
-        for seq in self.graph.order():
-            i = index[seq]
-            t = issue[i]
-            if t != t:
-                t = issued(i)
-            b = batch_of[i]
-            if b is not None:
-                v = issue[batch_last[b]]
-                if v != v:
-                    v = issued(batch_last[b])
-                v += release
-                if v > t:
-                    t = v
-            dep = 0.0
-            for c in preds[i] or ():
-                kind = c & 15
-                s = c >> 4
-                if kind <= _KERNEL_END:
-                    v = end[s]
-                    if v > t:
-                        t = v
-                elif kind == _NOTIFY:
-                    v = end[s] + siglat[s]
-                    if v > dep:
-                        dep = v
-                elif kind > _LAUNCH:
-                    v = end[s]
-                    if v > dep:
-                        dep = v
-            start[i] = t
-            t += dispatch[i]
-            if dep > t:
-                t = dep
-            size = nbytes[i]
-            if size:
-                r = res[i]
-                rate = rates.get(r)
-                if rate is None:
-                    rate = rates[r] = min(self.capacity(key) for key in r)
-                data_end = t + size / rate
-                for key in r:
-                    pair = spans.get(key)
-                    if pair is None:
-                        pair = spans[key] = (array("d"), array("d"))
-                    pair[0].append(t)
-                    pair[1].append(data_end)
-                t = data_end
-            end[i] = t + body[i]
-        if not _alone(spans):
+        fmax = np.fmax
+        front = np.flatnonzero(indeg[:n] == 0)
+        done = 0
+        while len(front):
+            done += len(front)
+            split = int(np.searchsorted(front, n))
+            if split:
+                I = front[:split]
+                issue[I] = fmax(issue[prev2[I]] + psub[I], end[prg[I]])
+            if split < len(front):
+                E = front[split:] - n
+                t = fmax(issue[E], issue[bl2[E]] + release)
+                t = fmax(t, end[before[E]].max(axis=1))
+                start[E] = t
+                t = fmax(t + dispatch[E], end[dep1[E]] + lat1[E])
+                if has_more[E].any():
+                    for j in np.flatnonzero(has_more[E]).tolist():
+                        a, z = np.searchsorted(more_d, E[j]), np.searchsorted(more_d, E[j], side="right")
+                        for s_, l_ in zip(more_s[a:z].tolist(), more_l[a:z].tolist()):
+                            v = end[s_] + l_
+                            if v > t[j]:
+                                t[j] = v
+                flow_start[E] = t
+                end[E] = (t + duration[E]) + body[E]
+                sl = slot[E]
+                if sl.max() >= 0:
+                    at = sl >= 0
+                    end[sl[at]] = start[E[at]] + kernel_launch
+            lo = sptr[front]
+            cnt = sptr[front + 1] - lo
+            total = int(cnt.sum())
+            if not total:
+                break
+            targets = succ[np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(total, dtype=i64)]
+            np.subtract.at(indeg, targets, 1)
+            fresh = targets[indeg[targets] == 0]
+            fresh.sort()
+            front = fresh[np.append(True, fresh[1:] != fresh[:-1])] if len(fresh) > 1 else fresh
+        if done != n + len(exi):
+            raise RuntimeError("replay: the graph's constraints have a cycle")
+        issue, end = issue[:n], end[:n]
+        self.unknown(issue)
+        # flows that overlap on a resource: the engine shares them
+        flows = np.flatnonzero((self.route >= 0) & ex)
+        if not _alone(self.routes, self.route[flows], flow_start[flows], flow_start[flows] + duration[flows]):
             return None
         return issue, start, end
+
+    def unknown(self, issue) -> None:
+        """Set to nan, in ``issue``, the issue times the replay does not know: those after the last
+        entry of their program that executed (or whose batch an executed entry waited for)."""
+        n, ex, bl = self.n, self.executed, self.batch_last
+        wanted = ex.copy()
+        waited = bl[ex]
+        wanted[waited[waited >= 0]] = True
+        o, first = self.chain_order, self.chain_first
+        at = np.where(wanted[o], np.arange(n, dtype=np.int64), -1)
+        last = np.maximum.reduceat(at, np.flatnonzero(first)) if n else at
+        issue[o[np.arange(n) > last[np.cumsum(first) - 1]]] = float("nan")
 
     # -- the engine ----------------------------------------------------------------------------------
     def engine(self):
         """Times from the discrete-event engine (flows share bandwidth)."""
-        m, entries, preds = self.m, self.entries, self.preds
+        m = self.m
         plan = Plan()
-        for i in range(len(entries)):
-            plan.add(self.dispatch[i], self.body[i], self.nbytes[i], self.res[i])
-        for key in {r for rs in self.res if rs for r in rs}:
+        routes = self.routes
+        for d, b, size, r in zip(self.dispatch.tolist(), self.body.tolist(), self.nbytes.tolist(),
+                                 self.route.tolist()):
+            plan.add(d, b, size, routes[r] if r >= 0 else None)
+        for key in {k for rs in routes for k in rs}:
             plan.capacity[key] = self.capacity(key)
-        is_launch = self.is_launch
-        for i, codes in enumerate(preds):
-            for c in codes or ():
-                kind, s = c & 15, c >> 4
-                if kind <= _KERNEL_END:
-                    plan.edge(s, i, END_TO_START)
-                elif kind == _NOTIFY:
-                    plan.edge(s, i, END_TO_DEP, self.siglat[s])
-                elif kind <= _LAUNCH:
-                    if is_launch[s]:
-                        plan.edge(s, i, START_TO_ISSUE, m.kernel_launch)
-                    else:
-                        plan.edge(s, i, END_TO_ISSUE)
+        is_launch = self.is_launch.tolist()
+        siglat = self.siglat.tolist()
+        ptr, codes = self.graph.pred_csr()
+        dsts = np.repeat(np.arange(self.n), np.diff(ptr)).tolist()
+        for i, c in zip(dsts, codes.tolist()):
+            kind, s = c & 15, c >> 4
+            if kind <= _KERNEL_END:
+                plan.edge(s, i, END_TO_START)
+            elif kind == _NOTIFY:
+                plan.edge(s, i, END_TO_DEP, siglat[s])
+            elif kind <= _LAUNCH:
+                if is_launch[s]:
+                    plan.edge(s, i, START_TO_ISSUE, m.kernel_launch)
                 else:
-                    plan.edge(s, i, END_TO_DEP)
-        for i, p in enumerate(self.prev):
+                    plan.edge(s, i, END_TO_ISSUE)
+            else:
+                plan.edge(s, i, END_TO_DEP)
+        submit = self.submit.tolist()
+        for i, p in enumerate(self.prev.tolist()):
             if p >= 0:
-                plan.edge(p, i, ISSUE_TO_ISSUE, self.submit[p])
+                plan.edge(p, i, ISSUE_TO_ISSUE, submit[p])
         release = m.batch_submit + m.batch_fixed
-        for i, b in enumerate(self.batch_of):
-            if b is not None:
-                plan.edge(self.batch_last[b], i, ISSUE_TO_START, release)
+        for i, b in enumerate(self.batch_last.tolist()):
+            if b >= 0:
+                plan.edge(b, i, ISSUE_TO_START, release)
         plan.run()
-        nan = float("nan")
-        ran = self.graph.ran
-        end = [t if t != inf and (ran(e.seq) or e.entry == "host") else nan for t, e in zip(plan.end, entries)]
-        return plan.issue, plan.start, end
+        issue, start, end = np.array(plan.issue), np.array(plan.start), np.array(plan.end)
+        never = ~self.executed
+        start[never] = float("nan")
+        end[(end == inf) | never] = float("nan")
+        self.unknown(issue)
+        return issue, start, end
 
     # -- the result ----------------------------------------------------------------------------------
     def run(self, exact: bool) -> Timeline:
@@ -365,46 +494,152 @@ class _Replay:
         times = None if exact else self.walk()
         if times is None:
             times = self.engine()
-        issue, start, end = times
-        graph, entries = self.graph, self.entries
+        issue, start, end = (array("d", t.tobytes()) for t in times)
+        graph = self.graph
 
         def events():
             return [graph.event(s) for s in graph.seqs]
 
         def arrows():
-            return [Arrow(c >> 4, i, "notify") for i, codes in enumerate(self.preds) for c in codes or ()
-                    if c & 15 == _NOTIFY]
-
-        rank_of: dict = {}
+            ptr, codes = graph.pred_csr()
+            dst = np.repeat(np.arange(self.n), np.diff(ptr))
+            sel = (codes & 15) == _NOTIFY
+            return [Arrow(s, d, "notify") for s, d in zip((codes[sel] >> 4).tolist(), dst[sel].tolist())]
 
         def remote_ends(by_index):
             def build():
-                if not rank_of:
-                    for e in entries:
-                        if e.rank is not None and e.device is not None:
-                            rank_of.setdefault(e.device, e.rank)
+                rank_of: dict = {}
+                for e in graph._entries:
+                    if e.rank is not None and e.device is not None:
+                        rank_of.setdefault(e.device, e.rank)
                 return {i: (rank_of.get(dev), dev) for i, dev in by_index.items()}
             return build
 
         tl = Timeline(events, issue, start, end, arrows, model=self.m, destinations=remote_ends(self.dest),
                       sources=remote_ends(self.origin))
-        tl.calls = collective_calls(entries, issue, end)
+        tl.calls = self.calls(times[0], times[2])
         return tl
 
+    def calls(self, issue, end) -> list:
+        """A :class:`CallTime` per collective call: the ``Collective`` host effects mark them
+        (``first``: the first seq of the call on its rank); a call's entries are its rank's entries
+        outside kernels from ``first`` up to the marker, and everything the kernels launched among
+        them issued. The n-th call of one name on every rank is one call."""
+        kc, cols, n = self.kc, self.cols, self.n
+        code = cols["kind_table"].get("Collective")
+        if code is None:
+            return []
+        marks = np.flatnonzero(kc == code)
+        seq = self.graph._seq
+        kernel = cols["kernel"]
+        plain = np.flatnonzero((kernel == 0) & (kc != code))
+        rank = np.full(n, -1, dtype=np.int64)
+        rank[plain] = _ints(list(map(_RANK, self.objects(plain))))
+        plain = plain[rank[plain] >= 0]
+        o = np.argsort(rank[plain], kind="stable")
+        by_rank = _groups(rank[plain][o], plain[o])
+        inside = np.flatnonzero(kernel != 0)
+        o = np.argsort(kernel[inside], kind="stable")
+        by_kernel = _groups(kernel[inside][o], inside[o])
+        is_launch = self.is_launch
+        calls: dict = {}
+        count: dict = {}
+        for i, e in zip(marks.tolist(), self.objects(marks)):
+            extra = e.extra or {}
+            name, first = extra.get("name", e.api), extra.get("first", e.seq)
+            mine = by_rank.get(e.rank)
+            got = []
+            if mine is not None:
+                got.append(mine[np.searchsorted(seq[mine], first):np.searchsorted(seq[mine], e.seq)])
+            if got:
+                for launch in got[0][is_launch[got[0]]].tolist():
+                    more = by_kernel.get(int(seq[launch]))
+                    if more is not None:
+                        got.append(more)
+            k = count[(e.rank, name)] = count.get((e.rank, name), 0) + 1
+            ranks, parts = calls.setdefault((name, k), ([], []))
+            ranks.append(e.rank)
+            parts.extend(got)
+        out = []
+        for (name, _k), (ranks, parts) in calls.items():
+            got = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+            ends = end[got]
+            ok = ends == ends
+            if ok.any():
+                out.append(CallTime(name, tuple(sorted(ranks)), float(issue[got][ok].min()), float(ends[ok].max()),
+                                    tuple(got.tolist())))
+        return out
 
-def _alone(spans) -> bool:
-    """Whether no two flows on one resource overlap in time (``spans``: resource -> arrays of
-    the flows' data starts and ends)."""
-    import numpy as np
-    for starts, ends in spans.values():
-        if len(starts) < 2:
+
+def _transfer_views(record, objs, table, codes) -> tuple:
+    """``pyhcomm.sim.events.transfer_view`` of each of ``objs`` (transfers, with kind codes
+    ``codes``), as three lists (sizes, protocol names, remote devices): the task kinds read kind by
+    kind, the same fields (the channel in ``detail``, the size in ``args`` or the written span, the
+    remote device from the first written or read span), the host effects (NBI) one by one."""
+    n = len(objs)
+    sizes, protocols, remotes = [0] * n, [None] * n, [None] * n
+    kinds = {c: k for k, c in table.items()}
+    info_of = record.channel_info.get
+    for code in np.unique(codes).tolist():
+        kind = kinds[code]
+        at = np.flatnonzero(codes == code).tolist()
+        mine = [objs[j] for j in at]
+        if kind not in _TASK_TRANSFERS or any(e.entry != "task" for e in mine):
+            for j, e in zip(at, mine):
+                sizes[j], protocols[j], remotes[j] = transfer_view(record, e)
             continue
-        s = np.frombuffer(starts, dtype=np.float64)
-        e = np.frombuffer(ends, dtype=np.float64)
-        order = np.argsort(s, kind="stable")
-        s, e = s[order], e[order]
-        busy = np.maximum.accumulate(e)[:-1]
-        if np.any(s[1:] < busy - _EPS * np.maximum(1.0, busy)):
+        spans = list(map(_WRITES_OF if kind.startswith("Write") else _READS_OF, mine))
+        if "Reduce" in kind:
+            size = [sp[0][1] for sp in map(_WRITES_OF, mine)]
+        else:
+            size = list(map(_SIZE_ARG, map(_ARGS, mine)))
+        protocol = [info[0] if info else None for info in map(info_of, map(_CHANNEL, map(_DETAIL, mine)))]
+        if all(spans) and all(len(sp[0]) == 2 for sp in spans):      # no allocation: by address
+            remote = list(map(device_of_address, map(_CHANNEL, map(_CHANNEL, spans))))
+        else:
+            remote = []
+            for sp in spans:
+                alloc = sp[0][2] if sp and len(sp[0]) > 2 else None
+                remote.append(None if not sp else getattr(alloc, "device", None) if alloc is not None
+                              else device_of_address(sp[0][0]))
+        for j, a, b, c in zip(at, size, protocol, remote):
+            sizes[j], protocols[j], remotes[j] = a, b, c
+    return sizes, protocols, remotes
+
+
+def _groups(keys, values) -> dict:
+    """key -> the numpy array of its values (``keys`` sorted, ``values`` aligned)."""
+    if not len(keys):
+        return {}
+    starts = np.flatnonzero(np.append(True, keys[1:] != keys[:-1]))
+    ends = np.append(starts[1:], len(keys))
+    return {k: values[a:z] for k, a, z in zip(keys[starts].tolist(), starts.tolist(), ends.tolist())}
+
+
+def _alone(routes, route, starts, ends) -> bool:
+    """Whether no two flows on one resource overlap in time (``route``: each flow's index into
+    ``routes``, tuples of resource keys; ``starts``, ``ends``: the flows' data starts and ends)."""
+    if len(route) < 2:
+        return True
+    rid: dict = {}
+    per_route = [[rid.setdefault(k, len(rid)) for k in r] for r in routes]
+    width = max(len(r) for r in per_route)
+    table = np.full((len(routes), width), -1, dtype=np.int64)
+    for j, r in enumerate(per_route):
+        table[j, :len(r)] = r
+    res = table[route].reshape(-1)
+    s = np.repeat(starts, width)
+    e = np.repeat(ends, width)
+    keep = res >= 0
+    res, s, e = res[keep], s[keep], e[keep]
+    order = np.lexsort((s, res))
+    res, s, e = res[order], s[order], e[order]
+    bounds = np.flatnonzero(np.append(True, res[1:] != res[:-1]))
+    for a, z in zip(bounds.tolist(), np.append(bounds[1:], len(res)).tolist()):
+        if z - a < 2:
+            continue
+        busy = np.maximum.accumulate(e[a:z])[:-1]
+        if np.any(s[a + 1:z] < busy - _EPS * np.maximum(1.0, busy)):
             return False
     return True
 
@@ -417,50 +652,3 @@ def _direction_name(direction):
         return aclrtMemcpyKind(direction).name
     except ValueError:
         return None
-
-
-def collective_calls(entries, issue, end) -> list:
-    """A :class:`CallTime` per collective call: the ``Collective`` host effects mark them
-    (``first``: the first seq of the call on its rank); a call's entries are its rank's entries
-    outside kernels from ``first`` up to the marker, and everything the kernels launched among them
-    issued. The n-th call of one name on every rank is one call."""
-    import bisect
-    marks = [(i, e) for i, e in enumerate(entries) if e.kind == "Collective"]
-    if not marks:
-        return []
-    by_rank: dict = {}
-    kernel_entries: dict = {}
-    for i, e in enumerate(entries):
-        k = getattr(e, "kernel", None)
-        if k is not None:
-            kernel_entries.setdefault(k, []).append(i)
-        elif e.rank is not None and e.kind != "Collective":
-            by_rank.setdefault(e.rank, []).append(i)
-    calls: dict = {}
-    order: list = []
-    count: dict = {}
-    seqs_of = {rank: [entries[j].seq for j in mine] for rank, mine in by_rank.items()}
-    for i, e in marks:
-        extra = e.extra or {}
-        name, first = extra.get("name", e.api), extra.get("first", e.seq)
-        mine = by_rank.get(e.rank, [])
-        seqs = seqs_of.get(e.rank, [])
-        got = mine[bisect.bisect_left(seqs, first):bisect.bisect_left(seqs, e.seq)]
-        for j in list(got):
-            if entries[j].kind == "KernelLaunch":
-                got += kernel_entries.get(entries[j].seq, [])
-        k = count[(e.rank, name)] = count.get((e.rank, name), 0) + 1
-        key = (name, k)
-        if key not in calls:
-            calls[key] = ([], [])
-            order.append(key)
-        calls[key][0].append(e.rank)
-        calls[key][1].extend(got)
-    out = []
-    for key in order:
-        ranks, got = calls[key]
-        times = [(issue[j], end[j]) for j in got if end[j] == end[j]]
-        if times:
-            out.append(CallTime(key[0], tuple(sorted(ranks)), min(t[0] for t in times),
-                                max(t[1] for t in times), tuple(sorted(got))))
-    return out

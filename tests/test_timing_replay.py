@@ -1,0 +1,80 @@
+"""The replay's fast walk (every node evaluated level by level, flows at full rate) against the
+discrete-event engine: where no two flows overlap, both give the same times, bit for bit; entries
+that never ran get none."""
+import math
+
+import numpy as np
+import pytest
+
+import pyhcomm
+from pyhcomm import acl
+from pyhcomm.analysis import happens_before
+from pyhcomm.config import Config
+from pyhcomm.timing.costs import cost_model
+from pyhcomm.timing.replay import _Replay, replay
+from hcomm_testutil import host_setup, malloc
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _both(sim):
+    """(walk, engine) times of the record of ``sim``: each an (issue, start, end) of arrays."""
+    record = sim.record
+    graph = happens_before.build(record)
+    rp = _Replay(cost_model(sim.runtime.product), graph, record)
+    rp.costs()
+    walked = rp.walk()
+    assert walked is not None           # no two flows overlapped: the walk's times are final
+    return walked, rp.engine()
+
+
+def _ring_allgather(comm):
+    from pyhcomm.collectives import allgather_ring, ring_peers, run
+    send, recv = malloc(1024 * comm.size), malloc(1024 * comm.size)
+    stream, _ = acl.rt.create_stream()
+    run(comm.handle, stream, 0, allgather_ring, send, recv, 1024, peers=ring_peers(comm.rank, comm.size), tag="ag")
+    assert acl.rt.synchronize_stream(stream) == 0
+
+
+@pytest.mark.parametrize("product,op", [("Atlas 800T A2", "allreduce"), ("Atlas 800T A2", "allgather"),
+                                        ("Atlas A3", "allreduce"), ("Atlas A3", "reduce_scatter"),
+                                        ("Atlas A3", "ring allgather"), ("Atlas 350", "broadcast"),
+                                        ("Atlas 350", "scatter")])
+def test_the_walk_gives_the_engines_times_bit_for_bit(product, op):
+    """Two calls on six ranks (one ring AllGather on eight), AI CPU kernels in batch mode where
+    the product has them; a small queue budget interleaves the programs (the walk's levels mix
+    every rank's entries)."""
+    from verify_programs import collective
+    config = Config.from_env().with_values(queue_budget=4)
+    sim = pyhcomm.Sim(config, scheduler="coop", seed=7, product=product, data=False)
+    if op == "ring allgather":
+        pyhcomm.launch(_ring_allgather, 8, sim=sim, timeout=60)
+    else:
+        pyhcomm.launch(collective(op, 64, calls=2), 6, sim=sim, timeout=60)
+    (issue, start, end), (e_issue, e_start, e_end) = _both(sim)
+    assert not np.isnan(end).any()
+    for a, b in ((issue, e_issue), (start, e_start), (end, e_end)):
+        assert np.array_equal(a, b)
+    tl = replay(sim)
+    assert np.array_equal(np.array(tl.end), end) and len(tl.calls) == (1 if op == "ring allgather" else 2)
+
+
+def test_entries_that_never_ran_get_no_times():
+    """A wait whose record never comes times out; what its stream queued behind it never runs."""
+    sim = pyhcomm.current_sim()
+    _comm, stream, thread = host_setup()
+    src, dst = malloc(64), malloc(64)
+    assert pyhcomm.HcommLocalCopyOnThread(thread, dst, src, 64) == 0
+    assert pyhcomm.HcommThreadNotifyWaitOnThread(thread, 0, 1) == 0     # nobody records it: 1 s timeout
+    assert pyhcomm.HcommLocalCopyOnThread(thread, src, dst, 64) == 0
+    assert acl.rt.synchronize_stream(stream) != 0
+    entries = sim.record.entries()
+    kinds = [e.kind for e in entries]
+    (issue, start, end), (e_issue, e_start, e_end) = _both(sim)
+    first, wait, behind = (kinds.index("LocalCopy"), kinds.index("ThreadNotifyWait"),
+                           len(kinds) - 1 - kinds[::-1].index("LocalCopy"))
+    assert not math.isnan(end[first]) and math.isnan(end[behind]) and math.isnan(start[behind])
+    assert math.isnan(end[wait])
+    assert not math.isnan(issue[behind])            # issued: the synchronize after it needed its program
+    for a, b in ((issue, e_issue), (start, e_start), (end, e_end)):
+        assert np.array_equal(a, b, equal_nan=True)
