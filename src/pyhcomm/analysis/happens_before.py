@@ -482,261 +482,291 @@ def _program_ids(entries):
         return _ints(list(map(_PROGRAM, entries)))
 
 
-def _build(source) -> Graph:
-    record = getattr(source, "record", source)
-    sh = _SHIFT
-    c_stream, c_kend, c_notify, c_prog, c_batch, c_launch = (_CODE[k] for k in (STREAM, KERNEL_END, NOTIFY, PROGRAM,
-                                                                                BATCH, LAUNCH))
-    c_fence, c_rdv = _CODE[FENCE], _CODE[RENDEZVOUS]
+class _Columns:
+    """What the build reads of the entries, one field at a time: positions in issue order of the
+    tasks (``T``) and host effects (``H``), and per entry its seq, kind code, program (-1: None),
+    kernel (the KernelLaunch seq, 0: none) and signed step."""
+
+    def __init__(self, record):
+        i64 = np.int64
+        tasks, host = record.tasks(), record.host_effects()
+        tasks, task_seq = _in_seq_order(tasks)
+        host, host_seq = _in_seq_order(host)
+        nt, nh = len(tasks), len(host)
+        both = np.concatenate([task_seq, host_seq])
+        self.order = order = np.argsort(both, kind="stable")
+        self.n = n = nt + nh
+        self.seq = both[order]
+        where = np.empty(n, dtype=i64)
+        where[order] = np.arange(n, dtype=i64)
+        self.T, self.H = where[:nt], where[nt:]
+        self.tasks, self.host = tasks, host
+        self.locate = _locator(self.seq)
+        self.is_host = np.zeros(n, dtype=bool)
+        self.is_host[self.H] = True
+        self.table: dict = {}          # kind -> a code (any int: the position it was first seen at)
+        self.kc = np.empty(n, dtype=i64)
+        self.kc[self.T] = np.fromiter(map(self.table.setdefault, map(_KIND, tasks), count()), i64, nt)
+        self.kc[self.H] = np.fromiter(map(self.table.setdefault, map(_KIND, host), count(nt)), i64, nh)
+        self.pid = np.empty(n, dtype=i64)
+        self.pid[self.T] = _program_ids(tasks)
+        self.pid[self.H] = _program_ids(host)
+        self.handle = np.fromiter(map(_HANDLE, tasks), i64, nt)
+        self.on_device = np.fromiter(map(eq, map(_SIDE, tasks), repeat(_DEVICE_SIDE)), bool, nt)
+        self.kernel = np.zeros(n, dtype=i64)
+        dev = self.T[self.on_device]
+        if len(dev):
+            self.kernel[dev] = _ints(list(map(_KERNEL, compress(tasks, self.on_device.tolist()))), 0)
+        self.is_launch = self.of_kind(("KernelLaunch",))
+        self.step, self.xsteps = _steps(record, self.locate, n)
+
+    def of_kind(self, kinds):
+        """Per entry: whether its kind is one of ``kinds``."""
+        lut = np.zeros(max(self.table.values(), default=0) + 1, dtype=bool)
+        lut[[c for k, c in self.table.items() if k in kinds]] = True
+        return lut[self.kc]
+
+    def launch_at(self, kernels):
+        """The positions of the KernelLaunch tasks of ``kernels`` (seqs); KeyError for one that is
+        not in the record."""
+        at = self.locate(kernels)
+        bad = (at < 0) | ~self.is_launch[np.maximum(at, 0)]
+        if bad.any():
+            raise KeyError(int(kernels[bad][0]))
+        return at
+
+
+def _in_seq_order(entries) -> tuple:
+    """``(entries sorted by seq, their seqs as a numpy array)``."""
+    seqs = np.fromiter(map(_SEQ, entries), np.int64, len(entries))
+    if len(seqs) > 1 and not (seqs[1:] > seqs[:-1]).all():
+        perm = np.argsort(seqs, kind="stable")
+        return list(map(entries.__getitem__, perm.tolist())), seqs[perm]
+    return entries, seqs
+
+
+def _steps(record, locate, n) -> tuple:
+    """Per entry the signed step of its first execution-log entry (0: none), and ``(seqs, signed
+    steps)`` of every seq in the log (what ``Record.step_table()`` gives)."""
     i64 = np.int64
-    # the entries in issue order (what Record.entries() gives), and per entry a few columns
-    tasks = record.tasks()
-    host = record.host_effects()
-    nt, nh = len(tasks), len(host)
-    task_seq = np.fromiter(map(_SEQ, tasks), i64, nt)
-    if nt > 1 and not (task_seq[1:] > task_seq[:-1]).all():
-        perm = np.argsort(task_seq, kind="stable")
-        task_seq = task_seq[perm]
-        tasks = list(map(tasks.__getitem__, perm.tolist()))
-    host_seq = np.fromiter(map(_SEQ, host), i64, nh)
-    both = np.concatenate([task_seq, host_seq])
-    order = np.argsort(both, kind="stable")
-    n = nt + nh
-    seq = both[order]
-    where = np.empty(n, dtype=i64)
-    where[order] = np.arange(n, dtype=i64)
-    T, host_idx = where[:nt], where[nt:]        # the positions of the tasks and host effects
-    g = Graph(record, tasks, host, order, record.whole())
-    g._seq = seq
-    locate = _locator(seq)
-    is_host = np.zeros(n, dtype=bool)
-    is_host[host_idx] = True
-    g._is_host = is_host
-    table: dict = {}                # kind -> a code (any int; the first position it was seen at)
-    kc = np.empty(n, dtype=i64)
-    kc[T] = np.fromiter(map(table.setdefault, map(_KIND, tasks), count()), i64, nt)
-    kc[host_idx] = np.fromiter(map(table.setdefault, map(_KIND, host), count(nt)), i64, nh)
-    lut_size = max(table.values(), default=0) + 1
-
-    def of_kind(kind_set):
-        lut = np.zeros(lut_size, dtype=bool)
-        lut[[c for k, c in table.items() if k in kind_set]] = True
-        return lut[kc]
-
-    pid = np.empty(n, dtype=i64)
-    pid[T] = _program_ids(tasks)
-    pid[host_idx] = _program_ids(host)
-    handle = np.fromiter(map(_HANDLE, tasks), i64, nt)
-    on_device = np.fromiter(map(eq, map(_SIDE, tasks), repeat(_DEVICE_SIDE)), bool, nt)
-    dev_tasks = T[on_device]
-    kernel_col = np.zeros(n, dtype=i64)      # per task: the KernelLaunch seq of its kernel (0: none)
-    if len(dev_tasks):
-        kernel_col[dev_tasks] = _ints(list(map(_KERNEL, compress(tasks, on_device.tolist()))), 0)
-    is_launch = of_kind(("KernelLaunch",))
-    #: what a replay reads too: per entry its kind's code (``kind_table``: kind -> code), program
-    #: (-1: None), kernel (the KernelLaunch seq, 0: none); the positions of the tasks (in issue order,
-    #: ``task_entries``) and of the host effects (``host_entries``); which tasks are device-side
-    g._cols = {"kind_code": kc, "kind_table": table, "program": pid, "kernel": kernel_col, "tasks": T,
-               "task_entries": tasks, "on_device": on_device, "host": host_idx, "host_entries": host}
-
-    # the execution log: per entry, the signed step of its first execution-log entry
     xlog = record.xlog
     xl = np.frombuffer(xlog, dtype=i64).copy() if len(xlog) else np.zeros(0, dtype=i64)
     dropped = record.step_count() - len(xl)
-    xs = np.where(xl > 0, xl, (-xl) & ~SKIP_FLAG)
-    useq, first = np.unique(xs, return_index=True)
+    useq, first = np.unique(np.where(xl > 0, xl, (-xl) & ~SKIP_FLAG), return_index=True)
     signed = (dropped + 1 + first) * np.where(xl[first] > 0, 1, -1)
-    g._xsteps = (useq, signed)
     step = np.zeros(n, dtype=i64)
     at = locate(useq)
     found = at >= 0
     step[at[found]] = signed[found]
-    g._step = step
+    return step, (useq, signed)
 
-    # streams: tasks grouped by stream, in issue order
-    by_stream = T[np.argsort(handle, kind="stable")] if nt else T
-    sorted_handles = handle[np.argsort(handle, kind="stable")] if nt else handle
-    same = sorted_handles[1:] == sorted_handles[:-1]
-    stream_prev = np.full(n, -1, dtype=i64)
-    stream_prev[by_stream[1:][same]] = by_stream[:-1][same]
-    bounds = np.flatnonzero(np.concatenate([[True], ~same])) if nt else np.zeros(0, dtype=i64)
-    stream_range = dict(zip(sorted_handles[bounds].tolist(),
-                            zip(bounds.tolist(), np.append(bounds[1:], nt).tolist())))
 
-    def kernel_at(k):
-        j = int(locate(np.array([k], dtype=i64))[0])
-        if j < 0 or not is_launch[j]:
-            raise KeyError(k)
-        return j
+class _Streams:
+    """The tasks grouped by stream, in issue order: ``prev`` (per entry: the task before it on its
+    stream, -1), and for the blocking calls, the tasks of each stream (``range``: handle -> slice
+    of ``by_stream``)."""
 
-    # host effects, one by one (few: synchronous calls, kernels' fences and joins, call markers)
-    host_dst: list = []             # their edges, in order
-    host_codes: list = []
-    last_he: dict = {}              # program -> index of its last host effect so far (program order)
-    he_events: list = []            # (program, index): last_he changed (for the tasks' program edges)
-    kernel_last: dict = {}          # KernelLaunch seq -> index of its kernel's last host effect
-    kernel_programs, kernel_seqs = [], []
-    nbi: dict = {}                  # program -> [(index, channel)] posted since its last fence
-    nbi_free: dict = {}             # program -> keys of NBI chains whose transfers a fence completed
-    host_keys: list = []            # (index, chain key)
-    host_chain: dict = {}           # index -> chain key
-    host_notify: list = []          # indices of host effects with a notify
-    records: list = []              # (owner, index, gen, entry index) of host notify records
-    waits: list = []                # the same for host notify waits
-    ctx = (step, by_stream, stream_range, kernel_last, is_launch, seq)
-    for i, e in zip(host_idx.tolist(), host):
-        program = e.program
-        kernel = e.kernel
-        if kernel:
-            kernel_programs.append(program)
-            kernel_seqs.append(kernel)
-            kernel_col[i] = kernel
-        kind = e.kind
-        if kind in NBI_KINDS:
-            free = nbi_free.get(program)
-            key = free.pop() if free else ("nbi", i)
-        else:
-            key = ("program", program)
-        host_keys.append((i, key))
-        host_chain[i] = key
-        mine = []
-        src = last_he.get(program)
-        if src is not None:
-            mine.append(src << sh | c_prog)
-        elif kernel:
-            mine.append(kernel_at(kernel) << sh | c_launch)
-        if kind in NBI_KINDS:
-            nbi.setdefault(program, []).append((i, _extra(e, "channel")))
-        else:
-            blocking = _BLOCKING.get(kind)
-            if blocking is not None:
-                if _extra(e, "result") not in _NOT_ENDED:
-                    _tails(mine, e, i, ctx, _CODE[blocking])
-            elif kind == "Fence":
-                posted = nbi.get(program)
-                if posted:
-                    ch = _extra(e, "channel")
-                    keep = []
-                    free = nbi_free.setdefault(program, [])
-                    for j, cj in posted:
-                        if ch is None or cj == ch:
-                            mine.append(j << sh | c_fence)
-                            if host_chain[j] not in free:
-                                free.append(host_chain[j])
-                        else:
-                            keep.append((j, cj))
-                    nbi[program] = keep
-            elif kind == "Rendezvous":
-                members = _extra(e, "programs", ())
-                for q in members:
-                    if q != program:
-                        j = last_he.get(q)
-                        if j is not None:
-                            mine.append(j << sh | c_rdv)
-                for q in members:
-                    last_he[q] = i
-                    he_events.append((-1 if q is None else q, i))
-            if program is not None:
-                last_he[program] = i
-                he_events.append((program, i))
+    def __init__(self, c: _Columns):
+        o = np.argsort(c.handle, kind="stable")
+        self.by_stream, handles = c.T[o], c.handle[o]
+        same = handles[1:] == handles[:-1]
+        self.prev = np.full(c.n, -1, dtype=np.int64)
+        self.prev[self.by_stream[1:][same]] = self.by_stream[:-1][same]
+        bounds = np.flatnonzero(np.concatenate([[True], ~same])) if len(o) else np.zeros(0, dtype=np.int64)
+        self.range = dict(zip(handles[bounds].tolist(), zip(bounds.tolist(), np.append(bounds[1:], len(o)).tolist())))
+
+
+class _HostEffects:
+    """The host effects, one by one (few: synchronous calls, kernels' fences and joins, call
+    markers): their edges, and what the tasks' edges need of them."""
+
+    def __init__(self, c: _Columns, streams: _Streams):
+        sh = _SHIFT
+        c_prog, c_launch, c_fence, c_rdv = (_CODE[k] for k in (PROGRAM, LAUNCH, FENCE, RENDEZVOUS))
+        self.dst: list = []             # their edges, in order
+        self.codes: list = []
+        self.events: list = []          # (program, index): a program's last host effect changed here
+        self.kernel_last: dict = {}     # KernelLaunch seq -> index of its kernel's last host effect
+        self.kernel_programs: list = []
+        self.kernel_seqs: list = []
+        self.keys: list = []            # (index, chain key)
+        self.notify: list = []          # indices of host effects with a notify
+        self.records: list = []         # (owner, index, gen, entry index) of notify records
+        self.waits: list = []           # the same for notify waits
+        last_he: dict = {}              # program -> index of its last host effect so far (program order)
+        nbi: dict = {}                  # program -> [(index, channel)] posted since its last fence
+        nbi_free: dict = {}             # program -> keys of NBI chains whose transfers a fence completed
+        chain: dict = {}                # index -> chain key
+        kernel_last, events = self.kernel_last, self.events
+        for i, e in zip(c.H.tolist(), c.host):
+            program = e.program
+            kernel = e.kernel
             if kernel:
-                kernel_last[kernel] = i
-        n_ = _extra(e, "notify")
-        if n_ is not None:
-            host_notify.append(i)
-            gen = _extra(e, "gen")
-            if gen is not None:
-                (waits if _extra(e, "waits") else records).append((n_.owner, n_.index, gen, i))
-        if mine:
-            host_dst.extend([i] * len(mine))
-            host_codes.extend(mine)
+                self.kernel_programs.append(program)
+                self.kernel_seqs.append(kernel)
+                c.kernel[i] = kernel
+            kind = e.kind
+            if kind in NBI_KINDS:
+                free = nbi_free.get(program)
+                key = free.pop() if free else ("nbi", i)
+            else:
+                key = ("program", program)
+            self.keys.append((i, key))
+            chain[i] = key
+            mine = []
+            src = last_he.get(program)
+            if src is not None:
+                mine.append(src << sh | c_prog)
+            elif kernel:
+                mine.append(int(c.launch_at(np.array([kernel]))[0]) << sh | c_launch)
+            if kind in NBI_KINDS:
+                nbi.setdefault(program, []).append((i, _extra(e, "channel")))
+            else:
+                blocking = _BLOCKING.get(kind)
+                if blocking is not None:
+                    if _extra(e, "result") not in _NOT_ENDED:
+                        _tails(mine, e, i, c, streams, kernel_last, _CODE[blocking])
+                elif kind == "Fence":
+                    posted = nbi.get(program)
+                    if posted:
+                        ch = _extra(e, "channel")
+                        keep = []
+                        free = nbi_free.setdefault(program, [])
+                        for j, cj in posted:
+                            if ch is None or cj == ch:
+                                mine.append(j << sh | c_fence)
+                                if chain[j] not in free:
+                                    free.append(chain[j])
+                            else:
+                                keep.append((j, cj))
+                        nbi[program] = keep
+                elif kind == "Rendezvous":
+                    members = _extra(e, "programs", ())
+                    for q in members:
+                        if q != program:
+                            j = last_he.get(q)
+                            if j is not None:
+                                mine.append(j << sh | c_rdv)
+                    for q in members:
+                        last_he[q] = i
+                        events.append((-1 if q is None else q, i))
+                if program is not None:
+                    last_he[program] = i
+                    events.append((program, i))
+                if kernel:
+                    kernel_last[kernel] = i
+            n_ = _extra(e, "notify")
+            if n_ is not None:
+                self.notify.append(i)
+                gen = _extra(e, "gen")
+                if gen is not None:
+                    (self.waits if _extra(e, "waits") else self.records).append((n_.owner, n_.index, gen, i))
+            if mine:
+                self.dst.extend([i] * len(mine))
+                self.codes.extend(mine)
 
-    # tasks: program order (the last host effect of their program before them, or their kernel's
-    # launch), batch, stream order, kernel end
-    tp = pid[T]
-    n1 = n + 1
-    if he_events:
-        ev = np.array(he_events, dtype=i64)
-        ev_keys = np.sort(ev[:, 0] * n1 + ev[:, 1])
-    else:
-        ev_keys = np.zeros(0, dtype=i64)
-    task_keys = tp * n1 + T
-    pos = np.searchsorted(ev_keys, task_keys) - 1
+
+def _program_edges(c: _Columns, host: _HostEffects, batches) -> tuple:
+    """The tasks' program-order edges ``(dst, codes)``: from the last host effect their program
+    issued before them, else from their kernel's launch; ``batch`` for a task of a batch."""
+    i64 = np.int64
+    T, n1 = c.T, c.n + 1
+    tp = c.pid[T]
+    ev = np.array(host.events, dtype=i64).reshape(-1, 2)
+    ev_keys = np.sort(ev[:, 0] * n1 + ev[:, 1])
+    pos = np.searchsorted(ev_keys, tp * n1 + T) - 1
     has_he = pos >= 0
+    src = np.full(len(T), -1, dtype=i64)
     if len(ev_keys):
         hit = ev_keys[np.maximum(pos, 0)]
         has_he &= hit // n1 == tp
-        he_src = hit % n1
-    else:
-        he_src = np.zeros(nt, dtype=i64)
-    tk = kernel_col[T]
+        src[has_he] = hit[has_he] % n1
+    tk = c.kernel[T]
     by_launch = ~has_he & (tk != 0)
-    launch_src = np.full(nt, -1, dtype=i64)
     if by_launch.any():
-        ks = tk[by_launch]
-        js = locate(ks)
-        bad = (js < 0) | ~is_launch[np.maximum(js, 0)]
-        if bad.any():
-            raise KeyError(int(ks[bad][0]))
-        launch_src[by_launch] = js
-    batched = _batched(record.batches, tp, seq[T], int(seq[-1]) + 1 if n else 1)
-    prog_mask = has_he | by_launch
-    prog_dst = T[prog_mask]
-    prog_code = np.where(has_he, he_src, launch_src)[prog_mask] << sh | np.where(
-        batched, c_batch, np.where(has_he, c_prog, c_launch))[prog_mask]
-    st_mask = stream_prev[T] >= 0
-    st_dst = T[st_mask]
-    st_src = stream_prev[st_dst]
-    st_code = st_src << sh | c_stream
-    behind = st_dst[is_launch[st_src]]
+        src[by_launch] = c.launch_at(tk[by_launch])
+    batched = _batched(batches, tp, c.seq[T], int(c.seq[-1]) + 1 if c.n else 1)
+    kind = np.where(batched, _CODE[BATCH], np.where(has_he, _CODE[PROGRAM], _CODE[LAUNCH]))
+    some = has_he | by_launch
+    return T[some], src[some] << _SHIFT | kind[some]
+
+
+def _stream_edges(c: _Columns, streams: _Streams, host: _HostEffects) -> tuple:
+    """The tasks' ``stream`` edges and, for those queued behind a KernelLaunch, ``kernel_end``
+    edges from the kernel's last host effect: ``(dst, codes)`` of each."""
+    i64 = np.int64
+    T, prev = c.T, streams.prev
+    dst = T[prev[T] >= 0]
+    src = prev[dst]
+    behind = dst[c.is_launch[src]]
     kend_dst, kend_code = [], []
-    for i, j in zip(behind.tolist(), stream_prev[behind].tolist()):
-        last = kernel_last.get(int(seq[j]))
+    for i, j in zip(behind.tolist(), prev[behind].tolist()):
+        last = host.kernel_last.get(int(c.seq[j]))
         if last is not None:
             kend_dst.append(i)
-            kend_code.append(last << sh | c_kend)
+            kend_code.append(last << _SHIFT | _CODE[KERNEL_END])
+    return (dst, src << _SHIFT | _CODE[STREAM]), (np.array(kend_dst, dtype=i64), np.array(kend_code, dtype=i64))
 
-    # notifies: a wait after the record whose generation it read, and the records coalesced into it
-    nt_mask = of_kind(_NOTIFY_TASKS)
-    nt_idx = np.flatnonzero(nt_mask & ~is_host)
-    g._notify_parts = (nt_idx, host_notify)
-    nt_ran = nt_idx[step[nt_idx] > 0]
-    task_pos = np.full(n, -1, dtype=i64)        # entry -> its position in tasks
-    task_pos[T] = np.arange(nt, dtype=i64)
-    ran_tasks = list(map(tasks.__getitem__, task_pos[nt_ran].tolist()))
-    gens = list(map(_GEN, ran_tasks))
+
+def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
+    """The notify records and waits that ran, tasks and host effects: ``(owners, indices, gens,
+    entry indices, is_wait)``; and the indices of every notify task (ran or not)."""
+    i64 = np.int64
+    every = np.flatnonzero(c.of_kind(_NOTIFY_TASKS) & ~c.is_host)
+    ran = every[c.step[every] > 0]
+    task_pos = np.full(c.n, -1, dtype=i64)
+    task_pos[c.T] = np.arange(len(c.T), dtype=i64)
+    objs = list(map(c.tasks.__getitem__, task_pos[ran].tolist()))
+    del task_pos
+    gens = list(map(_GEN, objs))
     if None in gens:
         keep = [k for k, v in enumerate(gens) if v is not None]
-        nt_ran = nt_ran[keep]
-        ran_tasks = [ran_tasks[k] for k in keep]
-        gens = [gens[k] for k in keep]
-    owners = list(map(_OWNER, ran_tasks))
-    indices = list(map(_INDEX, ran_tasks))
-    at_ = nt_ran
-    is_wait = np.fromiter(map(_WAITS, ran_tasks), bool, len(ran_tasks))
-    if records or waits:
-        mine = records + waits
+        ran, objs, gens = ran[keep], [objs[k] for k in keep], [gens[k] for k in keep]
+    owners = list(map(_OWNER, objs))
+    indices = list(map(_INDEX, objs))
+    is_wait = np.fromiter(map(_WAITS, objs), bool, len(objs))
+    if host.records or host.waits:
+        mine = host.records + host.waits
         owners += [r[0] for r in mine]
         indices += [r[1] for r in mine]
         gens += [r[2] for r in mine]
-        at_ = np.concatenate([at_, np.array([r[3] for r in mine], dtype=i64)])
-        is_wait = np.concatenate([is_wait, np.arange(len(mine)) >= len(records)])
-    nf_dst, nf_code = _notify_edges(owners, indices, gens, at_, is_wait, g._coalesced, c_notify)
+        ran = np.concatenate([ran, np.array([r[3] for r in mine], dtype=i64)])
+        is_wait = np.concatenate([is_wait, np.arange(len(mine)) >= len(host.records)])
+    return (owners, indices, gens, ran, is_wait), every
 
+
+def _build(source) -> Graph:
+    record = getattr(source, "record", source)
+    c = _Columns(record)
+    g = Graph(record, c.tasks, c.host, c.order, record.whole())
+    g._seq, g._step, g._xsteps, g._is_host = c.seq, c.step, c.xsteps, c.is_host
+    streams = _Streams(c)
+    host = _HostEffects(c, streams)
+    uses, notify_tasks = _notify_uses(c, host)
+    i64 = np.int64
     # every edge, per entry in the order: program (or a host effect's own), stream, kernel end, notify
-    ptr, codes = _csr(n, [
+    (st_dst, st_code), (kend_dst, kend_code) = _stream_edges(c, streams, host)
+    prog_dst, prog_code = _program_edges(c, host, record.batches)
+    nf_dst, nf_code = _notify_edges(*uses, g._coalesced, _CODE[NOTIFY])
+    del uses
+    g._ptr, g._codes = _csr(c.n, [
         (prog_dst, prog_code, False),
-        (np.array(host_dst, dtype=i64), np.array(host_codes, dtype=i64), True),
+        (np.array(host.dst, dtype=i64), np.array(host.codes, dtype=i64), True),
         (st_dst, st_code, False),
-        (np.array(kend_dst, dtype=i64), np.array(kend_code, dtype=i64), False),
+        (kend_dst, kend_code, False),
         (nf_dst, nf_code, True),
     ])
-    g._ptr, g._codes = ptr, codes
-    g._chain_state = (T, handle, host_keys)
-    dev_k = dev_tasks[kernel_col[dev_tasks] != 0]
-    g._kernel_pairs = (pid, kernel_col, dev_k, kernel_programs, kernel_seqs)
-    launches = np.flatnonzero(is_launch)
-    g._launcher = {k: (p if p >= 0 else None) for k, p in zip(seq[launches].tolist(), pid[launches].tolist())}
+    g._notify_parts = (notify_tasks, host.notify)
+    g._chain_state = (c.T, c.handle, host.keys)
+    dev = c.T[c.on_device]
+    g._kernel_pairs = (c.pid, c.kernel, dev[c.kernel[dev] != 0], host.kernel_programs, host.kernel_seqs)
+    launches = np.flatnonzero(c.is_launch)
+    g._launcher = {k: (p if p >= 0 else None) for k, p in zip(c.seq[launches].tolist(), c.pid[launches].tolist())}
+    #: what a replay reads too: per entry its kind's code (``kind_table``: kind -> code), program
+    #: (-1: None), kernel (the KernelLaunch seq, 0: none); the positions of the tasks (in issue order,
+    #: ``task_entries``) and of the host effects (``host_entries``); which tasks are device-side
+    g._cols = {"kind_code": c.kc, "kind_table": c.table, "program": c.pid, "kernel": c.kernel, "tasks": c.T,
+               "task_entries": c.tasks, "on_device": c.on_device, "host": c.H, "host_entries": c.host}
     return g
 
 
@@ -839,14 +869,14 @@ def _csr(n, parts):
     return ptr, codes
 
 
-def _tails(mine, e, i, ctx, code) -> None:
+def _tails(mine, e, i, c, streams, kernel_last, code) -> None:
     """Edges into a blocking call ``e`` (at index ``i``) from the last task that ran, before it
     returned, on each stream it waited for (and from the end of that task's kernel, for a
     launch)."""
-    step, by_stream, stream_range, kernel_last, is_launch, seq = ctx
+    step, by_stream = c.step, streams.by_stream
     mine_step = abs(int(step[i])) or None
     for h in _extra(e, "streams", ()):
-        r = stream_range.get(h)
+        r = streams.range.get(h)
         if r is None:
             continue
         lo, hi = r
@@ -855,8 +885,8 @@ def _tails(mine, e, i, ctx, code) -> None:
             s = int(step[j])
             if s > 0 and (mine_step is None or s < mine_step):
                 mine.append(j << _SHIFT | code)
-                if is_launch[j]:
-                    k = kernel_last.get(int(seq[j]))
+                if c.is_launch[j]:
+                    k = kernel_last.get(int(c.seq[j]))
                     if k is not None:
                         mine.append(k << _SHIFT | code)
                 break

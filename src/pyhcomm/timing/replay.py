@@ -263,17 +263,27 @@ class _Replay:
                                                     k % width)) for k in pairs.tolist()]
             nbytes[i] = size
             route[i] = np.array(ids, dtype=i64)[which.reshape(-1)] if len(ids) else i
-        # local operations: the device's memory (or the host link)
+        # local operations: the device's memory (or the host link); copies and reduces by kind
         mem_scale = m.copy_bandwidth / m.reduce_bandwidth
+
+        def on_memory(at, objs):
+            devices = list(map(_DEVICE, objs))
+            ids = {d: route_id((("mem", d),)) for d in dict.fromkeys(devices)}
+            route[at] = np.fromiter(map(ids.__getitem__, devices), i64, len(devices))
+
         copies = np.flatnonzero(self.of_kind(("LocalCopy",)))
         if len(copies):
             objs = self.objects(copies)
             nbytes[copies] = np.fromiter(map(_N, objs), i64, len(objs))
-            devices = list(map(_DEVICE, objs))
-            ids = {d: route_id((("mem", d),)) for d in dict.fromkeys(devices)}
-            route[copies] = np.fromiter(map(ids.__getitem__, devices), i64, len(devices))
+            on_memory(copies, objs)
+        reduces = np.flatnonzero(self.of_kind(("LocalReduce",)) & is_task)
+        if len(reduces):        # local_bytes of a reduce task: its written span
+            objs = self.objects(reduces)
+            written = np.array([w[0][1] if w else 0 for w in map(_WRITES_OF, objs)], dtype=i64)
+            nbytes[reduces] = (written * mem_scale).astype(i64)
+            on_memory(reduces, objs)
         local = np.flatnonzero(self.of_kind(("LocalReduce", "MemcpyAsync", "Memcpy", "EngineCtxCopy", "MemsetAsync",
-                                             "Memset")))
+                                             "Memset")) & ~(self.of_kind(("LocalReduce",)) & is_task))
         for i, e in zip(local.tolist(), self.objects(local)):
             kind = e.kind
             r = ("mem", e.device)
@@ -373,6 +383,7 @@ class _Replay:
         succ = edge_dst[np.argsort(edge_src, kind="stable")]
         sptr = np.zeros(2 * n + 1, dtype=i64)
         np.cumsum(np.bincount(edge_src, minlength=2 * n), out=sptr[1:])
+        del dst, src, kind, live, is_prog, on, is_start, is_dep, edge_src, edge_dst, sd, ss, dd, ds
 
         nan, inf_ = float("nan"), float("inf")
         issue = np.full(n + 2, nan)
