@@ -159,18 +159,29 @@ def _completes(groups) -> bool:
     return all(need[r] == 0 and at[r] + 1 == len(groups[r]) for r in range(n))
 
 
-@pytest.mark.parametrize("n", [3, 65, 128, 1024])
-def test_mesh_groups_cannot_deadlock(n):
-    """The ascending groups complete at any scale (64 threads: AllGather, AlltoAll; 63 slaves:
-    ReduceScatter, rotated inside a group); cutting the rotated order instead would deadlock."""
+@pytest.mark.parametrize("n", [3, 65, 66, 127, 128, 129, 1024])
+def test_mesh_groups_cannot_deadlock_and_no_port_receives_more_than_it_sends(n):
+    """The groups (rounds of a round-robin schedule) complete at any scale (64 threads: AllGather,
+    AlltoAll; 63 slaves: ReduceScatter, rotated inside a group); a pair meets in the same group on
+    both sides, so in every group each rank is written by as many peers as it writes to (no
+    incast). Cutting the rotated order instead would deadlock; consecutive groups of the ascending
+    peers (the earlier cut) made every rank write to rank ``n - 1`` in its last group."""
     for width, order in ((64, None), (63, lambda me: (lambda p: (p - me) % n))):
-        plan = [mesh_groups([p for p in range(n) if p != me], width, order and order(me)) for me in range(n)]
+        plan = [mesh_groups(me, n, [p for p in range(n) if p != me], width, order and order(me)) for me in range(n)]
         assert _completes(plan)
+        assert len({len(gs) for gs in plan}) == 1
         assert all(len(g) <= width for gs in plan for g in gs)
         assert all(sorted(sum(gs, [])) == [p for p in range(n) if p != me] for me, gs in enumerate(plan))
+        for me, gs in enumerate(plan):
+            for g, group in enumerate(gs):
+                assert all(me in plan[p][g] for p in group)      # both ends in group g
     if n <= 128:
-        rotated = [mesh_groups([(me + k) % n for k in range(1, n)], 1) for me in range(n)]
+        rotated = [[[(me + k) % n] for k in range(1, n)] for me in range(n)]
         assert not _completes(rotated)
+        ascending = [[peers[i:i + 63] for i in range(0, n - 1, 63)]
+                     for peers in ([p for p in range(n) if p != me] for me in range(n))]
+        if n > 64:      # the earlier cut: every rank writes to rank n - 1 in its last group
+            assert all(n - 1 in ascending[me][-1] for me in range(n - 1))
 
 
 # -- refusal through the API ------------------------------------------------------------------------------

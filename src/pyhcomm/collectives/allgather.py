@@ -11,8 +11,9 @@ Per loop, ``S`` bytes (the HCCL buffer cut into ``nranks`` slots)::
 
 The ACK handshake guarantees the peer copied the previous loop out of its buffer before it is
 overwritten; DATA guarantees the write landed before the copy-out. Past 65 ranks (more peers than
-the main thread and its at most 63 slaves) the peers go in groups of 64, ascending, each group
-between its own release and wait (:func:`.patterns.mesh`); the slots and the result are the same.
+the main thread and its at most 63 slaves) the peers go in groups of at most 64, the rounds of a
+round-robin schedule (a pair meets in the same group on both sides), each group between its own
+release and wait (:func:`.patterns.mesh`); the slots and the result are the same.
 
 ``allgather_ring`` (and ``allgatherv_ring``, segments of any size) needs one thread and the
 channels to the two neighbours only: every slice travels round the ring in ``N - 1`` steps (see

@@ -98,18 +98,41 @@ def fan_in(main: int, slaves) -> None:
         _notify.wait(main, i, WAIT_TIMEOUT)
 
 
-def mesh_groups(peers, width: int, order=None) -> list[list[int]]:
-    """Cut ``peers`` (ascending) into consecutive groups of at most ``width``; within a group the
-    peers are sorted by ``order`` (default: ascending).
+def pairing_round(a: int, b: int, n: int) -> int:
+    """The round in which ranks ``a`` and ``b`` (``a != b``) of ``n`` meet in a round-robin
+    schedule (the circle method): in every round each rank meets at most one peer, and every pair
+    meets once; ``n - 1`` rounds when ``n`` is even, ``n`` when it is odd (each rank sits one out).
+    Symmetric: ``pairing_round(a, b, n) == pairing_round(b, a, n)``."""
+    k = n - 1 if n % 2 == 0 else n             # rounds; with n even, rank n - 1 is the circle's centre
+    if n % 2 == 0 and n - 1 in (a, b):
+        return (2 * (b if a == n - 1 else a)) % k
+    return (a + b) % k
 
-    Why consecutive groups of the *ascending* list: an exchange completes once both ranks have
-    started it, and a rank starts group ``g + 1`` only when group ``g`` completed. With ascending
-    groups on every rank the world cannot deadlock (the lowest stuck rank ``a`` would wait for a
-    peer ``b`` still busy with a group before ``a``'s, i.e. with ranks below ``a``, one of them
-    stuck). Other cuts can deadlock: with groups of the rotated order ``me+1, me+2, ...`` three
-    ranks in groups of one wait for each other in a cycle. The order inside a group is free.
+
+def mesh_groups(me: int, n: int, peers, width: int, order=None) -> list[list[int]]:
+    """Cut rank ``me``'s ``peers`` (of ``n`` ranks) into groups of at most ``width`` (every rank
+    gets the same number of groups; a group may be empty); within a group the peers are sorted
+    by ``order`` (default: ascending). With ``n - 1 <= width``: one group, every peer.
+
+    Past that, group ``g`` holds the peers ``me`` meets in rounds ``g * width .. (g + 1) * width -
+    1`` of a round-robin schedule (:func:`pairing_round`). A pair meets in the same group on both
+    sides, so the world cannot deadlock (every rank finishes group ``g`` once every rank reached
+    it: each exchange of group ``g`` has both ends there), and in each group a rank writes to and
+    is written by the same number of peers, at most ``width``: no port receives more at once than
+    one sends. (Consecutive groups of the ascending peers, the earlier cut, made ranks ``0 .. n -
+    2`` all write to rank ``n - 1`` in their last group, an ``n - 1``-fold incast, and made a pair
+    meet in groups of different positions, a wavefront of groups. Groups of the rotated order
+    ``me + 1, me + 2, ...`` deadlock: three ranks in groups of one wait for each other in a
+    cycle.)
     """
-    groups = [list(peers[i:i + width]) for i in range(0, len(peers), width)]
+    peers = sorted(peers)
+    if n - 1 <= width:
+        groups = [list(peers)]
+    else:
+        rounds = n - 1 if n % 2 == 0 else n
+        groups = [[] for _ in range(-(-rounds // width))]
+        for p in peers:
+            groups[pairing_round(me, p, n) // width].append(p)
     if order is not None:
         for g in groups:
             g.sort(key=order)
@@ -122,7 +145,7 @@ def mesh(ctx, exchange, main_too: bool = True, order=None, peers=None) -> None:
 
     ``main_too``: the main thread serves the first peer of each group (S3: threads ``T0..``),
     else slaves only (S5: the main thread reduces afterwards). With ``k`` threads the peers go in
-    groups of ``k`` (:func:`mesh_groups`); around each group the main thread releases the slaves
+    groups of at most ``k`` (:func:`mesh_groups`); around each group the main thread releases the slaves
     the group uses and waits for them (fan-out, fan-in), so one pool of at most 63 slaves serves
     any number of ranks, and the main thread never needs more than 63 notifies (64 with the AI
     CPU's host-sync notify). With ``nranks - 1`` peers and enough slaves that is one group: the
@@ -133,7 +156,9 @@ def mesh(ctx, exchange, main_too: bool = True, order=None, peers=None) -> None:
     threads = ([ctx.main] if main_too else []) + list(ctx.slaves)
     if not threads:
         raise para("collective", "this mesh algorithm runs on slave threads: run it with nslaves >= 1")
-    for group in mesh_groups(peers, len(threads), order):
+    for group in mesh_groups(me, n, peers, len(threads), order):
+        if not group:
+            continue
         used = ctx.slaves[:len(group) - (1 if main_too else 0)]
         fan_out(ctx.main, used)
         for t, p in zip(threads, group):

@@ -28,8 +28,9 @@ def reduce_scatter_mesh(ctx, send: int, recv: int, count: int, data_type: int, o
     """Issue the mesh ReduceScatter: ``recv = op over ranks of their send[rank*count : (rank+1)*count]``.
 
     Asks for ``nranks - 1`` slaves (``ctx.slaves[k-1]`` serves peer ``(rank + k) % N``); past 64
-    ranks it gets 63 and serves the peers in groups of 63, ascending, each group in that rotated
-    order (:func:`.patterns.mesh`; cutting the rotated order itself could deadlock). Per loop the
+    ranks it gets 63 and serves the peers in groups of at most 63 (the rounds of a round-robin
+    schedule, :func:`.patterns.mesh_groups`), each group in that rotated order (cutting the
+    rotated order itself could deadlock). Per loop the
     HCCL buffer is cut into ``2N`` slots of ``S`` bytes: the first ``N`` (``in[p]``) stage what
     this rank sends to peer ``p``, the last ``N`` (``out[t]``) receive what rank ``t`` sends here::
 

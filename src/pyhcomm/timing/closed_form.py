@@ -22,6 +22,8 @@ every pair of neighbours (ring) or peers (mesh) uses ``link`` (a :class:`Link`) 
 """
 from __future__ import annotations
 
+from ..collectives.patterns import mesh_groups
+
 #: The HCCL buffer (2 x HCCL_BUFFSIZE MB, 200 MB by default) as the collectives cut it.
 DEFAULT_CCL = 2 * 200 * (1 << 20)
 SLOT_CAP = 256 << 20
@@ -116,8 +118,9 @@ def ring_allreduce(m, nranks: int, nbytes: int, link, device_mode: bool = False,
 class _Mesh:
     """The mesh collectives of every rank at once, as a max-plus recurrence over their tasks.
 
-    Each rank serves its ``p - 1`` peers in groups of at most ``width`` threads (the ascending
-    peers cut into consecutive groups; the ReduceScatter orders each group from ``rank + 1`` on):
+    Each rank serves its ``p - 1`` peers in groups of at most ``width`` threads (the rounds of a
+    round-robin schedule, :func:`pyhcomm.collectives.patterns.mesh_groups`; the ReduceScatter
+    orders each group from ``rank + 1`` on):
     per group the main thread releases the slaves it uses (a record each, the slave waits), every
     thread runs one exchange (record the peer's ACK, wait its own ACK, write ``s`` bytes, record the
     peer's DATA, wait its own DATA; the ReduceScatter stages ``s`` bytes first), and the main
@@ -125,12 +128,10 @@ class _Mesh:
     orchestration) its program issued it, ``dispatch`` later runs its body, after the record it
     waits for arrived (``notify_latency`` on the device, the link's latency across it).
 
-    An exchange pairs two ranks that may serve each other in groups of different positions (past
-    65 ranks, rank ``a`` of the first block serves rank ``b`` of the second in its second group,
-    ``b`` serves ``a`` in its first): a rank's group then waits for its peers to reach theirs, a
-    wavefront over the groups. The recurrence is solved unit by unit (a unit: one rank's group) in
-    sweeps until no time changes; the units form a DAG (the cut is deadlock-free), so the sweeps
-    end. Concurrent copies of a unit share the device's memory; with ``sharing == "port"`` the
+    An exchange pairs two ranks in the same group on both sides, but a rank's group still waits for
+    its peers to reach theirs (ranks leave the previous group at different times). The recurrence
+    is solved unit by unit (a unit: one rank's group) in sweeps until no time changes; the units
+    form a DAG (the cut is deadlock-free), so the sweeps end. Concurrent copies of a unit share the device's memory; with ``sharing == "port"`` the
     writes of a unit share the rank's port (:func:`shared_finish`).
     """
 
@@ -158,20 +159,14 @@ class _Mesh:
     def groups(self, width: int, s: int, main_too: bool, stage: float, rotated: bool = False) -> None:
         """One mesh pass: every rank exchanges ``s`` bytes with each peer (see the class)."""
         p = self.p
-        cuts = []
-        for r in range(p):
-            peers = [q for q in range(p) if q != r]
-            gs = [peers[i:i + width] for i in range(0, p - 1, width)]
-            if rotated:
-                for g in gs:
-                    g.sort(key=lambda q, r=r: (q - r) % p)
-            cuts.append(gs)
+        cuts = [mesh_groups(r, p, [q for q in range(p) if q != r], width,
+                            (lambda q, r=r: (q - r) % p) if rotated else None) for r in range(p)]
         ngroups = len(cuts[0])
         per = (5 if s else 4) + (1 if stage else 0)     # entries per exchange
-        k0 = [self.k]
-        for g in range(ngroups):
-            slaves = len(cuts[0][g]) - (1 if main_too else 0)
-            k0.append(k0[-1] + 4 * slaves + per * len(cuts[0][g]))
+        k0 = [[self.k] for _ in range(p)]               # per rank: its first entry of each group
+        for r in range(p):
+            for g in cuts[r]:
+                k0[r].append(k0[r][-1] + (4 * (len(g) - (1 if main_too else 0)) + per * len(g) if g else 0))
         r1 = [dict() for _ in range(p)]     # r1[r][q]: rank r recorded q's ACK (end)
         r2 = [dict() for _ in range(p)]     # r2[r][q]: rank r recorded q's DATA (end)
         main_in = [list(self.main)] + [[0.0] * p for _ in range(ngroups)]
@@ -180,8 +175,11 @@ class _Mesh:
             changed = False
             for g in range(ngroups):
                 for r in range(p):
-                    main, slaves = self._unit(r, cuts[r][g], k0[g], main_in[g][r], slave_in[g][r], s,
-                                              main_too, stage, r1, r2)
+                    if not cuts[r][g]:
+                        main, slaves = main_in[g][r], slave_in[g][r]
+                    else:
+                        main, slaves = self._unit(r, cuts[r][g], k0[r][g], main_in[g][r], slave_in[g][r], s,
+                                                  main_too, stage, r1, r2)
                     if main != main_in[g + 1][r] or slaves != slave_in[g + 1][r]:
                         changed = True
                         main_in[g + 1][r], slave_in[g + 1][r] = main, slaves
@@ -189,7 +187,7 @@ class _Mesh:
                 break
         else:   # a cycle would mean a deadlocking cut: mesh_groups promises there is none
             raise RuntimeError("closed_form: the mesh recurrence did not settle")
-        self.main, self.slaves, self.k = main_in[-1], slave_in[-1], k0[-1]
+        self.main, self.slaves, self.k = main_in[-1], slave_in[-1], max(k[-1] for k in k0)
 
     def _unit(self, r, group, k, main, slave_free, s, main_too, stage, r1, r2):
         """One rank's group; updates ``r1[r]``, ``r2[r]``; returns (main free, slaves free)."""
@@ -328,8 +326,8 @@ def mesh_allgather(m, nranks: int, nbytes: int, link, sharing: str = "pair", dev
     ``(d + s/Bc) + [k (d + nr) + exchange(s) + k (d + nw)] + p (d + s/Bc)``, ``exchange(s)`` the
     two handshakes and ``s/B`` (``k s/B`` with the writes sharing the rank's port, A3 / 350). On
     Atlas A2 the host issues every entry, each task starting no earlier than its issue; on A3 /
-    350 the AI CPU kernel submits the batch first. Past 65 ranks the groups form a wavefront
-    (:class:`_Mesh`)."""
+    350 the AI CPU kernel submits the batch first. Past 65 ranks: groups of the same form, one
+    after another (:class:`_Mesh`)."""
     return _mesh(m, nranks, link, sharing, device_mode, lambda h: _mesh_ag(h, nbytes, ccl))
 
 
