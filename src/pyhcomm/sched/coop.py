@@ -120,6 +120,7 @@ class CoopScheduler(Scheduler):
         self.owner = None               # the OS thread this Sim runs on
         self._kernel_ids = 0
         self.ready = deque()            # streams that may run (each at most once: ``stream.hinted``)
+        self._poked = False             # a poke since the waiting actors were last checked
 
     def hint(self, stream) -> None:
         if not stream.hinted:
@@ -151,6 +152,8 @@ class CoopScheduler(Scheduler):
         self.spawn(f"kernel-{self._kernel_ids}", run)
 
     def _make_runnable(self, actor) -> None:
+        if self._poked:     # the actors a poke made runnable come first (see poke)
+            self._flush_pokes()
         if not actor.queued:
             actor.queued = True
             self.runnable.append(actor)
@@ -165,11 +168,22 @@ class CoopScheduler(Scheduler):
             self._stream_settled(obj)
 
     def poke(self) -> None:
-        waiting = self.waiting
-        if waiting:
-            for actor in list(waiting):
-                if actor.done():
-                    self._make_runnable(actor)
+        """Something a blocked actor without streams may wait for changed. The waiting actors are
+        re-checked once, when the hub next takes control or before any other actor becomes
+        runnable (:meth:`_flush_pokes`; so they still come first), not at every poke: closing a
+        communicator withdraws every channel end and pokes each time, and a scan per poke made
+        the teardown of ``n`` ranks cost ``n**3`` predicate calls."""
+        if self.waiting:
+            self._poked = True
+
+    def _flush_pokes(self) -> None:
+        """Make runnable every waiting actor whose wait is over (after pokes)."""
+        self._poked = False
+        runnable = self.runnable
+        for actor in list(self.waiting):
+            if not actor.queued and actor.done():
+                actor.queued = True
+                runnable.append(actor)
 
     # -- enqueue ------------------------------------------------------------------------------
     def submit(self, task) -> None:
@@ -287,6 +301,8 @@ class CoopScheduler(Scheduler):
         ready, active, runnable, pick = self.ready, self.active, self.runnable, self.policy.pick
         spins = 0
         while True:
+            if self._poked:
+                self._flush_pokes()
             if done():
                 return DONE_OK
             if self.abort_reason is not None:
