@@ -7,7 +7,9 @@ then control returns to the *hub*, the greenlet that drives the Sim (the caller 
 plain program's main greenlet while it waits). The hub:
 
 1. runs queued tasks: it picks one of the streams that may run and runs its runnable prefix;
-2. otherwise resumes an actor: a new one, or a blocked one whose wait is over;
+2. otherwise resumes an actor: a new one, or a blocked one whose wait is over (an actor blocked
+   without a stream to watch is re-checked after a ``poke``, once per turn of the hub however
+   many pokes came meanwhile);
 3. otherwise the transport makes progress (``sim.transport.progress()``: messages of other
    processes); when it has none, waits whose timeout passed fail; then, once the transport says
    that no process can progress (``world_idle``; in one process: at once), the blocked streams
