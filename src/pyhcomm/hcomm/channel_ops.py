@@ -177,14 +177,16 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         remote, name = dst, "dst"
     else:
         remote, name = src, "src"
-        alloc, off = v.device_range(dst, nbytes, device, api, "dst")
+        alloc, off = (v.thread_dst(t, dst, nbytes, api) if t is not None
+                      else v.device_range(dst, nbytes, device, api, "dst"))
     for start, size, _label, _tag in peer.regions:   # remote_range's check, inline: every transfer
         if start <= remote < start + size and remote + nbytes <= start + size:
             break
     else:
         remote_range(peer, remote, nbytes, api, name)   # raises
     if write:
-        alloc, off = v.device_range(src, nbytes, device, api, "src")
+        alloc, off = (v.thread_src(t, src, nbytes, api) if t is not None
+                      else v.device_range(src, nbytes, device, api, "src"))
     notify = _peer_notify(peer, notify_idx, api) if notify_idx is not NO_NOTIFY else None
     if reduce is None:  # (the record reads these arguments: pyhcomm.sim.events)
         fn, args = _run_copy, (api, peer.ref, remote, alloc, off, nbytes, notify, write)
@@ -207,7 +209,11 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
                              detail=(ch.handle, ch.peer_rank), side=side, notify=notify)
     if defer:
         return task
-    enqueue(task, api, ctx)
+    if not ctx.kernels and ctx.batch is None:   # (enqueue's common case, inline)
+        task.program = ctx.program
+        ctx.sim.scheduler.submit(task)
+    else:
+        enqueue(task, api, ctx)
 
 
 # -- one-sided transfers ---------------------------------------------------------------------------
@@ -277,7 +283,11 @@ def notify_record(thread, channel, remote_notify_idx, defer=False):
     task.transport = ctx.sim.transport
     if defer:
         return task
-    enqueue(task, api, ctx)
+    if not ctx.kernels and ctx.batch is None:   # (enqueue's common case, inline)
+        task.program = ctx.program
+        ctx.sim.scheduler.submit(task)
+    else:
+        enqueue(task, api, ctx)
 
 
 def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNotifyWaitOnThread"):
@@ -296,8 +306,13 @@ def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNot
         timeout = _check_timeout(timeout, api)
     if timeout == 0 and ch.engine == CommEngine.COMM_ENGINE_CPU and ch.protocol == P.COMM_PROTOCOL_ROCE:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
-    enqueue(NotifyWaitTask("ChannelNotifyWait", t.stream, t.handle, t.rank, side, ch.notifies[local_notify_idx],
-                           (ch.handle, local_notify_idx), timeout), api, ctx)
+    task = NotifyWaitTask("ChannelNotifyWait", t.stream, t.handle, t.rank, side, ch.notifies[local_notify_idx],
+                          (ch.handle, local_notify_idx), timeout)
+    if not ctx.kernels and ctx.batch is None:   # (enqueue's common case, inline)
+        task.program = ctx.program
+        ctx.sim.scheduler.submit(task)
+    else:
+        enqueue(task, api, ctx)
 
 
 def notify_wait_default(thread, channel, local_notify_idx):

@@ -218,10 +218,15 @@ def _enqueue(thread, dst, src, count, dt, op, device_side) -> None:
     if n > v.UINT64_MAX:
         raise para(API, f"count {count} x {DATA_TYPE_SIZE[dt]} bytes ({dt.name}) = {n} bytes overflows "
                         "uint64 (must be < 2**64)")
-    dst_alloc, dst_off = v.device_range(dst, n, t.device, API, "dst")
-    src_alloc, src_off = v.device_range(src, n, t.device, API, "src")
+    dst_alloc, dst_off = v.thread_dst(t, dst, n, API)
+    src_alloc, src_off = v.thread_src(t, src, n, API)
     v.no_partial_overlap(dst, src, n, API)
-    enqueue(Task("LocalReduce", t.stream, _run_reduce,
-                 (dst_alloc, dst_off, src_alloc, src_off, count, NUMPY_DTYPE[dt], int(op)),
-                 ((dst, n), (src, n)), ((dst, n),), t.handle, t.rank, call_site(), None, None, 0.0, (dt, op),
-                 "device" if device_side else "host"), API, ctx)
+    task = Task("LocalReduce", t.stream, _run_reduce,
+                (dst_alloc, dst_off, src_alloc, src_off, count, NUMPY_DTYPE[dt], int(op)),
+                ((dst, n), (src, n)), ((dst, n),), t.handle, t.rank, call_site(), None, None, 0.0, (dt, op),
+                "device" if device_side else "host")
+    if not kernels and ctx.batch is None:   # (enqueue's common case, inline)
+        task.program = ctx.program
+        sim.scheduler.submit(task)
+    else:
+        enqueue(task, API, ctx)
