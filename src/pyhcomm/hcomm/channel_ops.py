@@ -31,7 +31,8 @@ from ..topology import CommProtocol
 from ..transport.base import TransportError
 from . import validate as v
 from .launch import enqueue
-from .notify import DEFAULT_TIMEOUT, UINT32_MAX as _TIMEOUT_MAX, NotifyRecordTask, NotifyWaitTask, _check_timeout, default_timeout
+from .notify import DEFAULT_TIMEOUT, NotifyRecordTask, NotifyWaitTask, _check_timeout, default_timeout
+from .notify import UINT32_MAX as _TIMEOUT_MAX
 from .reduce import check_dtype_op
 
 P = CommProtocol
