@@ -260,7 +260,7 @@ def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> PeerInfo:
         return ch.peer is not None or ch.peer_rank in transport.left(root)
 
     status = sim.scheduler.run_until(settled, timeout, f"{api}(channel 0x{ch.handle:x} to rank {ch.peer_rank})",
-                                     (ch,), detect_stuck=False)
+                                     (ch, sim.scheduler.rendezvous(root)), detect_stuck=False)
     peer = ch.peer
     if peer is not None:
         if peer.closed:

@@ -234,7 +234,8 @@ def wait_joined(comm: Communicator, api: str = "HcclGroupEnd") -> None:
     timeout = sim.config.connect_timeout
     sched, transport, root = sim.scheduler, sim.transport, world.id
     status = sched.run_until(lambda: len(transport.members(root)) >= nranks or transport.refused(root, rank),
-                             timeout, f"{api}(rank {rank} of {world.name})", detect_stuck=False)
+                             timeout, f"{api}(rank {rank} of {world.name})", (sched.rendezvous(root),),
+                             detect_stuck=False)
     refused = transport.refused(root, rank)   # checked elsewhere (ranks in other processes)
     if status == DONE_OK and refused is None:
         return
@@ -276,7 +277,8 @@ def host_barrier(comm: Communicator, api: str = "Comm.barrier") -> None:
         _arrive(world, comm.rank, transport.barrier_rounds(world.id) > round_, api)
     sched = sim.scheduler
     status = sched.run_until(lambda: transport.barrier_rounds(world.id) > round_, sim.config.connect_timeout,
-                             f"{api}(rank {comm.rank} of {world.name})", detect_stuck=False)
+                             f"{api}(rank {comm.rank} of {world.name})", (sched.rendezvous(world.id),),
+                             detect_stuck=False)
     if status == DONE_OK:
         return
     if status == ABORTED:

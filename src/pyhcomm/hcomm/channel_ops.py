@@ -342,7 +342,7 @@ def notify_wait_now(channel, local_notify_idx, timeout):
     if timeout == 0:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     n = ch.notifies[local_notify_idx]
-    status = _sim().scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{ch.handle:x})")
+    status = _sim().scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{ch.handle:x})", (n,))
     _sim().record.host_effect("ChannelNotifyWaitNow", api, ok=status == DONE_OK, rank=ch.comm.rank,
                               device=ch.comm.device, engine=ch.engine.name, channel=ch.handle, notify=n,
                               gen=n.gen if status == DONE_OK else None, timeout=float(timeout), waits=True)

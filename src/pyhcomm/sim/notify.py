@@ -16,7 +16,7 @@ class Notify:
     generation it consumed (the current one when it ran), so the record pairs them.
     """
 
-    __slots__ = ("value", "counting", "owner", "index", "waiter", "sched", "gen")
+    __slots__ = ("value", "counting", "owner", "index", "waiter", "sched", "gen", "waiters")
 
     def __init__(self, owner: str, index: int, counting: bool = False):
         self.sched = current_sim().scheduler
@@ -26,6 +26,7 @@ class Notify:
         self.owner = owner
         self.index = index
         self.waiter = None      # the stream last seen blocked on this notify (a scheduling hint)
+        self.waiters = None     # the scheduler's: host programs waiting for it to be set
 
     def is_set(self) -> bool:
         return self.value > 0
@@ -35,6 +36,8 @@ class Notify:
         self.gen += 1
         if self.waiter is not None:
             self.sched.hint(self.waiter)
+        if self.waiters:
+            self.sched.settle(self)
 
     def consume(self) -> None:
         self.value -= 1
