@@ -65,7 +65,7 @@ hang_report = HangReport()
 
 class Waitable:
     """Something host programs wait for that is neither a stream nor a channel end (a world's
-    rendezvous): an object with a ``waiters`` list, the scheduler's, to pass in ``run_until``'s
+    rendezvous): an object with ``waiters`` (the scheduler's), to pass in ``run_until``'s
     ``streams`` and to :meth:`Scheduler.settle` when it changes."""
 
     __slots__ = ("what", "waiters")
@@ -101,12 +101,12 @@ class Scheduler:
                   detect_stuck: bool = True) -> str:
         """Block the calling host program until ``done()`` holds, running tasks meanwhile.
 
-        ``streams``: the streams whose progress can make ``done()`` hold, or other objects with a
-        ``waiters`` list that are :meth:`settle`-d when they change (a channel end when it pairs,
-        a notify when it is recorded, a world's :meth:`rendezvous`); their waiters are re-checked
-        then, and only then (a wait that names none is re-checked at every change, and at
-        :meth:`poke`). ``detect_stuck`` False: never return ``STUCK`` (a rendezvous, where a rank
-        that has not started yet may still come).
+        ``streams``: the streams whose progress can make ``done()`` hold, or other objects with
+        ``waiters`` (None at first; the scheduler's) that are :meth:`settle`-d when they change (a
+        channel end when it pairs, a notify when it is recorded, a world's :meth:`rendezvous`);
+        their waiters are re-checked then, and only then (a wait that names none is re-checked at
+        every change, and at :meth:`poke`). ``detect_stuck`` False: never return ``STUCK`` (a
+        rendezvous, where a rank that has not started yet may still come).
 
         Returns ``DONE_OK``, ``TIMED_OUT`` (``timeout`` seconds passed first), ``STUCK`` (nothing
         can ever make ``done()`` true; blocked streams were failed first) or ``ABORTED``.
@@ -129,7 +129,7 @@ class Scheduler:
         return w
 
     def settle(self, obj) -> None:
-        """``obj`` (an object with a ``waiters`` list, e.g. a channel end) changed: re-check who
+        """``obj`` (an object with ``waiters``, e.g. a channel end) changed: re-check who
         waits on it. By default everyone is re-checked (:meth:`poke`)."""
         self.poke()
 

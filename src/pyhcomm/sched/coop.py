@@ -271,8 +271,8 @@ class CoopScheduler(Scheduler):
         if watched:
             for st in watched:
                 if st.waiters is None:
-                    st.waiters = []
-                st.waiters.append(actor)
+                    st.waiters = {}   # (a dict: a world's rendezvous may have a waiter per rank)
+                st.waiters[actor] = None
         else:
             self.waiting[actor] = None
         try:
@@ -281,7 +281,7 @@ class CoopScheduler(Scheduler):
             actor.done = actor.deadline = None
             if watched:
                 for st in watched:
-                    st.waiters.remove(actor)
+                    st.waiters.pop(actor, None)
             else:
                 self.waiting.pop(actor, None)
 

@@ -45,7 +45,7 @@ REMOTE_POLL = 0.005  # ... and this often when ranks of other processes may send
 
 class Sleeper:
     """A host thread blocked in ``run_until``: the event it sleeps on and what it waits for.
-    Entries of the ``waiters`` lists of the objects it watches."""
+    A key of the ``waiters`` of each object it watches."""
 
     __slots__ = ("ident", "ev", "done", "detect")
 
@@ -341,8 +341,8 @@ class ThreadedScheduler(Scheduler):
             if watched:                   # woken when an object it waits on settles
                 for st in watched:
                     if st.waiters is None:
-                        st.waiters = []
-                    st.waiters.append(s)
+                        st.waiters = {}   # (a dict: a world's rendezvous may have a waiter per rank)
+                    st.waiters[s] = None
             else:                         # woken when any change makes ``done`` hold
                 self.generic[me] = s
             self.awake.discard(me)
@@ -378,7 +378,7 @@ class ThreadedScheduler(Scheduler):
                 s.done = None
                 if watched:
                     for st in watched:
-                        st.waiters.remove(s)
+                        st.waiters.pop(s, None)
                 else:
                     del self.generic[me]
                 self._resumed(me)
