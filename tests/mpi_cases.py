@@ -158,11 +158,11 @@ def two_receivers(comm) -> str:
     return f"{ret}: {acl.get_recent_err_msg()}"
 
 
-def custom_allgather(comm, fault=None):
+def custom_allgather(comm, fault=None, loops: int = 2):
     """The verifier's hand-written AllGather (tests/mutation_suite.py), with ``fault`` put in, as a
     body ``launch(..., mpi=True)`` can name."""
     import mutation_suite
-    return mutation_suite.custom_allgather(fault)(comm)
+    return mutation_suite.custom_allgather(fault, loops=loops)(comm)
 
 
 def _channel(comm, engine, protocol, notifies, mems=()):

@@ -197,6 +197,13 @@ class Transport:
         """This rank's ``end`` is gone (communicator destroyed): its peer sees it closed."""
         raise self._missing("withdraw")
 
+    def device_storage(self, size: int):
+        """The storage of a new device allocation of ``size`` bytes (``aclrtMalloc``, an HCCL
+        buffer: what a channel end may expose): the backend's plain storage. A transport whose
+        peers in other processes map exposed memory asks the backend for memory they can map
+        (:meth:`~pyhcomm.backend.Backend.allocate_shared`). Called under no lock; never blocks."""
+        return self.sim.backend.allocate(size)
+
     def memory_freed(self, alloc) -> None:
         """Local device memory ``alloc`` was freed: a peer it was exposed to no longer sees it
         (its ``PeerInfo.regions`` lose it). Called on every device free; never blocks."""

@@ -12,6 +12,11 @@ of a large transfer, received in place right after its header (MPI keeps the ord
 messages of one sender). Everything a process receives is handled in arrival order, by
 :meth:`Link.serve`, called from the scheduler's ``progress`` and from every wait of the link.
 
+Same machine (:mod:`.mpi_shm`): at start every process says hello to the others with the handle of
+its mailbox; a process on the same machine maps it (it is then *near*: exposed memory is written
+directly, :mod:`.mpi`) and rings its doorbell for remote notifies, in the order of its messages
+(``PYHCOMM_MPI_SHM=0``: no hello, messages only).
+
 Liveness: a daemon thread sends a heartbeat to every other process every quarter of
 ``PYHCOMM_MPI_LIVENESS`` seconds; a process heard from once and then silent for that long is dead
 (its ranks are named in the abort). Global idleness (:meth:`Link.world_idle`) is a termination
@@ -35,6 +40,9 @@ import time
 
 import numpy as np
 
+from ..backend.cpu import CpuBackend
+from . import mpi_shm
+
 TAG = 0x5AC0            # every pyhcomm message (one tag: MPI keeps their order per sender)
 TAG_BEAT = 0x5AC1       # heartbeats
 EAGER = 1 << 16         # payloads up to this many bytes travel inside their header message
@@ -53,6 +61,17 @@ _REPORT_IDLE = 1e-3     # idle this long: report it to the coordinator of the ha
 
 _link = None
 _link_lock = threading.Lock()
+
+
+def _local_processes(nprocs: int) -> int:
+    """Processes of the job on this machine, as the launcher says (Hydra's ``MPI_LOCALNRANKS``,
+    Open MPI's ``OMPI_COMM_WORLD_LOCAL_SIZE``); ``nprocs`` when it does not."""
+    for var in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"):
+        try:
+            return int(os.environ[var])
+        except (KeyError, ValueError):
+            continue
+    return nprocs
 
 
 def _pause(idle: float, busy: bool = False) -> None:
@@ -114,12 +133,13 @@ def mpiexec() -> list:
     return [found]
 
 
-def link(liveness: float = 10.0) -> "Link":
-    """The process's link (made on first use: initialises MPI)."""
+def link(liveness: float = 10.0, shm: bool = True) -> "Link":
+    """The process's link (made on first use: initialises MPI; ``shm``: use shared memory with
+    the processes of this machine, see :mod:`.mpi_shm`)."""
     global _link
     with _link_lock:
         if _link is None:
-            _link = Link(mpi_module(), liveness)
+            _link = Link(mpi_module(), liveness, shm)
         return _link
 
 
@@ -131,16 +151,16 @@ def active_link():
 class Link:
     """See the module docstring."""
 
-    def __init__(self, MPI, liveness: float):
+    def __init__(self, MPI, liveness: float, shm: bool = True):
         self.MPI = MPI
         self.comm = MPI.COMM_WORLD
         self.me = self.comm.Get_rank()
         self.nprocs = self.comm.Get_size()
+        here = _local_processes(self.nprocs)
         try:
-            here = int(os.environ.get("MPI_LOCALNRANKS", "") or self.nprocs)
             cores = len(os.sched_getaffinity(0))
-        except (ValueError, AttributeError):
-            here, cores = self.nprocs, 1
+        except AttributeError:
+            cores = 1
         if here <= cores:       # a core each: spin longer before giving it away (as MPI's own waits)
             _SPIN[0] = _SPIN_ALONE
         self.lock = threading.RLock()
@@ -148,8 +168,17 @@ class Link:
         self.status = MPI.Status()
         self.rbuf = np.empty(HDR + EAGER + 8, np.uint8)    # receive buffer of small messages
         self.sends: list = []          # (request, buffer) of sends not known complete
-        self.sent = 0                  # messages sent / received (global idleness counts them)
+        self.sent = 0                  # messages sent / received (global idleness counts them; rings too)
         self.received = 0
+        self.sent_to = [0] * self.nprocs     # messages sent to / received from each process (every one
+        self.recv_from = [0] * self.nprocs   # on TAG: a ring's order, see mpi_shm)
+        # shared memory with the processes of this machine (mpi_shm)
+        self.shm_backend = CpuBackend(threads=1)
+        self.mailbox = None            # this process's mailbox (None: no shared memory)
+        self.near: set = set()         # processes whose mailbox this one mapped: same machine
+        self.bells: dict = {}          # process -> Doorbell this process rings
+        self.ringers: list = []        # processes that ring this one (their rings are polled)
+        self.rung = 0                  # rings this process wrote
         self.dirty: set = set()        # processes written to since their last fence
         self.reqids = 0
         self.done: set = set()         # request ids answered (fences, reads)
@@ -186,6 +215,13 @@ class Link:
         atexit.register(self.close)
         self._hook = sys.excepthook
         sys.excepthook = self._uncaught
+        if shm and self.nprocs > 1 and here > 1:
+            self.mailbox = mpi_shm.Mailbox.make(self.nprocs, self.shm_backend)
+        if self.mailbox is not None:
+            hello = ("hello",) + self.mailbox.hello(self.shm_backend)
+            for p in range(self.nprocs):
+                if p != self.me:
+                    self.send_ctrl(p, hello, counted=False, fence=False)
 
     def _uncaught(self, kind, exc, tb) -> None:
         """An exception nobody caught ends this process: the others give up naming its ranks."""
@@ -196,6 +232,7 @@ class Link:
     # -- sending ---------------------------------------------------------------------------------
     def _isend(self, buf, proc) -> None:
         req = self.comm.Isend(buf, proc, TAG)
+        self.sent_to[proc] += 1
         self.sends.append((req, buf))
         if len(self.sends) > 64:
             self._reap()
@@ -247,6 +284,7 @@ class Link:
             self._isend(buf, proc)
             if where == BULK:
                 req = self.comm.Isend(payload, proc, TAG)
+                self.sent_to[proc] += 1
                 if owned:
                     self.sends.append((req, payload))
         if where == BULK and not owned:
@@ -265,6 +303,21 @@ class Link:
         self.wait(lambda: len(got) >= self.nprocs, "every process's part of a gather")
         del self.gathers[number]
         return [got[p] for p in range(self.nprocs)]
+
+    def ring(self, proc: int, tid: int, index: int) -> bool:
+        """Ring ``proc``'s doorbell for notify ``index`` of its channel end ``tid`` (it is handled
+        after every message sent to ``proc`` before); False when ``proc`` has no doorbell here
+        (send a message instead). Waits, serving, while the ring has no room."""
+        bell = self.bells.get(proc)
+        if bell is None:
+            return False
+        if not bell.room():
+            self.wait(bell.room, "room in a doorbell")
+        with self.lock:
+            bell.ring(tid, index, self.sent_to[proc])
+            self.sent += 1
+            self.rung += 1
+        return True
 
     def request_id(self) -> int:
         self.reqids += 1
@@ -313,6 +366,9 @@ class Link:
             buf = self.rbuf if n <= len(self.rbuf) else np.empty(n, np.uint8)
             msg.Recv([buf, n, MPI.BYTE])
             self.last_seen[src] = time.monotonic()
+            if self.ringers and self.mailbox.pending(src):
+                handled += self._rings(src)     # rung before this message was sent
+            self.recv_from[src] += 1
             kind = buf[0]
             if kind == 68:      # "D"
                 self.received += 1
@@ -324,6 +380,9 @@ class Link:
             else:
                 raise LinkError(f"process {self.me}: unexpected message kind {kind} from process {src}")
             handled += 1
+        for p in self.ringers:
+            if self.mailbox.pending(p):
+                handled += self._rings(p)
         if self.beat is not None:
             self._hear_beats()
         if handled:
@@ -337,6 +396,22 @@ class Link:
     def recv_bulk(self, src: int, into) -> None:
         """Receive the payload that follows a header from ``src`` into ``into`` (a uint8 array)."""
         self.comm.Recv(into, src, TAG)
+        self.recv_from[src] += 1
+
+    def _rings(self, src: int) -> int:
+        """Handle the rings of ``src`` whose messages before them all arrived; returns how many."""
+        mailbox, received = self.mailbox, self.recv_from[src]
+        n = 0
+        while True:
+            got = mailbox.take(src, received)
+            if got is None:
+                return n
+            n += 1
+            self.received += 1
+            tid, index = got
+            t = self.routes_end.get(tid)
+            if t is not None:
+                t.on_data(src, NOTIFY, tid, 0, 0, index, 0, 0, 0, None)
 
     def _dispatch_data(self, src, buf, n) -> None:
         op, tid, addr, size, aux, reqid, where, extra = (int(x) for x in buf[8:HDR].view(np.int64))
@@ -374,6 +449,7 @@ class Link:
             self._on_answer(src, *msg[1:])
         elif kind == "stuck":
             self.verdict = (msg[1], msg[2])
+
         elif kind == "abort":
             for p in msg[3] if len(msg) > 3 else ():    # processes the sender found dead
                 if p != self.me and p not in self.dead:
@@ -381,6 +457,18 @@ class Link:
             self._on_abort(msg[1], msg[2])
         elif kind == "bye":
             self.byes.add(src)
+        elif kind == "hello":
+            bell = None
+            if self.mailbox is not None:    # (without shared memory of its own, a process uses none)
+                bell = mpi_shm.Doorbell.attach(msg[1:], self.me, self.nprocs, self.shm_backend)
+            if bell is not None:
+                self.near.add(src)
+                if mpi_shm.RINGS:
+                    self.bells[src] = bell
+                    self.send_ctrl(src, ("ringing",), counted=False, fence=False)
+        elif kind == "ringing":
+            if self.mailbox is not None and src not in self.ringers:
+                self.ringers.append(src)
         elif kind == "gather":
             self.gathers.setdefault(msg[1], {})[src] = msg[2]
         elif kind == "exit":
