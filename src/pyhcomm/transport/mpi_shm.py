@@ -82,6 +82,10 @@ class Mailbox:
         w[_TOKEN], w[_TOKEN + 1], w[_NPROCS] = self.token[0], self.token[1], nprocs
         w[0] = MAGIC
         self.tails = [0] * nprocs           # handled so far, per sender
+        lay = self.layout
+        self._heads = [lay.head(p) for p in range(nprocs)]
+        self._tails = [lay.tail(p) for p in range(nprocs)]
+        self._slots = [lay.slot(p, 0) for p in range(nprocs)]
 
     @classmethod
     def make(cls, nprocs: int, backend: CpuBackend):
@@ -93,21 +97,21 @@ class Mailbox:
         return (host_key(), os.getpid(), backend.share(self.storage), self.token)
 
     def pending(self, p: int) -> bool:
-        return self.words[self.layout.head(p)] != self.tails[p]
+        return self.words[self._heads[p]] != self.tails[p]
 
     def take(self, p: int, received: int):
         """The next ring of sender ``p`` as ``(end id, notify index)`` when there is one whose
         order is at most ``received`` (messages received from ``p`` so far), else None."""
         t = self.tails[p]
         w = self.words
-        if w[self.layout.head(p)] == t:
+        if w[self._heads[p]] == t:
             return None
-        s = self.layout.slot(p, t)
+        s = self._slots[p] + 3 * (t % RING)
         if w[s + 2] > received:
             return None
         tid, index = w[s], w[s + 1]
         self.tails[p] = t + 1
-        w[self.layout.tail(p)] = t + 1
+        w[self._tails[p]] = t + 1
         return tid, index
 
 
