@@ -24,10 +24,11 @@ detection: each idle process reports (messages sent, received) to the coordinato
 process still there), which confirms that every process is still idle with the same counts, so
 no message was in flight, and then hands everyone the hang facts of every process.
 
-Where it differs from hardware: a one-sided write lands when the target process next serves its
-messages (MPI's own active-message RMA does the same); the link keeps the order that matters
-(every write before a later notify or control message reaches its target process, see
-:meth:`Link.fence_others`).
+Where it differs from hardware: a one-sided write sent as a message lands when the target process
+next serves its messages (MPI's own active-message RMA does the same; a write into a near
+process's memory lands when its task runs); the link keeps the order that matters (every write
+before a later notify or control message reaches its target process, see
+:meth:`Link.fence_others`; a ring after the messages before it).
 """
 from __future__ import annotations
 
