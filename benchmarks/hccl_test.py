@@ -4,9 +4,11 @@ For every product, rank count, collective and size, the ranks run the ``hccl.h``
 stream (data-less unless ``--check``), the record is replayed on the product's cost model
 (:mod:`pyhcomm.timing`), and the table has hccl_test's columns (CANN's HCCL Test tool):
 
-* ``data_size(Bytes)``: hccl_test's ``-b``..``-e`` size per NPU (AllGather: the gathered output,
-  ``sendCount = data_size / ranks``; ReduceScatter and Scatter: the input, ``data_size / ranks``
-  per rank out; AllReduce, Broadcast: the buffer; AlltoAll: each rank's send buffer);
+* ``data_size(Bytes)``: hccl_test's ``-b``..``-e`` size per NPU (AllGather[V]: the gathered
+  output, ``sendCount = data_size / ranks``; ReduceScatter[V] and Scatter: the input,
+  ``data_size / ranks`` per rank out; AllReduce, Reduce (root 0), Broadcast (root 0): the buffer;
+  AlltoAll[V|VC]: each rank's send buffer, ``data_size / ranks`` to every rank; the V variants
+  with equal counts, as hccl_test's ``*v_test`` programs);
 * ``aveg_time(us)``: the modeled time of one call, averaged over ``--iters`` calls issued back to
   back on the stream (from the first measured call's first entry to the last one's end);
 * ``alg_bandwidth(GB/s)``: ``data_size / aveg_time`` (hccl_test's algorithm bandwidth);
@@ -30,7 +32,7 @@ import numpy as np
 
 import pyhcomm
 from pyhcomm import acl
-from pyhcomm.capi import hccl_ops as ops
+from pyhcomm.config import Config
 from pyhcomm.enums import HcclDataType, HcclReduceOp
 from pyhcomm.timing.replay import replay
 
@@ -45,36 +47,68 @@ def parse_size(text: str) -> int:
     return int(text[:-1]) * units[text[-1].upper()] if text[-1].upper() in units else int(text)
 
 
-# op: (send bytes, recv bytes, call, expected output of rank r) per rank, from data_size and ranks
+# op: (send bytes, recv bytes, call, expected output of rank r or None: not checked on r, read back from
+# the send buffer) per rank, from data_size and ranks; sizes as hccl_test sets them (the V variants
+# with equal counts, as its *v_test programs do)
 def _ops():
+    hccl = pyhcomm
+
     def ar(c, s, r, size, n, st):
-        return ops.HcclAllReduce(s, r, size // 4, FP32, SUM, c, st)
+        return hccl.HcclAllReduce(s, r, size // 4, FP32, SUM, c, st)
 
     def ag(c, s, r, size, n, st):
-        return ops.HcclAllGather(s, r, size // 4 // n, FP32, c, st)
+        return hccl.HcclAllGather(s, r, size // 4 // n, FP32, c, st)
+
+    def agv(c, s, r, size, n, st):
+        k = size // 4 // n
+        return hccl.HcclAllGatherV(s, k, r, [k] * n, [i * k for i in range(n)], FP32, c, st)
 
     def rs(c, s, r, size, n, st):
-        return ops.HcclReduceScatter(s, r, size // 4 // n, FP32, SUM, c, st)
+        return hccl.HcclReduceScatter(s, r, size // 4 // n, FP32, SUM, c, st)
+
+    def rsv(c, s, r, size, n, st):
+        k = size // 4 // n
+        return hccl.HcclReduceScatterV(s, [k] * n, [i * k for i in range(n)], r, k, FP32, SUM, c, st)
+
+    def red(c, s, r, size, n, st):
+        return hccl.HcclReduce(s, r, size // 4, FP32, SUM, 0, c, st)
 
     def bc(c, s, r, size, n, st):
-        return ops.HcclBroadcast(s, size // 4, FP32, 0, c, st)
+        return hccl.HcclBroadcast(s, size // 4, FP32, 0, c, st)
 
     def sc(c, s, r, size, n, st):
-        return ops.HcclScatter(s, r, size // 4 // n, FP32, 0, c, st)
+        return hccl.HcclScatter(s, r, size // 4 // n, FP32, 0, c, st)
 
     def a2a(c, s, r, size, n, st):
-        return ops.HcclAlltoAll(s, size // 4 // n, FP32, r, size // 4 // n, FP32, c, st)
+        return hccl.HcclAlltoAll(s, size // 4 // n, FP32, r, size // 4 // n, FP32, c, st)
+
+    def a2av(c, s, r, size, n, st):
+        k = size // 4 // n
+        d = [i * k for i in range(n)]
+        return hccl.HcclAlltoAllV(s, [k] * n, d, FP32, r, [k] * n, d, FP32, c, st)
+
+    def a2avc(c, s, r, size, n, st):
+        k = size // 4 // n
+        return hccl.HcclAlltoAllVC(s, [[k] * n for _ in range(n)], FP32, r, FP32, c, st)
 
     total = lambda n: n * (n + 1) / 2  # noqa: E731
+    whole = lambda z, n: z  # noqa: E731
+    part = lambda z, n: z // n  # noqa: E731
+    reduced = lambda r, z, n: np.full(z // 4, total(n))  # noqa: E731
+    gathered = lambda r, z, n: np.repeat(np.arange(1, n + 1, dtype=np.float32), z // 4 // n)  # noqa: E731
+    scattered = lambda r, z, n: np.full(z // 4 // n, total(n))  # noqa: E731
     return {
-        "all_reduce": (lambda z, n: z, lambda z, n: z, ar, lambda r, z, n: np.full(z // 4, total(n))),
-        "all_gather": (lambda z, n: z // n, lambda z, n: z, ag,
-                       lambda r, z, n: np.repeat(np.arange(1, n + 1, dtype=np.float32), z // 4 // n)),
-        "reduce_scatter": (lambda z, n: z, lambda z, n: z // n, rs, lambda r, z, n: np.full(z // 4 // n, total(n))),
-        "broadcast": (lambda z, n: z, lambda z, n: 4, bc, None),
-        "scatter": (lambda z, n: z, lambda z, n: z // n, sc, lambda r, z, n: np.full(z // 4 // n, 1.0)),
-        "alltoall": (lambda z, n: z, lambda z, n: z, a2a,
-                     lambda r, z, n: np.repeat(np.arange(1, n + 1, dtype=np.float32), z // 4 // n)),
+        "all_reduce": (whole, whole, ar, reduced),
+        "all_gather": (part, whole, ag, gathered),
+        "all_gather_v": (part, whole, agv, gathered),
+        "reduce_scatter": (whole, part, rs, scattered),
+        "reduce_scatter_v": (whole, part, rsv, scattered),
+        "reduce": (whole, whole, red, lambda r, z, n: reduced(r, z, n) if r == 0 else None),
+        "broadcast": (whole, lambda z, n: 4, bc, "root"),
+        "scatter": (whole, part, sc, lambda r, z, n: np.full(z // 4 // n, 1.0)),
+        "alltoall": (whole, whole, a2a, gathered),
+        "alltoallv": (whole, whole, a2av, gathered),
+        "alltoallvc": (whole, whole, a2avc, gathered),
     }
 
 
@@ -101,12 +135,17 @@ def one(product: str, nranks: int, op: str, size: int, iters: int, check: bool):
         acl.rt.synchronize_stream(stream)
         if not data:
             return None
-        out = np.zeros((sb if op == "broadcast" else rb) // 4, dtype=np.float32)
-        acl.rt.memcpy(acl.util.numpy_to_ptr(out), out.nbytes, send if op == "broadcast" else recv, out.nbytes, D2H)
-        want = np.full(out.size, 1.0) if expect is None else expect(me, size, n)
+        from_send = expect == "root"            # broadcast: every rank's buffer holds the root's input
+        want = np.full(sb // 4, 1.0) if from_send else expect(me, size, n)
+        if want is None:
+            return True
+        out = np.zeros(want.size, dtype=np.float32)
+        acl.rt.memcpy(acl.util.numpy_to_ptr(out), out.nbytes, send if from_send else recv, out.nbytes, D2H)
         return bool(np.array_equal(out, want.astype(np.float32)))
 
-    sim = pyhcomm.Sim(product=product, data=data)
+    # launch's cooperative scheduler, and the whole record (a replay needs every entry)
+    sim = pyhcomm.Sim(Config.from_env().with_values(record_capacity=0), product=product, data=data,
+                      scheduler="coop")
     t0 = time.perf_counter()
     oks = pyhcomm.launch(body, nranks, sim=sim)
     t1 = time.perf_counter()
@@ -118,7 +157,8 @@ def one(product: str, nranks: int, op: str, size: int, iters: int, check: bool):
     return seconds, result, t1 - t0, t2 - t1
 
 
-def table(product: str, nranks: int, op: str, sizes, iters: int, check: bool, out=sys.stdout) -> None:
+def table(product: str, nranks: int, op: str, sizes, iters: int, check: bool, out=None) -> None:
+    out = out or sys.stdout
     print(f"# {op}_test (modeled): {product}, {nranks} ranks, fp32"
           f"{', sum' if op in ('all_reduce', 'reduce_scatter') else ''}, iters {iters}", file=out)
     print(f"{'data_size(Bytes):':<15} | {'aveg_time(us):':<12} | {'alg_bandwidth(GB/s):':<18} | check_result:", file=out)

@@ -3,7 +3,9 @@
 Every case runs the collective data-less on uniform links (one server, one super pod), replays
 its record and compares the modeled time of the call with the closed form of
 :mod:`pyhcomm.timing.closed_form` under the same cost model: within 5 %. The default set is small
-(CI); ``PYHCOMM_TIMING_SCALE=1`` adds 16..128 ranks and the sizes in between.
+(CI); ``PYHCOMM_TIMING_SCALE=1`` adds 16..128 ranks and the sizes in between;
+``PYHCOMM_TIMING_SCALE=2`` adds 256 ranks (every algorithm, both products; 1 GiB gathered for the
+A3 AllGathers) and a 1024-rank ring AllGather (about 7 GiB of memory and minutes of CPU).
 """
 import os
 
@@ -19,17 +21,31 @@ from pyhcomm.timing.replay import replay
 from timing_cases import ALGORITHMS, modeled
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
-SCALE = os.environ.get("PYHCOMM_TIMING_SCALE") == "1"
+SCALE = int(os.environ.get("PYHCOMM_TIMING_SCALE") or 0)
 
 CASES = [("Atlas 800T A2", alg, n, size) for alg in ALGORITHMS for n in (2, 8) for size in (KIB, MIB, GIB)
          if size < GIB or alg.startswith("ring") or n == 2]
 CASES += [("Atlas A3", alg, 5, size) for alg in ALGORITHMS for size in (KIB, 64 * MIB)]
 CASES += [("Atlas 350", alg, 3, MIB) for alg in ("ring_allreduce", "mesh_allgather")]
-if SCALE:
-    CASES += [(product, alg, n, size) for product in ("Atlas 800T A2", "Atlas A3") for alg in ALGORITHMS
+# past 65 ranks a mesh runs in groups that pair in different positions (a wavefront of groups)
+CASES += [("Atlas A3", "mesh_allgather", 66, KIB), ("Atlas 800T A2", "mesh_reduce_scatter", 66, MIB)]
+#: The closed form shares a rank's egress port only; the replay shares the destination's ingress port
+#: too. Past 65 ranks every rank of the first block writes to the last rank in its last, one-peer
+#: group at once (an incast): the replay is 12.3 % slower there.
+INCAST = pytest.mark.xfail(strict=True, reason="incast: the closed form does not share ingress ports")
+if SCALE >= 1:
+    CASES += [pytest.param(product, alg, n, size,
+                           marks=[INCAST] if (product, alg, n, size) == ("Atlas A3", "mesh_reduce_scatter", 128,
+                                                                           16 * MIB) else [])
+              for product in ("Atlas 800T A2", "Atlas A3") for alg in ALGORITHMS
               for n in (16, 32, 64, 128) for size in (KIB, 64 * KIB, MIB, 16 * MIB)]
+if SCALE >= 2:
+    CASES += [(product, alg, 256, KIB) for product in ("Atlas 800T A2", "Atlas A3") for alg in ALGORITHMS]
+    CASES += [("Atlas A3", alg, 256, 4 * MIB) for alg in ("ring_allgather", "mesh_allgather")]   # 1 GiB gathered
+    CASES += [("Atlas A3", "ring_allgather", 1024, KIB)]
 
 
+@pytest.mark.timeout(3600 if SCALE else 300)     # a 128-rank A3 mesh of 16 MiB takes minutes of CPU
 @pytest.mark.parametrize("product,algorithm,nranks,nbytes", CASES)
 def test_replay_within_5_percent_of_the_closed_form(product, algorithm, nranks, nbytes):
     seconds, closed, tl = modeled(product, algorithm, nranks, nbytes)
@@ -92,3 +108,40 @@ def test_concurrent_transfers_share_a_link_or_a_port(product, targets, per_targe
     # the writes start a few microseconds apart (their issue): within 1 % of the factor
     for d in durations:
         assert d / alone == pytest.approx(factor, rel=0.01), (d, alone)
+
+
+# -- published measurements (docs/timing.md, "Against published measurements") -----------------------
+def _modeled_seconds(product, nranks, body, kinds=None):
+    sim = pyhcomm.Sim(Config.from_env().with_values(record_capacity=0), product=product, data=False)
+    pyhcomm.launch(body, nranks, sim=sim)
+    tl = replay(sim)
+    if kinds is None:
+        return max(c.end for c in tl.calls) - min(c.begin for c in tl.calls)
+    return sum(tl.end[i] - tl.start[i] for i, ev in enumerate(tl.events) if ev.kind in kinds)
+
+
+def test_atlas_800t_a2_within_25_percent_of_flagperfs_measured_bandwidths():
+    """FlagPerf measured, on an Atlas 800T A2: 54.68 GB/s between two NPUs, 24.926 GB/s host to
+    device. The model: a 1 GiB HcclSend/HcclRecv pair and a 1 GiB aclrtMemcpyAsync H2D."""
+    n = GIB
+
+    def p2p(comm):
+        buf, _ = acl.rt.malloc(n, 0)
+        stream, _ = acl.rt.create_stream()
+        if comm.rank == 0:
+            assert pyhcomm.HcclSend(buf, n // 4, 4, 1, comm.handle, stream) == 0
+        else:
+            assert pyhcomm.HcclRecv(buf, n // 4, 4, 0, comm.handle, stream) == 0
+        acl.rt.synchronize_stream(stream)
+
+    def h2d(comm):
+        dev, _ = acl.rt.malloc(n, 0)
+        host, _ = acl.rt.malloc_host(n)
+        stream, _ = acl.rt.create_stream()
+        acl.rt.memcpy_async(dev, n, host, n, 1, stream)
+        acl.rt.synchronize_stream(stream)
+
+    p2p_gbs = n / _modeled_seconds("Atlas 800T A2", 2, p2p) / 1e9
+    h2d_gbs = n / _modeled_seconds("Atlas 800T A2", 1, h2d, {"MemcpyAsync"}) / 1e9
+    assert p2p_gbs == pytest.approx(54.68, rel=0.25) and p2p_gbs < 56.0    # below the link: staging costs
+    assert h2d_gbs == pytest.approx(24.926, rel=0.25)

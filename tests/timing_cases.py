@@ -63,7 +63,8 @@ def _body(algorithm, nbytes):
 
 def modeled(product: str, algorithm: str, nranks: int, nbytes: int, model=None):
     """``(modeled seconds of the call(s), closed-form seconds, timeline)``."""
-    config = Config.from_env().with_values(devices_per_server=max(nranks, 16), super_pod_size=max(nranks, 768))
+    config = Config.from_env().with_values(devices_per_server=max(nranks, 16), super_pod_size=max(nranks, 768),
+                                           record_capacity=0)     # a replay needs the whole record
     sim = pyhcomm.Sim(config, product=product, data=False)
     pyhcomm.launch(_body(algorithm, nbytes), nranks, sim=sim)
     tl = replay(sim, model)

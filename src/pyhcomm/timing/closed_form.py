@@ -113,152 +113,129 @@ def ring_allreduce(m, nranks: int, nbytes: int, link, device_mode: bool = False,
 
 
 # -- mesh ------------------------------------------------------------------------------------------
-def _groups(peers: int, threads: int) -> list:
-    return [min(threads, peers - g) for g in range(0, peers, threads)]
+class _Mesh:
+    """The mesh collectives of every rank at once, as a max-plus recurrence over their tasks.
 
+    Each rank serves its ``p - 1`` peers in groups of at most ``width`` threads (the ascending
+    peers cut into consecutive groups; the ReduceScatter orders each group from ``rank + 1`` on):
+    per group the main thread releases the slaves it uses (a record each, the slave waits), every
+    thread runs one exchange (record the peer's ACK, wait its own ACK, write ``s`` bytes, record the
+    peer's DATA, wait its own DATA; the ReduceScatter stages ``s`` bytes first), and the main
+    thread waits for each slave. A task starts once its stream is free and (``gap``, host
+    orchestration) its program issued it, ``dispatch`` later runs its body, after the record it
+    waits for arrived (``notify_latency`` on the device, the link's latency across it).
 
-class _HostMesh:
-    """A mesh collective as a max-plus recurrence over its tasks: the program issues entry ``k``
-    at ``k * gap`` (``host_submit`` for a host program, Atlas A2; 0 once an AI CPU batch is
-    submitted, A3 / 350); a task starts at ``max(its issue, its stream free)`` and ends
-    ``dispatch`` plus its body later, or after what it waits for. Both ends of an exchange are
-    taken symmetric (every rank runs the same program). Copies of one group share the device's
-    memory, and with ``sharing == "port"`` its writes share the rank's port, as flows do
-    (:func:`shared_finish`)."""
+    An exchange pairs two ranks that may serve each other in groups of different positions (past
+    65 ranks, rank ``a`` of the first block serves rank ``b`` of the second in its second group,
+    ``b`` serves ``a`` in its first): a rank's group then waits for its peers to reach theirs, a
+    wavefront over the groups. The recurrence is solved unit by unit (a unit: one rank's group) in
+    sweeps until no time changes; the units form a DAG (the cut is deadlock-free), so the sweeps
+    end. Concurrent copies of a unit share the device's memory; with ``sharing == "port"`` the
+    writes of a unit share the rank's port (:func:`shared_finish`).
+    """
 
-    def __init__(self, m, link, sharing: str = "pair", gap: float | None = None):
-        self.m, self.link, self.sharing = m, link, sharing
-        self.gap = m.host_submit if gap is None else gap
-        self.k = 0
-
-    def task(self, free: float, body: float, dep: float = 0.0) -> float:
-        start = max(free, self.k * self.gap)
-        self.k += 1
-        return max(start + self.m.task_dispatch, dep) + body
-
-    def exchanges(self, frees, s: int) -> list:
-        """The exchanges of a group, started on threads free at ``frees``; returns their ends.
-        The host issues each thread's 5 entries in turn; the writes of a group overlap in time."""
-        m, lat, gap, d = self.m, self.link.latency, self.gap, self.m.task_dispatch
-        k0 = self.k
-        ready = []
-        for j, free in enumerate(frees):
-            k = k0 + 5 * j
-            r1 = max(max(free, k * gap) + d, 0.0) + m.notify_record
-            w1 = max(max(r1, (k + 1) * gap) + d, r1 + lat) + m.notify_wait
-            ready.append((w1, k))
-        self.k = k0 + 5 * len(frees)
-        starts = [max(w1, (k + 2) * gap) + d for w1, k in ready]
-        done = _writes_done(starts, s, self.link, self.sharing)
-        ends = []
-        for (w1, k), wr in zip(ready, done):
-            wr += lat
-            r2 = max(max(wr, (k + 3) * gap) + d, 0.0) + m.notify_record
-            ends.append(max(max(r2, (k + 4) * gap) + d, r2 + lat) + m.notify_wait)
-        return ends
-
-    def group(self, main: float, g: int, s: int, main_too: bool, stage: float) -> float:
-        """One group of ``g`` exchanges: fan-out, (stage copies of ``stage`` seconds alone, sharing
-        the device's memory when they overlap) and exchanges, fan-in."""
-        m = self.m
-        slaves = g - 1 if main_too else g
-        free = []
-        for _ in range(slaves):
-            main = self.task(main, m.notify_record)
-            free.append(self.task(0.0, m.notify_wait, main + m.notify_latency))
-        if stage:
-            # the program issues slave j's copy, then its 5 exchange entries: copy j is entry k + 6 j
-            gap, d = self.gap, m.task_dispatch
-            starts = [max(f, (self.k + 6 * j) * gap) + d for j, f in enumerate(free)]
-            free = shared_finish(starts, [stage] * len(starts))
-            self.k += len(free)
-        ends = self.exchanges(([main] if main_too else []) + free, s)
-        if main_too:
-            main = ends.pop(0)
-        for e in ends:
-            rec = self.task(e, m.notify_record)
-            main = self.task(main, m.notify_wait, rec + m.notify_latency)
-        return main
-
-
-class _DeviceMesh:
-    """A mesh collective inside an AI CPU batch (A3, Atlas 350): every task is on its stream from
-    the start, so what orders the exchanges is the fan-out (the main thread releases slave ``t``
-    after ``t`` records) and the handshakes, where each end of an exchange waits for the other's
-    record: rank ``r`` serves peer ``q`` on the thread at ``q``'s position in its group, rank ``q``
-    serves ``r`` at ``r``'s, and the later of the two sets the pace. Per rank: the release of each
-    thread, the handshake with each peer, the writes (sharing the rank's port: processor sharing
-    of their bytes), the fan-in; the collective ends with the last rank."""
-
-    def __init__(self, m, link, sharing: str, nranks: int):
+    def __init__(self, m, link, sharing: str, nranks: int, gap: float | None = None):
         self.m, self.link, self.sharing, self.p = m, link, sharing, nranks
-        self.main = [0.0] * nranks
-        self.k = 0                      # entries issued per rank (the batch size)
+        self.gap = gap                  # None: an AI CPU batch (every task on its stream already)
+        self.main = [0.0] * nranks      # per rank: when its main thread's stream is free
+        self.slaves = [[0.0] * (MAX_THREADS - 1) for _ in range(nranks)]
+        self.k = 0                      # entries each rank's program issued so far (the same on all)
 
-    def _task(self, free, body, dep=0.0):
-        return max(free + self.m.task_dispatch, dep) + body
+    def _issue(self, k: int) -> float:
+        return 0.0 if self.gap is None else k * self.gap
+
+    def _task(self, free: float, k: int, body: float, dep: float = 0.0) -> float:
+        """The end of the task issued as entry ``k`` on a stream free at ``free``."""
+        start = free if self.gap is None else max(free, k * self.gap)
+        return max(start + self.m.task_dispatch, dep) + body
 
     def local(self, body: float, times: int = 1) -> None:
         """``times`` tasks of ``body`` seconds on every rank's main thread."""
         for _ in range(times):
-            self.main = [self._task(t, body) for t in self.main]
-        self.k += times
+            self.main = [self._task(t, self.k, body) for t in self.main]
+            self.k += 1
 
-    def groups(self, width: int, s: int, main_too: bool, stage: float) -> None:
-        p, m, lat = self.p, self.m, self.link.latency
-        peers = {r: [q for q in range(p) if q != r] for r in range(p)}
-        cuts = {r: [peers[r][i:i + width] for i in range(0, p - 1, width)] for r in range(p)}
-        for gi in range(len(cuts[0])):
-            pos = {r: {q: t for t, q in enumerate(cuts[r][gi])} for r in range(p)}
-            free, r1 = {}, {}
-            for r in range(p):
-                group = cuts[r][gi]
-                slaves = len(group) - (1 if main_too else 0)
-                main = self.main[r]
-                rel = []
-                for _ in range(slaves):
-                    main = self._task(main, m.notify_record)
-                    rel.append(self._task(0.0, m.notify_wait, main + m.notify_latency))
-                if stage and rel:
-                    rel = shared_finish([t + m.task_dispatch for t in rel], [stage] * len(rel))
-                threads = ([main] if main_too else []) + rel
-                self.main[r] = main
-                free[r] = threads
-                r1[r] = [self._task(t, m.notify_record) for t in threads]
-            w2_start = {}
-            for r in range(p):
-                group = cuts[r][gi]
-                starts = []
-                for t, q in enumerate(group):
-                    back = pos[q].get(r, t)
-                    w1 = max(r1[r][t] + m.task_dispatch, r1[q][back] + lat) + m.notify_wait
-                    starts.append(w1 + m.task_dispatch)
-                done = _writes_done(starts, s, self.link, self.sharing)
-                w2_start[r] = [self._task(t + lat - m.task_dispatch, m.notify_record) for t in done]
-            for r in range(p):
-                group = cuts[r][gi]
-                ends = []
-                for t, q in enumerate(group):
-                    back = pos[q].get(r, t)
-                    rec = w2_start[r][t]
-                    ends.append(max(rec + m.task_dispatch, w2_start[q][back] + lat) + m.notify_wait)
-                main = self.main[r]
-                if main_too:
-                    main = ends.pop(0)
-                for e in ends:
-                    rec = self._task(e, m.notify_record)
-                    main = self._task(main, m.notify_wait, rec + m.notify_latency)
-                self.main[r] = main
-            g = len(cuts[0][gi])
-            slaves = g - (1 if main_too else 0)
-            self.k += 4 * slaves + 5 * g + (slaves if stage else 0)
+    def groups(self, width: int, s: int, main_too: bool, stage: float, rotated: bool = False) -> None:
+        """One mesh pass: every rank exchanges ``s`` bytes with each peer (see the class)."""
+        p = self.p
+        cuts = []
+        for r in range(p):
+            peers = [q for q in range(p) if q != r]
+            gs = [peers[i:i + width] for i in range(0, p - 1, width)]
+            if rotated:
+                for g in gs:
+                    g.sort(key=lambda q, r=r: (q - r) % p)
+            cuts.append(gs)
+        ngroups = len(cuts[0])
+        per = (5 if s else 4) + (1 if stage else 0)     # entries per exchange
+        k0 = [self.k]
+        for g in range(ngroups):
+            slaves = len(cuts[0][g]) - (1 if main_too else 0)
+            k0.append(k0[-1] + 4 * slaves + per * len(cuts[0][g]))
+        r1 = [dict() for _ in range(p)]     # r1[r][q]: rank r recorded q's ACK (end)
+        r2 = [dict() for _ in range(p)]     # r2[r][q]: rank r recorded q's DATA (end)
+        main_in = [list(self.main)] + [[0.0] * p for _ in range(ngroups)]
+        slave_in = [[list(x) for x in self.slaves]] + [[None] * p for _ in range(ngroups)]
+        for _sweep in range(4 * ngroups + 8):
+            changed = False
+            for g in range(ngroups):
+                for r in range(p):
+                    main, slaves = self._unit(r, cuts[r][g], k0[g], main_in[g][r], slave_in[g][r], s,
+                                              main_too, stage, r1, r2)
+                    if main != main_in[g + 1][r] or slaves != slave_in[g + 1][r]:
+                        changed = True
+                        main_in[g + 1][r], slave_in[g + 1][r] = main, slaves
+            if not changed:
+                break
+        else:   # a cycle would mean a deadlocking cut: mesh_groups promises there is none
+            raise RuntimeError("closed_form: the mesh recurrence did not settle")
+        self.main, self.slaves, self.k = main_in[-1], slave_in[-1], k0[-1]
 
-    @property
-    def end(self) -> float:
-        return max(self.main)
+    def _unit(self, r, group, k, main, slave_free, s, main_too, stage, r1, r2):
+        """One rank's group; updates ``r1[r]``, ``r2[r]``; returns (main free, slaves free)."""
+        m, task = self.m, self._task
+        d, nr, nw, nl, lat = m.task_dispatch, m.notify_record, m.notify_wait, m.notify_latency, self.link.latency
+        n = len(group)
+        nslaves = n - (1 if main_too else 0)
+        slave_free = list(slave_free)
+        for j in range(nslaves):                    # fan-out: record slave j's notify, it waits
+            main = task(main, k, nr)
+            slave_free[j] = task(slave_free[j], k + 1, nw, main + nl)
+            k += 2
+        threads = ([main] if main_too else []) + slave_free[:nslaves]
+        per = (5 if s else 4) + (1 if stage else 0)
+        off = 1 if stage else 0
+        if stage:                                   # the staging copies share the device's memory
+            starts = [max(f, self._issue(k + per * j)) + d for j, f in enumerate(threads)]
+            threads = shared_finish(starts, [stage] * n)
+        mine1, mine2 = r1[r], r2[r]
+        ack = [task(f, k + per * j + off, nr) for j, f in enumerate(threads)]
+        for q, e in zip(group, ack):
+            mine1[q] = e
+        w1 = [task(ack[j], k + per * j + off + 1, nw, r1[q].get(r, 0.0) + lat) for j, q in enumerate(group)]
+        if s:
+            starts = [max(e, self._issue(k + per * j + off + 2)) + d for j, e in enumerate(w1)]
+            landed = [t + lat for t in _writes_done(starts, s, self.link, self.sharing)]
+        else:
+            landed = w1
+        step = 3 if s else 2
+        data = [task(t, k + per * j + off + step, nr) for j, t in enumerate(landed)]
+        for q, e in zip(group, data):
+            mine2[q] = e
+        ends = [task(data[j], k + per * j + off + step + 1, nw, r2[q].get(r, 0.0) + lat)
+                for j, q in enumerate(group)]
+        k += per * n
+        if main_too:
+            main = ends.pop(0)
+        for i, e in enumerate(ends):                # fan-in: slave i records, main waits
+            rec = task(e, k, nr)
+            slave_free[i] = rec
+            main = task(main, k + 1, nw, rec + nl)
+            k += 2
+        return main, slave_free
 
 
-def _mesh_ag_device(h, nbytes, ccl):
+def _mesh_ag(h, nbytes, ccl):
     m, p = h.m, h.p
     for s in _loops(nbytes, slot(ccl, p)):
         h.local(s / m.copy_bandwidth)
@@ -266,11 +243,11 @@ def _mesh_ag_device(h, nbytes, ccl):
         h.local(s / m.copy_bandwidth, p)
 
 
-def _mesh_rs_device(h, nbytes, ccl):
+def _mesh_rs(h, nbytes, ccl):
     m, p = h.m, h.p
     for s in _loops(nbytes, slot(ccl, 2 * p)):
         h.local(s / m.copy_bandwidth)
-        h.groups(min(MAX_THREADS - 1, p - 1), s, False, s / m.copy_bandwidth)
+        h.groups(min(MAX_THREADS - 1, p - 1), s, False, s / m.copy_bandwidth, rotated=True)
         h.local(s / m.reduce_bandwidth, p - 1)
 
 
@@ -288,9 +265,30 @@ def _writes_done(starts, s: int, link, sharing: str) -> list:
 def shared_finish(starts, works) -> list:
     """When jobs that arrive at ``starts`` needing ``works`` seconds of a resource alone finish,
     sharing it equally while they overlap (processor sharing)."""
-    order = sorted(range(len(starts)), key=lambda j: starts[j])
+    n = len(starts)
+    order = sorted(range(n), key=lambda j: starts[j])
+    done = [0.0] * n
+    if n and all(w == works[0] for w in works):
+        # equal work: jobs finish in arrival order; v is the work each job in service received
+        work, v, now, head, nxt = works[0], 0.0, 0.0, 0, 0
+        got = [0.0] * n          # v when the job arrived
+        while head < n:
+            active = nxt - head
+            finish = now + (got[order[head]] + work - v) * active if active else float("inf")
+            if nxt < n and starts[order[nxt]] < finish:
+                t = starts[order[nxt]]
+                if active:
+                    v += (t - now) / active
+                now = t
+                got[order[nxt]] = v
+                nxt += 1
+            else:
+                v = got[order[head]] + work
+                now = finish
+                done[order[head]] = finish
+                head += 1
+        return done
     left = {}
-    done = [0.0] * len(starts)
     now = 0.0
     k = 0
     while k < len(order) or left:
@@ -315,41 +313,24 @@ def shared_finish(starts, works) -> list:
     return done
 
 
-def _mesh_ag_host(h, m, p, nbytes, ccl, t=0.0) -> float:
-    copy = m.copy_bandwidth
-    for s in _loops(nbytes, slot(ccl, p)):
-        t = h.task(t, s / copy)
-        for g in _groups(p - 1, min(MAX_THREADS, p - 1)):
-            t = h.group(t, g, s, True, 0.0)
-        for _ in range(p):
-            t = h.task(t, s / copy)
-    return t
-
-
-def _mesh_rs_host(h, m, p, nbytes, ccl, t=0.0) -> float:
-    for s in _loops(nbytes, slot(ccl, 2 * p)):
-        t = h.task(t, s / m.copy_bandwidth)
-        for g in _groups(p - 1, min(MAX_THREADS - 1, p - 1)):
-            t = h.group(t, g, s, False, s / m.copy_bandwidth)
-        for _ in range(p - 1):
-            t = h.task(t, s / m.reduce_bandwidth)
-    return t
+def _mesh(m, nranks, link, sharing, device_mode, run) -> float:
+    h = _Mesh(m, link, sharing, nranks, None if device_mode else m.host_submit)
+    run(h)
+    end = max(h.main)
+    return _orchestration(m, True, h.k, end, 0.0) if device_mode else end
 
 
 def mesh_allgather(m, nranks: int, nbytes: int, link, sharing: str = "pair", device_mode: bool = False,
                    ccl: int = DEFAULT_CCL) -> float:
     """``allgather_mesh``: per loop stage ``s``, then per group of at most 64 peers: the main
     thread releases the slaves (one record each), every thread runs one exchange at once, the main
-    thread waits for each slave; then ``p`` copies out:
-    ``(d + s/Bc) + sum_g [k_g (d + nr) + exchange(s) + k_g (d + nw)] + p (d + s/Bc)`` on the
-    device (A3, 350: every write of a group shares the rank's port); on Atlas A2 the host issues
-    every entry, and the form is the same chain with each task starting no earlier than its issue
-    (:class:`_HostMesh`)."""
-    if not device_mode:
-        return _mesh_ag_host(_HostMesh(m, link, sharing), m, nranks, nbytes, ccl)
-    h = _DeviceMesh(m, link, sharing, nranks)
-    _mesh_ag_device(h, nbytes, ccl)
-    return _orchestration(m, True, h.k, h.end, 0.0)
+    thread waits for each slave; then ``p`` copies out. One group (up to 65 ranks):
+    ``(d + s/Bc) + [k (d + nr) + exchange(s) + k (d + nw)] + p (d + s/Bc)``, ``exchange(s)`` the
+    two handshakes and ``s/B`` (``k s/B`` with the writes sharing the rank's port, A3 / 350). On
+    Atlas A2 the host issues every entry, each task starting no earlier than its issue; on A3 /
+    350 the AI CPU kernel submits the batch first. Past 65 ranks the groups form a wavefront
+    (:class:`_Mesh`)."""
+    return _mesh(m, nranks, link, sharing, device_mode, lambda h: _mesh_ag(h, nbytes, ccl))
 
 
 def mesh_reduce_scatter(m, nranks: int, nbytes: int, link, sharing: str = "pair", device_mode: bool = False,
@@ -358,12 +339,8 @@ def mesh_reduce_scatter(m, nranks: int, nbytes: int, link, sharing: str = "pair"
     most 63 peers the slaves stage ``s`` each (the copies share the device's memory bandwidth) and
     run one exchange; then the main thread reduces ``p - 1`` slices:
     ``(d + s/Bc) + sum_g [k_g (d + nr) + d + k_g s/Bc + exchange(s) + k_g (d + nw)] + (p-1)(d + s/Br)``
-    on the device; on Atlas A2 the same chain with host issue times (:class:`_HostMesh`)."""
-    if not device_mode:
-        return _mesh_rs_host(_HostMesh(m, link, sharing), m, nranks, nbytes, ccl)
-    h = _DeviceMesh(m, link, sharing, nranks)
-    _mesh_rs_device(h, nbytes, ccl)
-    return _orchestration(m, True, h.k, h.end, 0.0)
+    for aligned groups (:class:`_Mesh` for the general case and host orchestration)."""
+    return _mesh(m, nranks, link, sharing, device_mode, lambda h: _mesh_rs(h, nbytes, ccl))
 
 
 def mesh_allreduce(m, nranks: int, nbytes: int, link, sharing: str = "pair", device_mode: bool = False,
@@ -371,13 +348,11 @@ def mesh_allreduce(m, nranks: int, nbytes: int, link, sharing: str = "pair", dev
     """The mesh ReduceScatter of ``nbytes / p`` per rank followed, in the same call, by the mesh
     AllGather of the result: HCCL's mesh AllReduce, ``2 alpha + 2/p n beta + (p-1)/p n gamma``."""
     per = (nbytes // elem + nranks - 1) // nranks * elem
-    if not device_mode:
-        h = _HostMesh(m, link, sharing)
-        return _mesh_ag_host(h, m, nranks, per, ccl, _mesh_rs_host(h, m, nranks, per, ccl))
-    h = _DeviceMesh(m, link, sharing, nranks)
-    _mesh_rs_device(h, per, ccl)
-    _mesh_ag_device(h, per, ccl)
-    return _orchestration(m, True, h.k, h.end, 0.0)
+
+    def run(h):
+        _mesh_rs(h, per, ccl)
+        _mesh_ag(h, per, ccl)
+    return _mesh(m, nranks, link, sharing, device_mode, run)
 
 
 def hccl_formula(algorithm: str, op: str, nranks: int, nbytes: int, alpha: float, beta: float,

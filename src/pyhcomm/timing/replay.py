@@ -125,6 +125,7 @@ class _Replay:
         siglat = [0.0] * n
         submit = [0.0] * n
         dest: dict = {}
+        origin: dict = {}
         family, link_resources = m.family, topology.link_resources
         links: dict = {}
         routes: dict = {}
@@ -178,6 +179,7 @@ class _Replay:
                 link = link_of(protocol)
                 if kind in _READS:
                     src, dst, lat = remote, here, 2 * link.latency
+                    origin[i] = remote
                 else:
                     src, dst, lat = here, remote, link.latency
                     dest[i] = remote
@@ -215,7 +217,7 @@ class _Replay:
             if nbytes[i] == 0:
                 res[i] = None
         self.dispatch, self.body, self.nbytes, self.res = dispatch, body, nbytes, res
-        self.siglat, self.submit, self.dest = siglat, submit, dest
+        self.siglat, self.submit, self.dest, self.origin = siglat, submit, dest, origin
         self.prev, self.batch_last, self.batch_of, self.is_launch = prev, batch_last, batch_of, is_launch
 
     def capacity(self, r) -> float:
@@ -373,14 +375,19 @@ class _Replay:
             return [Arrow(c >> 4, i, "notify") for i, codes in enumerate(self.preds) for c in codes or ()
                     if c & 15 == _NOTIFY]
 
-        def destinations():
-            rank_of = {}
-            for e in entries:
-                if e.rank is not None and e.device is not None:
-                    rank_of.setdefault(e.device, e.rank)
-            return {i: (rank_of.get(dev), dev) for i, dev in self.dest.items()}
+        rank_of: dict = {}
 
-        tl = Timeline(events, issue, start, end, arrows, model=self.m, destinations=destinations)
+        def remote_ends(by_index):
+            def build():
+                if not rank_of:
+                    for e in entries:
+                        if e.rank is not None and e.device is not None:
+                            rank_of.setdefault(e.device, e.rank)
+                return {i: (rank_of.get(dev), dev) for i, dev in by_index.items()}
+            return build
+
+        tl = Timeline(events, issue, start, end, arrows, model=self.m, destinations=remote_ends(self.dest),
+                      sources=remote_ends(self.origin))
         tl.calls = collective_calls(entries, issue, end)
         return tl
 

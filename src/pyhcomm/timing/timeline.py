@@ -4,7 +4,8 @@ A :class:`Timeline` holds, for every entry of the record (in issue order), when 
 (a host thread, an AI CPU kernel) issued it, when it started and when it ended (seconds of the
 virtual clock; ``nan`` for entries that never ran), plus the modeled time of each collective call
 (:class:`CallTime`). The typed events (:mod:`pyhcomm.sim.events`), the arrows worth drawing (a
-notify record to the wait that consumed it, a transfer to where its bytes landed) are built on
+notify record to the wait that consumed it, a transfer from where its bytes left to where they
+landed) are built on
 first use: a large replay that only wants the call times never builds them. The trace writers
 (:mod:`.trace`, :mod:`.png`) read only this.
 """
@@ -41,10 +42,11 @@ class Arrow(NamedTuple):
 class Timeline:
     """Times of entries. ``issue[i]``, ``start[i]``, ``end[i]``: seconds of entry ``i``.
 
-    ``events``, ``arrows``, ``destinations`` may be given as lists, or as functions that build them
-    on first use."""
+    ``events``, ``arrows``, ``destinations``, ``sources`` may be given as lists, or as functions that
+    build them on first use."""
 
-    def __init__(self, events, issue, start, end, arrows=(), calls=(), model=None, destinations=None):
+    def __init__(self, events, issue, start, end, arrows=(), calls=(), model=None, destinations=None,
+                 sources=None):
         self._events = events
         self.issue = issue
         self.start = start
@@ -53,6 +55,7 @@ class Timeline:
         self.calls = list(calls)
         self.model = model
         self._destinations = destinations if destinations is not None else {}
+        self._sources = sources if sources is not None else {}
 
     @staticmethod
     def _get(value):
@@ -78,6 +81,13 @@ class Timeline:
         if callable(self._destinations):
             self._destinations = self._destinations()
         return self._destinations
+
+    @property
+    def sources(self) -> dict:
+        """reads: index -> (source rank, source device) the bytes came from, where known."""
+        if callable(self._sources):
+            self._sources = self._sources()
+        return self._sources
 
     def __len__(self):
         return len(self.end)

@@ -5,12 +5,14 @@ Layout (the Trace Event Format that ui.perfetto.dev and chrome://tracing open):
 * a process per rank (``rank 3 (device 3)``; entries tied to no rank: a process per device);
 * a track (thread) per stream, named after the HCOMM thread that issued on it when there is one
   (``thread 0x7410... / stream 0x5710...``), a ``host`` track per rank for host effects (a
-  synchronize spans from its call to its return), and an ``incoming`` track per rank where every
-  transfer that lands in the rank's memory shows up;
+  synchronize spans from its call to its return), an ``incoming`` track per rank where every
+  write that lands in the rank's memory shows up, and an ``outgoing`` track where every read
+  another rank makes of its memory shows up;
 * a slice (``"ph": "X"``) per entry from start to end, named after its kind; ``args`` carry the
   seq, ``file:line`` of the call, bytes, peer, protocol, notify and generation;
-* flow arrows (``"ph": "s"``/``"f"``): a notify record to the wait that consumed it, a transfer to
-  its ``incoming`` slice on the destination rank;
+* flow arrows (``"ph": "s"``/``"f"``), the way the data or the signal goes: a notify record to the
+  wait that consumed it, a write to its ``incoming`` slice on the destination rank, a read's
+  ``outgoing`` slice on the source rank to the read;
 * a slice per collective call on a ``collectives`` track of each rank taking part.
 
 Times are microseconds of the virtual clock (floats). The output is deterministic: the same
@@ -25,6 +27,7 @@ _ARG_FIELDS = ("nbytes", "peer", "protocol", "dtype", "op", "count", "direction"
 HOST_TID = 1
 CALLS_TID = 2
 INCOMING_TID = 3
+OUTGOING_TID = 4
 
 
 def _rank_of(events) -> dict:
@@ -76,6 +79,7 @@ def trace_events(tl) -> list:
         return tid
 
     where: list = [None] * len(events)     # (pid, tid, ts) of each slice
+    destinations, sources = tl.destinations, tl.sources
     us = 1e6
     for i, ev in enumerate(events):
         end = tl.end[i]
@@ -110,22 +114,29 @@ def trace_events(tl) -> list:
         body.append({"ph": "X", "name": ev.kind, "cat": ev.entry, "pid": pid, "tid": tid, "ts": ts,
                      "dur": dur, "args": args})
         where[i] = (pid, tid, ts)
-        dest = tl.destinations.get(i)
-        if dest is not None:
-            drank, ddev = dest
-            dpid = drank + 1 if drank is not None else 100000 + (ddev or 0)
-            if dpid not in procs:
-                label = f"rank {drank} (device {ddev})" if drank is not None else f"device {ddev}"
-                procs[dpid] = label
-                meta.append({"ph": "M", "name": "process_name", "pid": dpid, "tid": 0, "args": {"name": label}})
-            dtid = fixed_track(dpid, INCOMING_TID, "incoming")
-            body.append({"ph": "X", "name": f"{ev.kind} from rank {ev.rank}", "cat": "incoming", "pid": dpid,
-                         "tid": dtid, "ts": ts, "dur": dur,
+        for ends, outward in ((destinations, True), (sources, False)):
+            other = ends.get(i)
+            if other is None:
+                continue
+            orank, odev = other
+            opid = orank + 1 if orank is not None else 100000 + (odev or 0)
+            if opid not in procs:
+                label = f"rank {orank} (device {odev})" if orank is not None else f"device {odev}"
+                procs[opid] = label
+                meta.append({"ph": "M", "name": "process_name", "pid": opid, "tid": 0, "args": {"name": label}})
+            if outward:     # a write: from this slice to the destination's incoming track
+                otid = fixed_track(opid, INCOMING_TID, "incoming")
+                name, cat = f"{ev.kind} from rank {ev.rank}", "incoming"
+            else:           # a read: from the source's outgoing track to this slice
+                otid = fixed_track(opid, OUTGOING_TID, "outgoing")
+                name, cat = f"{ev.kind} by rank {ev.rank}", "outgoing"
+            body.append({"ph": "X", "name": name, "cat": cat, "pid": opid, "tid": otid, "ts": ts, "dur": dur,
                          "args": {"seq": ev.seq, "bytes": ev.nbytes if "nbytes" in fields else 0, "site": ev.site}})
-            body.append({"ph": "s", "id": 2 * ev.seq, "name": "transfer", "cat": "transfer", "pid": pid,
-                         "tid": tid, "ts": ts})
+            (a_pid, a_tid), (b_pid, b_tid) = ((pid, tid), (opid, otid)) if outward else ((opid, otid), (pid, tid))
+            body.append({"ph": "s", "id": 2 * ev.seq, "name": "transfer", "cat": "transfer", "pid": a_pid,
+                         "tid": a_tid, "ts": ts})
             body.append({"ph": "f", "bp": "e", "id": 2 * ev.seq, "name": "transfer", "cat": "transfer",
-                         "pid": dpid, "tid": dtid, "ts": ts})
+                         "pid": b_pid, "tid": b_tid, "ts": ts})
     flow = 0
     for a in tl.arrows:
         if a.kind != "notify" or where[a.src] is None or where[a.dst] is None:
