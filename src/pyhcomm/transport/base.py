@@ -2,9 +2,11 @@
 
 A transport forms worlds (the rendezvous of ``HcclCommInitRootInfo``, ``HcclCommInitClusterInfo``
 and ``HcclCommInitAll``), pairs the two ends of a channel, moves bytes one-sidedly into and out of
-memory a peer exposed, records a peer's notify and makes progress on what is in flight. The
-in-process transport (:mod:`.local`) does this with the objects of the one Sim that holds every
-rank; an MPI transport does it with messages between processes.
+memory a peer exposed, records a peer's notify and makes progress on what is in flight; it also
+chooses the storage of device memory (:meth:`Transport.device_storage`: memory another process can
+map, where its peers do). The in-process transport (:mod:`.local`) does this with the objects of
+the one Sim that holds every rank; an MPI transport does it with messages between processes and
+with memory shared by the processes of one machine.
 
 **Values only.** Nothing handed to a rank through this interface is an object of another rank: a
 peer is a :class:`PeerRef`, what a rank knows of its peer's channel end is a :class:`PeerInfo`
