@@ -178,6 +178,21 @@ def test_transfers_go_through_shared_memory_on_one_machine_and_leak_nothing(mode
     assert direct == ({0: 8, 1: 0} if mode == "shared-memory" else {0: 0, 1: 0}), direct
 
 
+def test_a_full_doorbell_sends_messages_in_order_and_never_waits_for_room():
+    """Rank 0 records more notifies of rank 1 than its doorbell holds while rank 1 handles
+    nothing (it is in an MPI barrier of its own): the ring fills, the rest are messages, rank 0
+    goes on (waiting for room would deadlock the two barriers), and rank 1 gets every record."""
+    from pyhcomm.transport.mpi_shm import RING
+    code, lines, out = _job(2, ["mpi_worker.py", "launch", "ring_overflow", "2"])
+    assert code == 0, out
+    assert sorted(line["proc"] for line in lines) == [0, 1], out
+    for line in lines:
+        assert line["ok"], line
+        sender, receiver = line["text"]
+        assert sender[0] == RING and receiver[0] == 0, line      # RING rings, then messages
+        assert receiver[1:] == [RING + 300, [1]], line           # every record arrived
+
+
 def test_hccl_example_ports_and_seed_examples_give_the_same_bytes_over_mpi(monkeypatch):
     code, lines, out = _job(2, [str(HERE / "mpi_worker.py")], PYHCOMM_DEVICE_COUNT="2")
     assert code == 0, out

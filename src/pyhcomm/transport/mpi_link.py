@@ -312,13 +312,12 @@ class Link:
 
     def ring(self, proc: int, tid: int, index: int) -> bool:
         """Ring ``proc``'s doorbell for notify ``index`` of its channel end ``tid`` (it is handled
-        after every message sent to ``proc`` before); False when ``proc`` has no doorbell here
-        (send a message instead). Waits, serving, while the ring has no room."""
+        after every message sent to ``proc`` before); False when ``proc`` has no doorbell here or
+        its ring is full (send a message instead: ``proc`` handles it after the rings before it,
+        and never blocks this process as a wait for room could)."""
         bell = self.bells.get(proc)
-        if bell is None:
+        if bell is None or not bell.room():
             return False
-        if not bell.room():
-            self.wait(bell.room, "room in a doorbell")
         with self.lock:
             bell.ring(tid, index, self.sent_to[proc])
             self.sent += 1

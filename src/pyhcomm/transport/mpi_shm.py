@@ -26,7 +26,7 @@ import socket
 
 from ..backend.cpu import CpuBackend
 
-#: slots of one sender's ring (a sender with that many rings unhandled waits for room)
+#: slots of one sender's ring (a sender with that many rings unhandled sends messages instead)
 RING = 1024
 MAGIC = 0x50594843_4F4D4D31     # "PYHCOMM1"
 _HEAD, _TOKEN, _NPROCS = 8, 1, 3    # words: the heads start at 8, the token at 1-2, nprocs at 3
