@@ -55,8 +55,8 @@ INLINE, BULK = 1, 2     # word 6: where the payload is
 
 _POLL_MAX = 0.002       # the longest an idle poll sleeps (seconds)
 
-_SPIN = [50e-6]         # idle for less than this: poll again at once (latency); the link sets it
-_SPIN_ALONE = 1e-3      # ... when the job has no more processes on this machine than cores
+_SPIN = 10e-6           # idle for less than this: poll again at once (a longer spin costs a hop its
+                        # length when the peer shares this core; yielding costs ~1 us when none does)
 _YIELD = 2e-3           # ... less than this: give the core away, then poll (other processes run)
 _REPORT_IDLE = 1e-3     # idle this long: report it to the coordinator of the hang detection
 _HEAR_BEATS = 0.01      # heartbeats are taken at most this often
@@ -78,12 +78,12 @@ def _local_processes(nprocs: int) -> int:
 
 
 def _pause(idle: float, busy: bool = False) -> None:
-    """Wait before polling again, ``idle`` seconds into a wait: not at all (longer when every
-    process of the job on this machine has a core), then yielding the core, then sleeping up to
+    """Wait before polling again, ``idle`` seconds into a wait: not at all, then yielding the
+    core (to a peer process that shares it, when one does), then sleeping up to
     ``_POLL_MAX`` (a tenth of the time idle so far). ``busy``: MPI is moving a payload of this
     process (it copies a large message through shared memory in pieces, each one when this
     process calls into MPI): never sleep."""
-    if idle < _SPIN[0]:
+    if idle < _SPIN:
         return
     if busy or idle < _YIELD:
         os.sched_yield()
@@ -160,12 +160,6 @@ class Link:
         self.me = self.comm.Get_rank()
         self.nprocs = self.comm.Get_size()
         here = _local_processes(self.nprocs)
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:
-            cores = 1
-        if here <= cores:       # a core each: spin longer before giving it away (as MPI's own waits)
-            _SPIN[0] = _SPIN_ALONE
         self.lock = threading.RLock()
         self.liveness = liveness
         self.status = MPI.Status()
