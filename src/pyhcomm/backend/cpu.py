@@ -340,14 +340,20 @@ class CpuBackend(Backend):
         """
         if count == 0:
             return
-        dt = np.dtype(np_dtype)
+        info = _DTYPE_INFO.get(np_dtype)
+        if info is None:
+            dt = np.dtype(np_dtype)
+            info = _DTYPE_INFO[np_dtype] = (dt, _reduce_compute_dtype(dt))
+        dt, wide = info
         ufunc = _REDUCE_UFUNCS[int(op)]
         n = count * dt.itemsize
         d = dst.array[dst_off:dst_off + n].view(dt)
         s = src.array[src_off:src_off + n].view(dt)
-        wide = _reduce_compute_dtype(dt)
         step = REDUCE_CHUNK
         with np.errstate(all="ignore"):
+            if wide is None and count <= step:   # the common case: one ufunc call
+                ufunc(d, s, out=d)
+                return
             for i in range(0, count, step):
                 dc, sc = d[i:i + step], s[i:i + step]
                 if wide is None:
@@ -405,6 +411,10 @@ _NARROW_FLOATS = frozenset(np.dtype(t) for t in (
                      "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e4m3", "float8_e3m4",
                      "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn")
                     if hasattr(_ml_dtypes, name)]))
+
+
+#: numpy dtype (or type) -> ``(numpy dtype, compute dtype or None)``, for :meth:`CpuBackend.reduce`.
+_DTYPE_INFO: dict = {}
 
 
 def _reduce_compute_dtype(dt: np.dtype):

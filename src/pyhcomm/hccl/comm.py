@@ -69,6 +69,7 @@ class Communicator:
         self.device = device
         self.buffer_size = 2 * _sim().config.buffsize_mb * (1 << 20)
         self.hccl_buffer = None         # Allocation, created on first HcclGetHcclBuffer
+        self.buffer_region = None       # its transport Region, shared by every channel end exposing it
         self.threads: list = []         # HcommThread objects acquired on this communicator
         self.notify_total = 0
         self.engine_ctx: dict = {}

@@ -110,6 +110,14 @@ class ThreadedScheduler(Scheduler):
                 self.gen += 1
                 ev.set()
 
+    def settle(self, obj) -> None:
+        """``obj`` (a channel end that paired, ...) changed: wake only the sleepers waiting on it
+        whose wait is over. (Waking every sleeper at each of a mesh's n**2 pairings made the
+        host threads convoy on the lock.) No lock needed: a sleeper registers on ``obj`` before
+        its last look at ``done``."""
+        if obj.waiters:
+            self._stream_settled(obj)
+
     def fail_stream(self, stream, exc) -> None:
         with self.lock:
             super().fail_stream(stream, exc)
@@ -219,8 +227,10 @@ class ThreadedScheduler(Scheduler):
             self.drivers -= 1
             try:
                 # A submitter that saw no sleeper or a running driver appended before this
-                # step, so this step runs its task; any later one sets the event.
-                if self._step():
+                # step, so this step runs its task; any later one sets the event. The same for
+                # a change outside the queues (a peer connected, a rank joined): one made before
+                # this thread was a sleeper was not seen by its poke, so look again now.
+                if done() or self._step():
                     continue
                 wait = MAX_SLEEP if wake is None else min(MAX_SLEEP, max(0.0, wake - now))
                 if self.sim.transport.remote:   # messages of other processes wake nobody

@@ -6,6 +6,8 @@ option, off by default) makes a notify count records instead, so that none is lo
 """
 from __future__ import annotations
 
+from . import current_sim
+
 
 class Notify:
     """One notify register. ``owner`` describes who waits on it (for hang reports).
@@ -17,7 +19,6 @@ class Notify:
     __slots__ = ("value", "counting", "owner", "index", "waiter", "sched", "gen")
 
     def __init__(self, owner: str, index: int, counting: bool = False):
-        from . import current_sim
         self.sched = current_sim().scheduler
         self.gen = 0            # records so far (the generation a record sets, a wait consumes)
         self.value = 0
