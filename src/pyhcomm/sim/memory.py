@@ -160,7 +160,7 @@ def alloc_device(device: int, size: int, owner="user", policy=0, module_id=None)
     if not addr:
         return None
     sim = current_sim()
-    alloc = Allocation(addr, size, device, DEVICE, sim.backend.allocate(size), owner, policy, module_id)
+    alloc = Allocation(addr, size, device, DEVICE, sim.transport.device_storage(size), owner, policy, module_id)
     sim.memory.device_map.add(alloc)
     sim.record.note_allocation(alloc)
     return alloc
