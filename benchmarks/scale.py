@@ -2,14 +2,16 @@
 
 Each case runs in a fresh subprocess (so its peak RSS is its own): ``pyhcomm.launch`` of N ranks,
 end to end (communicator init, channel connect, the collective, synchronize, teardown), on the
-cooperative scheduler unless ``--scheduler threaded``. Printed per case: wall time, tasks (every
-enqueued task, from the Sim's record counter), us per task all in, peak RSS, and the ratio of us
-per task to the same collective at the smallest rank count (flat cost = 1.0).
+cooperative scheduler unless ``--scheduler threaded``. A short case is run several times, each
+in a fresh Sim, and its typical run kept (see ``MIN_SECONDS``). Printed per case: tasks (every
+enqueued task, from the Sim's record counter), runs, wall time of one run, us per task all in,
+peak RSS, and the ratio of us per task to the same collective at the smallest rank count (flat
+cost = 1.0).
 
 Baselines, measured in the same run:
 
 * ``loop``: a plain single-thread Python loop that enqueues and runs the same number of tasks as
-  tuples on per-stream deques (the floor of any Python task simulator); ``x loop`` is ours / it.
+  tuples on one deque per rank (the floor of any Python task simulator); ``x loop`` is ours / it.
 * ``16 x 1 MiB AllReduce`` with data vs numpy doing the same data movement on one thread.
 * ``16 x 1 KiB AllGather`` vs its number of tasks times the single-rank cost of one
   ``HcommLocalCopyOnThread`` enqueue + execute.
@@ -20,6 +22,7 @@ Baselines, measured in the same run:
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -72,12 +75,35 @@ def run_case(name: str, nranks: int, size: int, data: bool, scheduler: str) -> d
         assert acl.rt.synchronize_stream(stream) == 0
         acl.rt.destroy_stream(stream)
 
-    sim = pyhcomm.Sim(scheduler=scheduler, data=data)
-    t0 = time.perf_counter()
-    pyhcomm.launch(body, nranks, sim=sim)
-    wall = time.perf_counter() - t0
-    tasks = next(sim.record.counter) - 1
-    return {"name": name, "ranks": nranks, "wall": wall, "tasks": tasks, "rss": peak_rss()}
+    walls, tasks, spent = [], None, 0.0
+    while not walls or (spent < MIN_SECONDS and len(walls) < MAX_REPEATS):
+        sim = pyhcomm.Sim(scheduler=scheduler, data=data)
+        t0 = time.perf_counter()
+        pyhcomm.launch(body, nranks, sim=sim)
+        walls.append(time.perf_counter() - t0)
+        spent += walls[-1]
+        n = next(sim.record.counter) - 1
+        assert tasks in (None, n), f"{name} {nranks}: {n} tasks, {tasks} before"
+        tasks = n
+        del sim
+        gc.collect()   # the last Sim's cycles: not left to a collection inside the next run
+    return {"name": name, "ranks": nranks, "wall": typical(walls), "tasks": tasks, "repeats": len(walls),
+            "rss": peak_rss()}
+
+
+#: A case shorter than this is run again (each run a fresh Sim) until this much time was measured
+#: or ``MAX_REPEATS`` runs were made; its wall time is then the median run, the first left out
+#: (it pays for the first calls of every code path). An 8-rank case is ~600 tasks in ~10 ms: one
+#: run alone is noise.
+MIN_SECONDS = 2.0
+MAX_REPEATS = 200
+
+
+def typical(walls: list) -> float:
+    """The median of ``walls`` without the first (warm-up) run when there are three or more."""
+    rest = sorted(walls[1:] if len(walls) >= 3 else walls)
+    mid = len(rest) // 2
+    return rest[mid] if len(rest) % 2 else (rest[mid - 1] + rest[mid]) / 2
 
 
 def peak_rss() -> int:
@@ -94,18 +120,24 @@ def peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def loop_baseline(ntasks: int, streams: int = 1024) -> float:
-    """Seconds for a plain loop to enqueue and run ``ntasks`` tuple tasks on ``streams`` deques."""
-    queues = [deque() for _ in range(streams)]
-    done = {}
-    t0 = time.perf_counter()
-    for i in range(ntasks):
-        queues[i % streams].append(("Write", i % streams, i, 4096, i + 1))
-    for q in queues:
-        while q:
-            kind, rank, src, n, dst = q.popleft()
-            done[rank] = dst
-    return time.perf_counter() - t0
+def loop_baseline(ntasks: int, streams: int) -> float:
+    """Seconds for a plain loop to enqueue and run ``ntasks`` tuple tasks on ``streams`` deques
+    (the best of runs repeated for at least 0.2 s: a few hundred tasks take microseconds)."""
+    best, spent = None, 0.0
+    while best is None or spent < 0.2:
+        queues = [deque() for _ in range(streams)]
+        done = {}
+        t0 = time.perf_counter()
+        for i in range(ntasks):
+            queues[i % streams].append(("Write", i % streams, i, 4096, i + 1))
+        for q in queues:
+            while q:
+                kind, rank, src, n, dst = q.popleft()
+                done[rank] = dst
+        t = time.perf_counter() - t0
+        spent += t
+        best = t if best is None else min(best, t)
+    return best
 
 
 def allreduce_vs_numpy(nranks=16, nbytes=1 << 20) -> tuple[float, float]:
@@ -118,24 +150,31 @@ def allreduce_vs_numpy(nranks=16, nbytes=1 << 20) -> tuple[float, float]:
     from pyhcomm.enums import HcclDataType, HcclReduceOp
 
     count = nbytes // 4
-    times = []
+    calls = 21
+    starts, ends = [None] * calls, [None] * calls
 
     def body(comm):
         send, _ = acl.rt.malloc(nbytes, 0)
         recv, _ = acl.rt.malloc(nbytes, 0)
         stream, _ = acl.rt.create_stream()
-        for i in range(6):  # the first call connects and first-touches the buffers
+        for i in range(calls):  # the first call connects and first-touches the buffers
+            comm.barrier()
             t0 = time.perf_counter()
             assert ops.HcclAllReduce(send, recv, count, int(HcclDataType.HCCL_DATA_TYPE_FP32),
                                      int(HcclReduceOp.HCCL_REDUCE_SUM), comm.handle, stream) == 0
             assert acl.rt.synchronize_stream(stream) == 0
-            if comm.rank == 0 and i:
-                times.append(time.perf_counter() - t0)
+            comm.barrier()
+            t1 = time.perf_counter()
+            # from the first rank out of one barrier to the first out of the next (the others
+            # may resume later, on the cooperative scheduler)
+            starts[i] = t0 if starts[i] is None else min(starts[i], t0)
+            ends[i] = t1 if ends[i] is None else min(ends[i], t1)
 
     pyhcomm.launch(body, nranks)
+    times = [e - s for s, e in zip(starts[1:], ends[1:])]
     inputs = [np.random.default_rng(r).random(count, dtype=np.float32) for r in range(nranks)]
     numpy_times = []
-    for _ in range(5):
+    for _ in range(calls - 1):
         t0 = time.perf_counter()
         acc = inputs[0].copy()
         for x in inputs[1:]:
@@ -143,7 +182,7 @@ def allreduce_vs_numpy(nranks=16, nbytes=1 << 20) -> tuple[float, float]:
         outs = [acc.copy() for _ in range(nranks)]
         numpy_times.append(time.perf_counter() - t0)
         del outs
-    return min(times), min(numpy_times)  # the best of five each: this machine is shared
+    return min(times), min(numpy_times)  # the best of twenty each: this machine is shared
 
 
 def small_allgather_vs_copy(nranks=16, nbytes=1024) -> tuple[float, int, float]:
@@ -218,7 +257,7 @@ def main(argv=None) -> None:
     import pyhcomm
     print(f"# pyhcomm {pyhcomm.__version__}: scale, {args.size} B per rank, data {'on' if args.data else 'off'}, "
           f"{args.scheduler} scheduler, {os.cpu_count()} cores")
-    print(f"{'collective':>15} {'ranks':>6} {'tasks':>10} {'wall s':>9} {'us/task':>8} {'loop us':>8} "
+    print(f"{'collective':>15} {'ranks':>6} {'tasks':>10} {'runs':>4} {'wall s':>9} {'us/task':>8} {'loop us':>8} "
           f"{'x loop':>7} {'vs 8':>6} {'peak RSS':>9}")
     names = COLLECTIVES + MORE if args.collectives == "all" else args.collectives.split(",")
     for name in names:
@@ -233,10 +272,11 @@ def main(argv=None) -> None:
                 continue
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             us = r["wall"] / r["tasks"] * 1e6
-            loop_us = loop_baseline(r["tasks"]) / r["tasks"] * 1e6
+            loop_us = loop_baseline(r["tasks"], n) / r["tasks"] * 1e6
             first = first or us
-            print(f"{name:>15} {n:>6} {r['tasks']:>10,} {r['wall']:>9.2f} {us:>8.2f} {loop_us:>8.2f} "
-                  f"{us / loop_us:>6.1f}x {us / first:>5.2f}x {r['rss'] / 2**20:>7.0f} MB", flush=True)
+            print(f"{name:>15} {n:>6} {r['tasks']:>10,} {r['repeats']:>4} {r['wall']:>9.3f} {us:>8.2f} "
+                  f"{loop_us:>8.2f} {us / loop_us:>6.1f}x {us / first:>5.2f}x {r['rss'] / 2**20:>7.0f} MB",
+                  flush=True)
     if not args.goals:
         return
     ours, base = allreduce_vs_numpy()

@@ -158,11 +158,11 @@ def two_receivers(comm) -> str:
     return f"{ret}: {acl.get_recent_err_msg()}"
 
 
-def custom_allgather(comm, fault=None):
+def custom_allgather(comm, fault=None, loops: int = 2):
     """The verifier's hand-written AllGather (tests/mutation_suite.py), with ``fault`` put in, as a
     body ``launch(..., mpi=True)`` can name."""
     import mutation_suite
-    return mutation_suite.custom_allgather(fault)(comm)
+    return mutation_suite.custom_allgather(fault, loops=loops)(comm)
 
 
 def _channel(comm, engine, protocol, notifies, mems=()):
@@ -241,3 +241,32 @@ def nbi_fence(comm, n: int = 256) -> list:
     out = [_digest(p, n) for p in (local, ccl)]
     comm.barrier()
     return out
+
+
+def ring_overflow(comm, extra: int = 300) -> list:
+    """Over MPI only, two ranks: rank 0 records notify 0 of rank 1 ``RING + extra`` times, then
+    notify 1, while rank 1 is held in a barrier of mpi4py's (it handles nothing): the doorbell
+    fills, the records after it go as messages (none waits for room), then rank 1 waits for
+    notify 1 and notify 0. Returns, per rank, ``[rings it wrote, arrivals of notify 0, the
+    generations the arrivals of notify 1 set]``."""
+    from mpi4py import MPI
+    from pyhcomm.transport.mpi_shm import RING
+    stream, _ = acl.rt.create_stream()
+    _, t = T.HcclThreadAcquireWithStream(comm.handle, T.COMM_ENGINE_CPU_TS, stream, 1)
+    ch = _channel(comm, T.COMM_ENGINE_CPU_TS, T.COMM_PROTOCOL_HCCS, 2)
+    sim = pyhcomm.current_sim()
+    rung = sim.transport.link.rung
+    if comm.rank == 0:
+        for _ in range(RING + extra):
+            assert T.HcommChannelNotifyRecordOnThread(t, ch, 0) == 0
+        assert T.HcommChannelNotifyRecordOnThread(t, ch, 1) == 0
+        assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
+        MPI.COMM_WORLD.Barrier()
+    else:
+        MPI.COMM_WORLD.Barrier()
+        assert T.HcommChannelNotifyWaitOnThread(t, ch, 1, 0) == 0
+        assert T.HcommChannelNotifyWaitOnThread(t, ch, 0, 0) == 0
+        assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
+    gens = [[g for (_src, _tid, i), gs in sim.transport.arrivals.items() if i == k for g in gs] for k in (0, 1)]
+    comm.barrier()
+    return [sim.transport.link.rung - rung, len(gens[0]), gens[1]]

@@ -10,6 +10,8 @@ its output}}``.
 process; each prints ``{"proc", "ok", "rank", "text"}`` (its results, or its RankError).
 ``mpi_worker.py merged CASE N ARGS...``: the same in a Sim of its own; process 0's line also has
 what the verifier finds in the merged record of every process (``findings``).
+``mpi_worker.py paths CASE N ARGS...``: the same twice, then what carried the transfers
+(:func:`paths_case`).
 """
 from __future__ import annotations
 
@@ -118,9 +120,35 @@ def merged_case(case: str, n: int, *args) -> None:
     print(json.dumps(line), flush=True)
 
 
+def paths_case(case: str, n: int, *args) -> None:
+    """Launch ``case`` twice in a Sim of its own (``MPI_WORKER_NO_ATTACH=1``: its backend cannot
+    map another process's memory) and print what carried the transfers: the processes found on
+    this machine (``near``), the transfers done in their memory directly (``direct``), the
+    doorbell rings, the descriptors open after each launch, the storage of other processes still
+    mapped at the end, and the results of the first launch."""
+    import gc
+    import mpi_cases
+    sim = pyhcomm.Sim(scheduler="coop")
+    if os.environ.get("MPI_WORKER_NO_ATTACH"):
+        def refuse(handle):
+            raise PermissionError(13, "mapping another process's memory is refused here")
+        sim.backend.attach = refuse
+    results, fds = [], []
+    for _ in range(2):
+        results.append(pyhcomm.launch(getattr(mpi_cases, case), n, *(int(a) for a in args), sim=sim, timeout=60))
+        gc.collect()
+        fds.append(len(os.listdir("/proc/self/fd")))
+    t = sim.transport
+    print(json.dumps({"proc": MPI.COMM_WORLD.rank, "near": sorted(t.link.near), "direct": t.direct,
+                      "rings": t.link.rung, "fds": fds, "mapped": sum(1 for v in t.attached.values() if v),
+                      "same": results[0] == results[1], "text": results[0]}), flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["launch"]:
         launch_case(sys.argv[2], int(sys.argv[3]), *sys.argv[4:])
+    elif sys.argv[1:2] == ["paths"]:
+        paths_case(sys.argv[2], int(sys.argv[3]), *sys.argv[4:])
     elif sys.argv[1:2] == ["merged"]:
         merged_case(sys.argv[2], int(sys.argv[3]), *sys.argv[4:])
     else:

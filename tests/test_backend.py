@@ -3,6 +3,8 @@ committed large storage (no transparent huge pages), and NullBackend (no data)."
 import gc
 import mmap
 import os
+import subprocess
+import sys
 import weakref
 
 import numpy as np
@@ -17,7 +19,7 @@ from pyhcomm.errors import HcclError
 
 MiB = 1 << 20
 HOOKS = {
-    "allocate": (16,), "wrap": (np.zeros(4, np.uint8), None),
+    "allocate": (16,), "wrap": (np.zeros(4, np.uint8), None), "attach": ((1, 3, 0, 0, 16),),
     "copy": (None, 0, None, 0, 1), "memset": (None, 0, 0, 1),
     "reduce": (None, 0, None, 0, 1, np.float32, 0), "to_host": (None, 0, 1),
     "from_host": (None, 0, b"x"), "view": (None, 0, 1, np.uint8),
@@ -204,6 +206,113 @@ def test_cpu_large_storage_is_unmapped_when_dropped(cpu):
     del kept
     gc.collect()
     assert rss() - before < 16 * MiB
+
+
+# -- CpuBackend: shared storage (another process maps it) ---------------------------------------
+needs_memfd = pytest.mark.skipif(not cpu_mod._MEMFD, reason="needs memfd_create and /proc (Linux)")
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@needs_memfd
+def test_cpu_shared_storage_is_written_by_another_process(cpu):
+    """Another process maps the storage through /proc/<pid>/fd/<fd> and writes into it: the
+    bytes land here, in place; it reads what this process wrote."""
+    st = cpu.allocate_shared(3 * MiB)
+    assert st.size == 3 * MiB and not cpu.view(st, 0, st.size).any()
+    handle = cpu.share(st)
+    assert handle[0] == os.getpid() and handle[-1] == 3 * MiB
+    cpu.from_host(st, 5, b"from here")
+    child = ("import sys; from pyhcomm.backend import CpuBackend; be = CpuBackend(); "
+             "st = be.attach(eval(sys.argv[1])); print(be.to_host(st, 5, 9).decode()); "
+             "be.from_host(st, 2 * 2**20 + 1, b'from there')")
+    out = subprocess.run([sys.executable, "-c", child, repr(handle)], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "from here"
+    assert cpu.to_host(st, 2 * MiB + 1, 10) == b"from there"
+
+
+@needs_memfd
+def test_cpu_shared_400mb_buffer_commits_only_the_touched_pages(cpu):
+    gc.collect()
+    before = rss()
+    st = cpu.allocate_shared(400 * 10**6)
+    step = st.size // 64
+    for i in range(64):
+        cpu.from_host(st, i * step + 100, b"\x5a" * 1024)
+    grown = rss() - before
+    assert grown < 16 * MiB, f"RSS grew by {grown / MiB:.1f} MiB for 64 KiB written"
+    assert "nh" in vm_flags(st.addr)
+
+
+@needs_memfd
+def test_cpu_attached_storage_shares_bytes_and_zeroing_reaches_every_mapping(cpu):
+    st = cpu.allocate_shared(4 * MiB)
+    peer = cpu.attach(cpu.share(st))
+    assert peer.addr != st.addr and cpu.share(peer) == cpu.share(st)
+    cpu.memset(st, 0, 0x5A, st.size)
+    assert (cpu.view(peer, 0, st.size) == 0x5A).all()
+    cpu.memset(peer, 100, 0, 3 * MiB)            # whole pages given back (MADV_REMOVE), the edges written
+    whole = cpu.view(st, 0, st.size)
+    assert (whole[:100] == 0x5A).all() and not whole[100:100 + 3 * MiB].any()
+    assert (whole[100 + 3 * MiB:] == 0x5A).all()
+    cpu.copy(peer, 8, st, 0, 4)                  # the operations take either side
+    cpu.reduce(st, 0, peer, 0, 1, np.uint32, 0)
+    assert cpu.to_host(st, 0, 4) == bytes([0xB4] * 4) and cpu.to_host(peer, 8, 4) == b"\x5a" * 4
+
+
+@needs_memfd
+def test_cpu_shared_storage_holds_one_descriptor_until_its_last_view_goes(cpu):
+    gc.collect()
+    before = _fds()
+    st = cpu.allocate_shared(64 * 1024)
+    peer = cpu.attach(cpu.share(st))
+    assert _fds() == before + 2
+    kept = cpu.view(peer, 0, 8)
+    del peer
+    gc.collect()
+    assert _fds() == before + 2                  # a view keeps its mapping (and descriptor)
+    del kept
+    gc.collect()
+    assert _fds() == before + 1
+    del st
+    gc.collect()
+    assert _fds() == before
+
+
+@needs_memfd
+def test_cpu_attach_refuses_a_handle_that_names_other_bytes(cpu):
+    st = cpu.allocate_shared(8192)
+    pid, fd, dev, ino, size = cpu.share(st)
+    with pytest.raises(OSError, match="no longer the memory shared"):
+        cpu.attach((pid, fd, dev, ino + 1, size))
+    with pytest.raises(OSError, match="no longer the memory shared"):
+        cpu.attach((pid, fd, dev, ino, size * 2))
+    with pytest.raises(OSError):
+        cpu.attach((pid, 10**6, dev, ino, size))   # no such descriptor
+    del st
+    gc.collect()
+    with pytest.raises(OSError):
+        cpu.attach((pid, fd, dev, ino, size))      # freed: the descriptor is closed (or another file)
+
+
+def test_cpu_shared_storage_is_refused_where_it_cannot_be_had(cpu, monkeypatch):
+    assert cpu.allocate_shared(0) is None
+    assert cpu.share(cpu.allocate(64)) is None
+    monkeypatch.setattr(cpu_mod, "_shared_cap", lambda: 1)
+    if cpu_mod._MEMFD:
+        first = cpu.allocate_shared(64)
+        assert first is not None and cpu.allocate_shared(64) is None   # a quarter of the descriptors at most
+        del first
+        gc.collect()
+        assert cpu.allocate_shared(64) is not None
+    monkeypatch.setattr(cpu_mod, "_MEMFD", False)
+    assert cpu.allocate_shared(64) is None
+    assert Backend().allocate_shared(64) is None and Backend().share(None) is None
+    assert NullBackend().allocate_shared(64) is None
 
 
 # -- NullBackend --------------------------------------------------------------------------------

@@ -353,3 +353,30 @@ def test_comm_barrier_waits_for_every_rank(scheduler):
     assert pyhcomm.launch(body, 4, timeout=60, scheduler=scheduler) == [0, 1, 2, 3]
     assert sorted(order[:4]) == [("before", r) for r in range(4)]
     assert sorted(order[4:]) == [("after", r) for r in range(4)]
+
+
+def test_cooperative_pokes_recheck_each_waiting_rank_once_per_turn_not_once_per_poke():
+    """Closing a communicator of n ranks withdraws n - 1 channel ends, each a poke; a scan of
+    every waiting rank per poke made a mesh teardown cost n**3 predicate calls. Here rank 0
+    waits for a flag (no stream to watch) while rank 1 pokes 500 times, sets the flag and
+    pokes again: rank 0 is re-checked a few times, not 500, and still wakes."""
+    checks = {"n": 0}
+    flag = {"set": False}
+
+    def body(comm):
+        sched = pyhcomm.current_sim().scheduler
+        comm.barrier()
+        if comm.rank == 0:
+            def done():
+                checks["n"] += 1
+                return flag["set"]
+            assert sched.run_until(done, 30, "test wait", detect_stuck=False) == "done"
+            return checks["n"]
+        for _ in range(500):
+            sched.poke()
+        flag["set"] = True
+        sched.poke()
+        return None
+
+    n, _ = pyhcomm.launch(body, 2, timeout=60, scheduler="coop")
+    assert 1 <= n <= 5

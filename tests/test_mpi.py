@@ -92,10 +92,12 @@ def _calls(timeline):
     return sorted((c.name, c.ranks, c.begin, c.end, len(c.entries)) for c in timeline.calls)
 
 
-@pytest.mark.parametrize("n, product", [(2, A2), (3, A3), (4, A2)], ids=["2-A2", "3-A3", "4-A2"])
-def test_every_collective_gives_the_same_bytes_and_record_in_one_process_per_rank(n, product, monkeypatch):
+@pytest.mark.parametrize("n, product, shm", [(2, A2, "1"), (3, A3, "1"), (4, A2, "1"), (3, A2, "0")],
+                         ids=["2-A2", "3-A3", "4-A2", "3-A2-messages"])
+def test_every_collective_gives_the_same_bytes_and_record_in_one_process_per_rank(n, product, shm, monkeypatch):
     for var in ("PYHCOMM_SCHEDULER", "PYHCOMM_TRANSPORT"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PYHCOMM_MPI_SHM", shm)
     one, many = _sim(product), _sim(product)
     got_one = pyhcomm.launch(mpi_cases.every_collective, n, mpi=False, sim=one)
     got_many = pyhcomm.launch(mpi_cases.every_collective, n, mpi=True, sim=many, timeout=150)
@@ -119,12 +121,15 @@ def test_every_collective_gives_the_same_bytes_and_record_in_one_process_per_ran
     assert _calls(t_many) == _calls(t_one)
 
 
+@pytest.mark.parametrize("shm", ["1", "0"], ids=["shared-memory", "messages"])
 @pytest.mark.parametrize("case, product", [("one_sided", A2), ("nbi_fence", "Atlas 350")])
-def test_one_sided_transfers_notifies_and_fences_across_processes(case, product, monkeypatch):
+def test_one_sided_transfers_notifies_and_fences_across_processes(case, product, shm, monkeypatch):
     """Writes, reads and reduces into a peer's HCCL buffer and registered memory, a 1-bit remote
     notify recorded twice before one wait (the verifier's lost record, in both), NBI transfers and
-    a fence: the same bytes, findings and modeled time as in one process."""
+    a fence: the same bytes, findings and modeled time as in one process, through shared memory
+    and through messages (``PYHCOMM_MPI_SHM=0``)."""
     monkeypatch.delenv("PYHCOMM_SCHEDULER", raising=False)
+    monkeypatch.setenv("PYHCOMM_MPI_SHM", shm)
     one, many = _sim(product), _sim(product)
     got_one = pyhcomm.launch(getattr(mpi_cases, case), 2, sim=one)
     got_many = pyhcomm.launch(getattr(mpi_cases, case), 2, sim=many, mpi=True, timeout=150)
@@ -136,15 +141,56 @@ def test_one_sided_transfers_notifies_and_fences_across_processes(case, product,
 
 
 def test_the_merged_record_of_an_mpi_run_shows_a_race_across_processes(monkeypatch):
+    """One round: with two, a rank that skips the DATA wait may record round 2's ACK before its
+    peer consumed round 1's (the 1-bit register keeps one) and the peer then hangs, as the
+    processes' schedule has it."""
     monkeypatch.delenv("PYHCOMM_SCHEDULER", raising=False)
     one, many = _sim(A2), _sim(A2)
-    pyhcomm.launch(mpi_cases.custom_allgather, 3, "missing_wait", sim=one)
-    pyhcomm.launch(mpi_cases.custom_allgather, 3, "missing_wait", sim=many, mpi=True, timeout=150)
+    pyhcomm.launch(mpi_cases.custom_allgather, 3, "missing_wait", 1, sim=one)
+    pyhcomm.launch(mpi_cases.custom_allgather, 3, "missing_wait", 1, sim=many, mpi=True, timeout=150)
     races = sorted(f.key for f in analyze(many) if f.kind == "race")
     assert races == sorted(f.key for f in analyze(one) if f.kind == "race") and races
     race = next(f for f in analyze(many) if f.kind == "race")
     assert "Write task" in race.text() and "LocalCopy task" in race.text()
     assert replay(many).makespan == replay(one).makespan
+
+
+@pytest.mark.parametrize("mode", ["shared-memory", "messages", "unmappable"])
+def test_transfers_go_through_shared_memory_on_one_machine_and_leak_nothing(mode):
+    """On one machine the processes find each other (``near``): writes, reads and reduces land in
+    the peer's memory directly and remote notifies ring its doorbell; ``PYHCOMM_MPI_SHM=0`` sends
+    messages instead, and memory that cannot be mapped goes by messages while notifies still ring.
+    The bytes are the one process's either way; a second launch opens no descriptor more and
+    nothing stays mapped."""
+    env = {"shared-memory": {}, "messages": {"PYHCOMM_MPI_SHM": "0"},
+           "unmappable": {"MPI_WORKER_NO_ATTACH": "1"}}[mode]
+    code, lines, out = _job(2, ["mpi_worker.py", "paths", "one_sided", "2"], **env)
+    assert code == 0, out
+    expected = pyhcomm.launch(mpi_cases.one_sided, 2, sim=_sim(A2))
+    assert sorted(line["proc"] for line in lines) == [0, 1], out
+    for line in lines:
+        assert line["text"] == expected and line["same"], line
+        assert line["fds"][0] == line["fds"][1] and line["mapped"] == 0, line
+        assert line["near"] == ([] if mode == "messages" else [1 - line["proc"]]), line
+        assert (line["rings"] > 0) == (mode != "messages"), line
+    # one_sided: rank 0 writes, reads and reduces (twice: two launches)
+    direct = {line["proc"]: line["direct"] for line in lines}
+    assert direct == ({0: 8, 1: 0} if mode == "shared-memory" else {0: 0, 1: 0}), direct
+
+
+def test_a_full_doorbell_sends_messages_in_order_and_never_waits_for_room():
+    """Rank 0 records more notifies of rank 1 than its doorbell holds while rank 1 handles
+    nothing (it is in an MPI barrier of its own): the ring fills, the rest are messages, rank 0
+    goes on (waiting for room would deadlock the two barriers), and rank 1 gets every record."""
+    from pyhcomm.transport.mpi_shm import RING
+    code, lines, out = _job(2, ["mpi_worker.py", "launch", "ring_overflow", "2"])
+    assert code == 0, out
+    assert sorted(line["proc"] for line in lines) == [0, 1], out
+    for line in lines:
+        assert line["ok"], line
+        sender, receiver = line["text"]
+        assert sender[0] == RING and receiver[0] == 0, line      # RING rings, then messages
+        assert receiver[1:] == [RING + 300, [1]], line           # every record arrived
 
 
 def test_hccl_example_ports_and_seed_examples_give_the_same_bytes_over_mpi(monkeypatch):

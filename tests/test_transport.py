@@ -219,3 +219,40 @@ def test_the_base_transport_names_each_missing_hook(hook):
         getattr(t, hook)(*(None,) * nargs)
     assert t.progress() is False
     assert t.fence(None) is None and t.memory_freed(None) is None
+
+
+
+class SharingTransport(LocalTransport):
+    """The in-process transport, giving device memory shared storage (as the MPI transport does
+    where processes of one machine map it) and writing down the sizes asked for."""
+
+    def __init__(self, sim):
+        super().__init__(sim)
+        self.sizes = []
+
+    def device_storage(self, size):
+        self.sizes.append(size)
+        return self.sim.backend.allocate_shared(size) or super().device_storage(size)
+
+
+def _device_and_host_memory(comm):
+    sim = pyhcomm.current_sim()
+    ptr, ret = acl.rt.malloc(4096 + comm.rank, 0)
+    host, ret2 = acl.rt.malloc_host(4096)
+    assert ret == 0 and ret2 == 0
+    write(ptr, pattern(64, 7 + comm.rank))
+    return (sim.backend.share(sim.memory.device_map.find(ptr).storage) is not None,
+            bool((read(ptr, 64) == pattern(64, 7 + comm.rank)).all()))
+
+
+def test_device_memory_is_storage_the_transport_chooses():
+    """``aclrtMalloc`` and HCCL buffers take their storage from ``transport.device_storage`` (the
+    backend's plain storage by default); host memory does not go through it."""
+    sim = pyhcomm.Sim()
+    plain = Transport(sim).device_storage(100)
+    assert plain.size == 100 and sim.backend.share(plain) is None and not sim.backend.view(plain, 0, 100).any()
+    sim.transport = SharingTransport(sim)
+    got = pyhcomm.launch(_device_and_host_memory, 2, sim=sim)
+    assert sim.transport.sizes.count(4096) == 1 and 4097 in sim.transport.sizes   # not the host mallocs
+    can_share = sim.backend.allocate_shared(16) is not None     # where the platform has it
+    assert got == [(can_share, True), (can_share, True)]

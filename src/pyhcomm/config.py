@@ -68,6 +68,7 @@ _VARS = {
     "PYHCOMM_SEED": ("seed", lambda r: _parse_int(r, 0), "an integer >= 0"),
     "PYHCOMM_TRANSPORT": ("transport", lambda r: _choice(r.strip().lower(), TRANSPORTS), "auto, local or mpi"),
     "PYHCOMM_MPI_LIVENESS": ("mpi_liveness", lambda r: _parse_seconds(r), "a number of seconds >= 0"),
+    "PYHCOMM_MPI_SHM": ("mpi_shm", _parse_bool, "0 or 1"),
     "PYHCOMM_QUEUE_BUDGET": ("queue_budget", lambda r: _parse_int(r, 0), "an integer >= 0 (0: unbounded)"),
     "PYHCOMM_VERIFY": ("verify", _parse_bool, "0 or 1"),
 }
@@ -99,6 +100,7 @@ class Config:
     seed: int = 0
     transport: str = "auto"                 # auto: mpi when an MPI launcher started several processes
     mpi_liveness: float = DEFAULT_MPI_LIVENESS  # seconds of silence after which a process is dead
+    mpi_shm: bool = True                    # MPI processes of one machine share exposed memory
     launcher_size: int = 1                  # processes an MPI launcher started (PMI_SIZE, ...)
     queue_budget: int = DEFAULT_QUEUE_BUDGET   # coop: tasks an actor issues before it yields
     verify: bool = False                    # check every launch (pyhcomm.verify)

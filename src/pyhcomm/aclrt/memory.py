@@ -45,10 +45,6 @@ def _rt_invalid(api, msg):
     return acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api, msg)
 
 
-def _device_bytes(device: int) -> int:
-    return sum(a.size for a in _sim().memory.device_map if a.device == device)
-
-
 def _size(api, size, name="size") -> int:
     """A byte count of an allocation: an int in [1, 2**64)."""
     size = args.integer(size, api, name, -(1 << 64), args.UINT64_MAX, _invalid)
@@ -62,7 +58,7 @@ def _malloc(api, size, policy, device, module_id=None) -> int:
     policy = args.integer(policy, api, "policy", -(1 << 64), args.UINT64_MAX, _invalid)
     if policy < 0 or policy & ~MALLOC_KNOWN_BITS:
         raise _invalid(api, f"policy 0x{policy:x} has bits outside aclrtMemMallocPolicy")
-    if _device_bytes(device) + size > DEVICE_CAPACITY:
+    if memory.device_bytes(device) + size > DEVICE_CAPACITY:
         raise acl_error(AclError.ACL_ERROR_RT_MEMORY_ALLOCATION, api,
                         f"{size} bytes do not fit in the {DEVICE_CAPACITY >> 30} GiB of device {device}")
     alloc = memory.alloc_device(device, size, policy=policy, module_id=module_id)

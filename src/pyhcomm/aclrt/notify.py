@@ -10,6 +10,7 @@ from __future__ import annotations
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim.notify import Notify
+from ..hcomm.notify import NotifyRecordTask, NotifyWaitTask
 from ..sim.runtime import finalize_hooks, host_ctx
 from ..errors import AclError, acl_error
 from .device import current_device
@@ -80,7 +81,6 @@ def _stream_of(n, stream, api):
 
 def aclrtRecordNotify(notify, stream) -> None:
     """Enqueue a record of ``notify`` on ``stream`` (0 = default stream)."""
-    from ..hcomm.notify import NotifyRecordTask
     api = "aclrtRecordNotify"
     n = _get(notify, api)
     st = _stream_of(n, stream, api)
@@ -91,7 +91,6 @@ def aclrtRecordNotify(notify, stream) -> None:
 
 def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
     """Enqueue on ``stream`` a wait for ``notify`` that resets it (``timeout`` s, 0 = forever)."""
-    from ..hcomm.notify import NotifyWaitTask
     api = "aclrtWaitAndResetNotify"
     n = _get(notify, api)
     st = _stream_of(n, stream, api)

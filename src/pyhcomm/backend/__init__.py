@@ -9,7 +9,7 @@ bytes in host memory (numpy); :class:`NullBackend` keeps none (data-less mode: `
 from __future__ import annotations
 
 from .base import Backend, Storage
-from .cpu import CpuBackend, CpuStorage
+from .cpu import CpuBackend, CpuStorage, SharedCpuStorage
 from .null import NoDataError, NullBackend, NullStorage
 
 
@@ -20,5 +20,5 @@ def make_backend(config) -> Backend:
     return CpuBackend(threads=config.copy_threads)
 
 
-__all__ = ["Backend", "CpuBackend", "CpuStorage", "NoDataError", "NullBackend", "NullStorage", "Storage",
-           "make_backend"]
+__all__ = ["Backend", "CpuBackend", "CpuStorage", "NoDataError", "NullBackend", "NullStorage", "SharedCpuStorage",
+           "Storage", "make_backend"]

@@ -45,6 +45,24 @@ class Backend:
         """Host memory of ``size`` bytes (``aclrtMallocHost``); by default as :meth:`allocate`."""
         return self.allocate(size)
 
+    def allocate_shared(self, size: int) -> Storage | None:
+        """Zero-filled storage of ``size`` bytes that another process of this machine can map
+        (:meth:`share`, then :meth:`attach` there), freed as :meth:`allocate`'s; None where this
+        backend cannot give such storage now (the caller then takes :meth:`allocate`'s)."""
+        return None
+
+    def share(self, storage: Storage):
+        """A picklable handle by which another process of this machine maps ``storage``
+        (:meth:`attach`); None when it cannot (storage not from :meth:`allocate_shared`)."""
+        return None
+
+    def attach(self, handle) -> Storage:
+        """Map storage another process of this machine shared (``handle``: its :meth:`share`):
+        writes through the result land in that process's bytes, which stay mapped while the
+        result lives. Raises ``OSError`` where it cannot (another machine, the owner gone, no
+        permission, a handle that names other bytes now)."""
+        raise self._missing("attach")
+
     def wrap(self, array, anchor) -> Storage:
         """Return storage over a C-contiguous host array the user owns (no copy).
 

@@ -6,13 +6,20 @@ private mappings advised ``MADV_NOHUGEPAGE``: their pages are committed only whe
 huge pages are ``always`` (or numpy asks for them). Copies of at least ``parallel_min`` bytes are
 cut into page-aligned chunks copied concurrently by a small pool of OS threads (``memmove`` through
 ctypes releases the GIL).
+
+Shared storage (:meth:`CpuBackend.allocate_shared`, for memory another process of this machine
+writes into): a memory file (``memfd_create``) mapped shared, 4 KiB pages committed when first
+touched; no name in the file system, so nothing is left behind when the processes end. Another
+process maps it through ``/proc/<pid>/fd/<fd>`` (:meth:`CpuBackend.attach`).
 """
 from __future__ import annotations
 
 import ctypes
+import errno
 import mmap
 import os
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import ml_dtypes as _ml_dtypes
@@ -28,8 +35,25 @@ LARGE_ALLOC = 1 << 20  # from this size on, storage is an mmap without transpare
 
 _MADV_NOHUGEPAGE = getattr(mmap, "MADV_NOHUGEPAGE", None)
 _MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
+_MADV_REMOVE = getattr(mmap, "MADV_REMOVE", None)    # shared memory: DONTNEED would keep the bytes
 _MAP_FLAGS = (mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
               if hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MAP_ANONYMOUS") else None)
+_MEMFD = hasattr(os, "memfd_create") and hasattr(mmap, "MAP_SHARED") and os.path.isdir("/proc/self/fd")
+
+
+def _no_huge_pages(m: mmap.mmap) -> None:
+    if _MADV_NOHUGEPAGE is not None:
+        try:
+            m.madvise(_MADV_NOHUGEPAGE)
+        except OSError:  # a kernel without THP: its pages are small anyway
+            pass
+
+
+def _mapping_of(array):
+    """The ``mmap`` an array's bytes live in, or None (numpy 2 puts a memoryview between)."""
+    base = array.base
+    base = getattr(base, "obj", base)
+    return base if isinstance(base, mmap.mmap) else None
 
 
 def zeroed(size: int) -> np.ndarray:
@@ -43,11 +67,7 @@ def zeroed(size: int) -> np.ndarray:
             m = mmap.mmap(-1, size, flags=_MAP_FLAGS)
         except (OSError, ValueError):
             return np.zeros(size, dtype=np.uint8)
-        if _MADV_NOHUGEPAGE is not None:
-            try:
-                m.madvise(_MADV_NOHUGEPAGE)
-            except OSError:  # a kernel without THP: its pages are small anyway
-                pass
+        _no_huge_pages(m)
         return np.frombuffer(m, dtype=np.uint8)
     return np.zeros(size, dtype=np.uint8)
 
@@ -85,6 +105,82 @@ class CpuStorage(Storage):
         return np.ctypeslib.as_array(buf)
 
 
+class _SharedMapping:
+    """A shared mapping of a memory file and the file's descriptor (the one ``share`` names):
+    both go when the last array over the bytes goes. (Made with libc's ``mmap``: Python's
+    ``mmap`` keeps a second descriptor of its own.)"""
+
+    __slots__ = ("addr", "size", "fd")
+
+    def __init__(self, fd: int, size: int):
+        libc = _libc()
+        addr = libc.mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+        if addr is None or addr == ctypes.c_void_p(-1).value:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mmap of {size} shared bytes: {os.strerror(err)}")
+        self.addr, self.size, self.fd = addr, size, fd
+
+    def madvise(self, advice: int, start: int, length: int) -> None:
+        if _libc().madvise(ctypes.c_void_p(self.addr + start), length, advice) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+
+    def array(self) -> np.ndarray:
+        buf = (ctypes.c_ubyte * self.size).from_address(self.addr)
+        buf.mapping = self           # the array keeps the mapping (and its descriptor) alive
+        return np.ctypeslib.as_array(buf)
+
+    def __del__(self):
+        try:
+            _libc().munmap(ctypes.c_void_p(self.addr), self.size)
+            os.close(self.fd)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+_LIBC = []
+
+
+def _libc():
+    if not _LIBC:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_long)
+        libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+        libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        _LIBC.append(libc)
+    return _LIBC[0]
+
+
+def _map_shared(fd: int, size: int) -> _SharedMapping:
+    """Map ``size`` bytes of memory file ``fd`` shared, without huge pages; on failure ``fd`` is
+    closed and ``OSError`` raised."""
+    try:
+        m = _SharedMapping(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
+    if _MADV_NOHUGEPAGE is not None:
+        try:
+            m.madvise(_MADV_NOHUGEPAGE, 0, size)
+        except OSError:  # a kernel without THP
+            pass
+    return m
+
+
+class SharedCpuStorage(CpuStorage):
+    """Host bytes in a memory file that another process of this machine can map: ``handle`` is
+    ``(pid, fd, st_dev, st_ino, size)`` of the file in the process that made it."""
+
+    __slots__ = ("handle", "mapping")
+
+    def __init__(self, mapping: _SharedMapping, handle: tuple):
+        CpuStorage.__init__(self, mapping.array())
+        self.handle = handle
+        self.mapping = mapping
+
+
 def _default_threads() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -108,11 +204,62 @@ class CpuBackend(Backend):
         self.parallel_min = parallel_min
         self._pool = None
         self._pool_lock = threading.Lock()
+        self._shared_live = 0       # shared storages alive (each holds an fd)
 
     # -- storage -------------------------------------------------------------------------------
     def allocate(self, size: int) -> CpuStorage:
         """Return zero-filled storage of ``size`` bytes (lazily committed, see :func:`zeroed`)."""
         return CpuStorage(zeroed(size))
+
+    def allocate_shared(self, size: int) -> SharedCpuStorage | None:
+        """Zero-filled storage of ``size`` bytes in a memory file another process of this machine
+        can map (see the module docstring). None where there is no ``memfd_create`` or ``/proc``,
+        for ``size`` 0, when the file cannot be made, and while the shared storages alive hold a
+        quarter of the process's file descriptors (each holds one; the rest stay the program's)."""
+        if not _MEMFD or size <= 0 or self._shared_live >= _shared_cap():
+            return None
+        try:
+            fd = os.memfd_create("pyhcomm", os.MFD_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            os.ftruncate(fd, size)
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            return None
+        try:
+            mapping = _map_shared(fd, size)     # owns fd from here on
+        except OSError:
+            return None
+        storage = SharedCpuStorage(mapping, (os.getpid(), fd, st.st_dev, st.st_ino, size))
+        self._shared_live += 1
+        weakref.finalize(storage, self._shared_gone)
+        return storage
+
+    def _shared_gone(self) -> None:
+        self._shared_live -= 1
+
+    def share(self, storage) -> tuple | None:
+        """``(pid, fd, st_dev, st_ino, size)`` of shared storage (:meth:`allocate_shared`, or an
+        :meth:`attach` of one), else None."""
+        return storage.handle if isinstance(storage, SharedCpuStorage) else None
+
+    def attach(self, handle) -> SharedCpuStorage:
+        """Map another process's shared storage through ``/proc/<pid>/fd/<fd>``; ``OSError`` where
+        it cannot, or when that descriptor is no longer the same memory file (device, inode and
+        size must match)."""
+        pid, fd, dev, ino, size = handle
+        f = os.open(f"/proc/{int(pid)}/fd/{int(fd)}", os.O_RDWR | os.O_CLOEXEC)
+        try:
+            st = os.fstat(f)
+        except OSError:
+            os.close(f)
+            raise
+        if (st.st_dev, st.st_ino, st.st_size) != (dev, ino, size):
+            os.close(f)
+            raise OSError(errno.ESTALE, f"/proc/{pid}/fd/{fd} is no longer the memory shared as {tuple(handle)}")
+        return SharedCpuStorage(_map_shared(f, size), tuple(handle))
 
     def wrap(self, array: np.ndarray, anchor) -> CpuStorage:
         """Wrap a C-contiguous host array the user owns; ``anchor`` is a weak reference to its owner."""
@@ -137,14 +284,20 @@ class CpuBackend(Backend):
 
     def memset(self, dst: CpuStorage, off: int, value: int, n: int) -> None:
         """Fill ``n`` bytes with ``value``. Zeroing whole pages of a large mapping gives the pages
-        back to the OS instead (``MADV_DONTNEED``: they read as zeros and cost nothing until touched)."""
-        mapping = dst._array.base if dst._array is not None else None
-        if value == 0 and n >= LARGE_ALLOC and isinstance(mapping, mmap.mmap) and _MADV_DONTNEED is not None:
+        back to the OS instead (``MADV_DONTNEED``, ``MADV_REMOVE`` for shared storage, in every
+        process that maps it: they read as zeros and cost nothing until touched)."""
+        mapping = advice = None
+        if value == 0 and n >= LARGE_ALLOC:
+            if isinstance(dst, SharedCpuStorage):
+                mapping, advice = dst.mapping, _MADV_REMOVE
+            elif dst._array is not None:
+                mapping, advice = _mapping_of(dst._array), _MADV_DONTNEED
+        if mapping is not None and advice is not None:
             page = mmap.PAGESIZE
             start = -(-off // page) * page
             end = (off + n) // page * page
             try:
-                mapping.madvise(_MADV_DONTNEED, start, end - start)
+                mapping.madvise(advice, start, end - start)
             except OSError:
                 start = end = off + n          # could not discard: write the zeros
             _memset(dst.addr + off, 0, start - off)
@@ -187,14 +340,20 @@ class CpuBackend(Backend):
         """
         if count == 0:
             return
-        dt = np.dtype(np_dtype)
+        info = _DTYPE_INFO.get(np_dtype)
+        if info is None:
+            dt = np.dtype(np_dtype)
+            info = _DTYPE_INFO[np_dtype] = (dt, _reduce_compute_dtype(dt))
+        dt, wide = info
         ufunc = _REDUCE_UFUNCS[int(op)]
         n = count * dt.itemsize
         d = dst.array[dst_off:dst_off + n].view(dt)
         s = src.array[src_off:src_off + n].view(dt)
-        wide = _reduce_compute_dtype(dt)
         step = REDUCE_CHUNK
         with np.errstate(all="ignore"):
+            if wide is None and count <= step:   # the common case: one ufunc call
+                ufunc(d, s, out=d)
+                return
             for i in range(0, count, step):
                 dc, sc = d[i:i + step], s[i:i + step]
                 if wide is None:
@@ -227,6 +386,16 @@ class CpuBackend(Backend):
         return a if dtype is None else a.view(dtype)
 
 
+def _shared_cap() -> int:
+    """How many shared storages may live at once: a quarter of the file descriptor limit."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # pragma: no cover - non-Unix
+        return 256
+    return 1 << 20 if soft == resource.RLIM_INFINITY else max(16, soft // 4)
+
+
 # -- element-wise reduction (CpuBackend.reduce) ------------------------------------------------
 
 #: Elements per chunk of a reduce (bounds the float32 temporaries of narrow float types).
@@ -242,6 +411,10 @@ _NARROW_FLOATS = frozenset(np.dtype(t) for t in (
                      "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e4m3", "float8_e3m4",
                      "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn")
                     if hasattr(_ml_dtypes, name)]))
+
+
+#: numpy dtype (or type) -> ``(numpy dtype, compute dtype or None)``, for :meth:`CpuBackend.reduce`.
+_DTYPE_INFO: dict = {}
 
 
 def _reduce_compute_dtype(dt: np.dtype):

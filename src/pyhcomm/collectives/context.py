@@ -39,6 +39,8 @@ groups of that many (:func:`.patterns.mesh`).
 from __future__ import annotations
 
 from .. import topology
+from ..aclrt.kernel import launch_function
+from ..aclrt.stream import get_stream
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx, library_calls
 from ..sim.task import attribute_to, call_site, end_attribution
@@ -249,8 +251,6 @@ def _run(comm_handle, stream, nslaves, algo, args, tag, peers, site) -> None:
         finally:
             end_attribution(token)
 
-    from ..aclrt.kernel import launch_function
-    from ..aclrt.stream import get_stream
     notify_mod.record(cpu, main_on_cpu, sync)
     launch_function(kernel, get_stream(stream, "collective"), (), 1, timeout + 30, tag)
     notify_mod.wait(cpu, 0, timeout + 50)

@@ -40,24 +40,26 @@ def wait(t: int, ch: int, idx: int) -> None:
     _ch.notify_wait(t, ch, idx, WAIT_TIMEOUT)
 
 
+# (grant, push and land call the channel operations directly rather than through record/wait:
+# every collective's steps go through them.)
 def grant(t: int, ch: int) -> None:
     """Tell the peer on ``ch`` that this rank's slot for it is free (record its ACK)."""
-    record(t, ch, ACK)
+    _ch.notify_record(t, ch, ACK)
 
 
 def push(t: int, ch: int, write=None) -> None:
     """Wait until the peer's slot is free, ``write = (dst, src, nbytes)`` into it (nothing when
     None or empty), tell the peer it landed (record its DATA)."""
-    wait(t, ch, ACK)
+    _ch.notify_wait(t, ch, ACK, WAIT_TIMEOUT)
     if write is not None and write[2]:
         _ch.write(t, ch, *write)
-    record(t, ch, DATA)
+    _ch.notify_record(t, ch, DATA)
 
 
 def land(t: int, ch: int, read=None) -> None:
     """Wait until the peer's data for this rank landed (own DATA); then ``read = (dst, src,
     nbytes)`` from the peer (nothing when None or empty)."""
-    wait(t, ch, DATA)
+    _ch.notify_wait(t, ch, DATA, WAIT_TIMEOUT)
     if read is not None and read[2]:
         _ch.read(t, ch, *read)
 

@@ -93,6 +93,10 @@ class MemHandle:
 class ChannelEnd:
     """This rank's end of a channel (``ChannelHandle``)."""
 
+    # (slots: a mesh of 1024 ranks has a million ends)
+    __slots__ = ("comm", "rank", "world_id", "engine", "protocol", "peer_rank", "mems", "host_side", "_exposed",
+                 "peer_ref", "peer", "waiters", "key", "tid", "closed", "handle", "notifies", "__weakref__")
+
     def __init__(self, comm, engine, protocol, peer_rank, notify_num, mems):
         self.comm = comm
         self.rank = comm.rank
@@ -112,8 +116,9 @@ class ChannelEnd:
         self.closed = False
         self.handle = _sim().handles.channels.add(self)
         _sim().record.note_channel(self)       # the record names the protocol and peer of its tasks
-        self.notifies = [Notify(f"rank {comm.rank} channel 0x{self.handle:x} (to rank {peer_rank})", i,
-                                _sim().runtime.notify_counting) for i in range(notify_num)]
+        owner = f"rank {comm.rank} channel 0x{self.handle:x} (to rank {peer_rank})"   # one string for all
+        counting = _sim().runtime.notify_counting
+        self.notifies = [Notify(owner, i, counting) for i in range(notify_num)]
 
     def exposed(self):
         """``(Region, allocation)`` of every range this end exposes to its peer (fixed when the end
@@ -124,7 +129,10 @@ class ChannelEnd:
             out = []
             if not getattr(self.comm, "l3", False):   # an HCOMM channel (no communicator) has no HCCL buffer
                 buf = comm_mod.hccl_buffer(self.comm, "HcclChannelAcquire")
-                out.append((Region(buf.addr, buf.size, "its HCCL buffer"), buf))
+                region = self.comm.buffer_region     # one value per buffer, not per end
+                if region is None or region.start != buf.addr or region.size != buf.size:
+                    region = self.comm.buffer_region = Region(buf.addr, buf.size, "its HCCL buffer")
+                out.append((region, buf))
             out += [(Region(m.addr, m.size, f"memory {m.tag!r}", m.tag), m.alloc) for m in self.mems]
             self._exposed = out
         return out
@@ -252,7 +260,7 @@ def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> PeerInfo:
         return ch.peer is not None or ch.peer_rank in transport.left(root)
 
     status = sim.scheduler.run_until(settled, timeout, f"{api}(channel 0x{ch.handle:x} to rank {ch.peer_rank})",
-                                     (ch,), detect_stuck=False)
+                                     (ch, sim.scheduler.rendezvous(root)), detect_stuck=False)
     peer = ch.peer
     if peer is not None:
         if peer.closed:

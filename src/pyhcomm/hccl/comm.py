@@ -69,6 +69,7 @@ class Communicator:
         self.device = device
         self.buffer_size = 2 * _sim().config.buffsize_mb * (1 << 20)
         self.hccl_buffer = None         # Allocation, created on first HcclGetHcclBuffer
+        self.buffer_region = None       # its transport Region, shared by every channel end exposing it
         self.threads: list = []         # HcommThread objects acquired on this communicator
         self.notify_total = 0
         self.engine_ctx: dict = {}
@@ -233,7 +234,8 @@ def wait_joined(comm: Communicator, api: str = "HcclGroupEnd") -> None:
     timeout = sim.config.connect_timeout
     sched, transport, root = sim.scheduler, sim.transport, world.id
     status = sched.run_until(lambda: len(transport.members(root)) >= nranks or transport.refused(root, rank),
-                             timeout, f"{api}(rank {rank} of {world.name})", detect_stuck=False)
+                             timeout, f"{api}(rank {rank} of {world.name})", (sched.rendezvous(root),),
+                             detect_stuck=False)
     refused = transport.refused(root, rank)   # checked elsewhere (ranks in other processes)
     if status == DONE_OK and refused is None:
         return
@@ -275,7 +277,8 @@ def host_barrier(comm: Communicator, api: str = "Comm.barrier") -> None:
         _arrive(world, comm.rank, transport.barrier_rounds(world.id) > round_, api)
     sched = sim.scheduler
     status = sched.run_until(lambda: transport.barrier_rounds(world.id) > round_, sim.config.connect_timeout,
-                             f"{api}(rank {comm.rank} of {world.name})", detect_stuck=False)
+                             f"{api}(rank {comm.rank} of {world.name})", (sched.rendezvous(world.id),),
+                             detect_stuck=False)
     if status == DONE_OK:
         return
     if status == ABORTED:

@@ -116,7 +116,7 @@ def _allocate(comm, engine: CommEngine, size: int, api: str) -> memory.Allocatio
             raise hccl_error(HcclResult.HCCL_E_MEMORY, api, str(exc)) from None
         alloc.owner = OWNER
         return alloc
-    used = sum(a.size for a in _sim().memory.device_map if a.device == comm.device)
+    used = memory.device_bytes(comm.device)
     if used + size > DEVICE_CAPACITY:
         raise hccl_error(HcclResult.HCCL_E_MEMORY, api, f"{size} bytes do not fit in the "
                          f"{DEVICE_CAPACITY >> 30} GiB of device {comm.device} ({used} bytes in use)")

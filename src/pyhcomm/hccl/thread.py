@@ -113,7 +113,8 @@ def _check_notify_num(comm, num, total, api: str) -> None:
 def _new_thread(comm, engine, stream, notify_num, owns_stream) -> HcommThread:
     t = HcommThread(comm, engine, stream, [], owns_stream)
     counting = _sim().runtime.notify_counting
-    t.notifies = [Notify(f"rank {comm.rank} thread 0x{t.handle:x}", i, counting) for i in range(notify_num)]
+    owner = f"rank {comm.rank} thread 0x{t.handle:x}"    # one string for all its notifies
+    t.notifies = [Notify(owner, i, counting) for i in range(notify_num)]
     comm.threads.append(t)
     comm.notify_total += notify_num
     return t

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .. import args
 from ..sim import current_sim as _sim
-from ..sim.runtime import host_ctx
+from ..sim.runtime import host_ctx, host_var
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..sim.record import outcome
 from ..sim.task import NotifyingTask, Task, call_site
@@ -32,6 +32,7 @@ from ..transport.base import TransportError
 from . import validate as v
 from .launch import enqueue
 from .notify import DEFAULT_TIMEOUT, NotifyRecordTask, NotifyWaitTask, _check_timeout, default_timeout
+from .notify import UINT32_MAX as _TIMEOUT_MAX
 from .reduce import check_dtype_op
 
 P = CommProtocol
@@ -42,15 +43,21 @@ T = HcommTransferType
 
 
 # -- shared checks -------------------------------------------------------------------------------
-def _side() -> str:
-    return "device" if host_ctx().kernels else "host"
-
-
 def _thread_and_channel(thread, channel, api):
     """Check a thread and a channel of one rank, used from their side; return
     ``(thread, channel end, peer end, the caller's host context)``."""
-    t, ctx, device_side = v.issuing_thread(thread, api)
-    ch = ctx.sim.handles.channels._objs.get(channel) if type(channel) is int else None
+    # (v.issuing_thread and host_ctx inlined: this runs for every channel task)
+    ctx = host_var.get(None)
+    if ctx is None or ctx.sim is not _sim():
+        ctx = host_ctx()
+    handles = ctx.sim.handles
+    t = handles.threads._objs.get(thread) if type(thread) is int else None
+    kernels = ctx.kernels
+    device_side = bool(kernels)
+    if (t is None or t.stream.destroyed or t.host_side == device_side or not ctx.sim.runtime.product.hcomm
+            or device_side):
+        t, ctx, device_side = v.issuing_thread(thread, api)
+    ch = handles.channels._objs.get(channel) if type(channel) is int else None
     if ch is None:
         ch = get_channel(channel, api)
     if ch.comm is not t.comm and not (ch.comm.device == t.device and (ch.comm.l3 or t.comm.l3)):
@@ -139,8 +146,12 @@ NO_NOTIFY = object()
 def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None, notify_idx=NO_NOTIFY,
               require_950=False, now=False, defer=False):
     """Validate and issue one transfer (``write``: local src -> remote dst; else remote -> local)."""
-    dst = v.nonnull(dst, api, "dst")
-    src = v.nonnull(src, api, "src")
+    # (Cheap tests for the common case first, falling back to the helpers that raise: this
+    # runs for every transfer.)
+    if not dst or type(dst) is not int:
+        dst = v.nonnull(dst, api, "dst")
+    if not src or type(src) is not int:
+        src = v.nonnull(src, api, "src")
     dt = op = None
     if reduce is not None:
         dt, op, _eng = check_dtype_op(reduce[0], reduce[1], bool(host_ctx().kernels), api)
@@ -149,13 +160,16 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         ch = get_channel(channel, api)
         v.product_supports_hcomm(api)
         peer = connected_peer(ch, api)
+        ctx = host_ctx()
     else:
-        t, ch, peer, _ctx = _thread_and_channel(thread, channel, api)
-    if require_950 and not _sim().runtime.product.is_950:
-        raise not_support(api, f"not supported on {_sim().runtime.product.name} (Atlas 350 only)")
-    if reduce is None and not now:  # NBI calls are RoCE by definition (checked by _nbi_check)
+        t, ch, peer, ctx = _thread_and_channel(thread, channel, api)
+    product = ctx.sim.runtime.product
+    if require_950 and not product.is_950:
+        raise not_support(api, f"not supported on {product.name} (Atlas 350 only)")
+    if reduce is None and not now and product.is_950:  # NBI calls are RoCE by definition (_nbi_check)
         _data_protocol(ch, api)
-    count = v.length(n, api, "count" if reduce is not None else "len")
+    count = n if type(n) is int and 0 <= n <= v.UINT64_MAX else v.length(n, api, "count" if reduce is not None
+                                                                          else "len")
     nbytes = count * DATA_TYPE_SIZE[dt] if reduce is not None else count
     if nbytes > v.UINT64_MAX:
         raise para(api, f"count {count} x {DATA_TYPE_SIZE[dt]} bytes overflows uint64")
@@ -164,14 +178,16 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         remote, name = dst, "dst"
     else:
         remote, name = src, "src"
-        alloc, off = v.device_range(dst, nbytes, device, api, "dst")
+        alloc, off = (v.thread_dst(t, dst, nbytes, api) if t is not None
+                      else v.device_range(dst, nbytes, device, api, "dst"))
     for start, size, _label, _tag in peer.regions:   # remote_range's check, inline: every transfer
         if start <= remote < start + size and remote + nbytes <= start + size:
             break
     else:
         remote_range(peer, remote, nbytes, api, name)   # raises
     if write:
-        alloc, off = v.device_range(src, nbytes, device, api, "src")
+        alloc, off = (v.thread_src(t, src, nbytes, api) if t is not None
+                      else v.device_range(src, nbytes, device, api, "src"))
     notify = _peer_notify(peer, notify_idx, api) if notify_idx is not NO_NOTIFY else None
     if reduce is None:  # (the record reads these arguments: pyhcomm.sim.events)
         fn, args = _run_copy, (api, peer.ref, remote, alloc, off, nbytes, notify, write)
@@ -185,15 +201,20 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
                                   peer=peer.ref.rank, nbytes=nbytes, notify=notify, gen=gen)
         return
     reads = ((src, nbytes),) if reduce is None else ((src, nbytes), (dst, nbytes))
+    side = "device" if ctx.kernels else "host"
     if notify is None:
-        task = Task(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(),
-                    detail=(ch.handle, ch.peer_rank), side=_side())
+        task = Task(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(), None, None,
+                    0.0, (ch.handle, ch.peer_rank), side)
     else:  # the notify it sets is a field: hang reports see the task as a recorder
         task = NotifyingTask(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(),
-                             detail=(ch.handle, ch.peer_rank), side=_side(), notify=notify)
+                             detail=(ch.handle, ch.peer_rank), side=side, notify=notify)
     if defer:
         return task
-    enqueue(task, api)
+    if not ctx.kernels and ctx.batch is None:   # (enqueue's common case, inline)
+        task.program = ctx.program
+        ctx.sim.scheduler.submit(task)
+    else:
+        enqueue(task, api, ctx)
 
 
 # -- one-sided transfers ---------------------------------------------------------------------------
@@ -263,22 +284,36 @@ def notify_record(thread, channel, remote_notify_idx, defer=False):
     task.transport = ctx.sim.transport
     if defer:
         return task
-    enqueue(task, api, ctx)
+    if not ctx.kernels and ctx.batch is None:   # (enqueue's common case, inline)
+        task.program = ctx.program
+        ctx.sim.scheduler.submit(task)
+    else:
+        enqueue(task, api, ctx)
 
 
 def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNotifyWaitOnThread"):
     """``HcommChannelNotifyWaitOnThread``: enqueue a wait for this end's notify."""
     t, ch, _peer, ctx = _thread_and_channel(thread, channel, api)
-    local_notify_idx = args.integer(local_notify_idx, api, "localNotifyIdx", -(1 << 64), args.UINT64_MAX)
+    if type(local_notify_idx) is not int:
+        local_notify_idx = args.integer(local_notify_idx, api, "localNotifyIdx", -(1 << 64), args.UINT64_MAX)
     if not 0 <= local_notify_idx < len(ch.notifies):
+        args.integer(local_notify_idx, api, "localNotifyIdx", -(1 << 64), args.UINT64_MAX)
         raise para(api, f"localNotifyIdx {local_notify_idx} is out of range: this channel end has "
                         f"{len(ch.notifies)} notifies")
     side = "device" if ctx.kernels else "host"
-    timeout = default_timeout(side, api) if timeout is DEFAULT_TIMEOUT else _check_timeout(timeout, api)
+    if timeout is DEFAULT_TIMEOUT:
+        timeout = default_timeout(side, api)
+    elif type(timeout) is not int or not 0 <= timeout <= _TIMEOUT_MAX:
+        timeout = _check_timeout(timeout, api)
     if timeout == 0 and ch.engine == CommEngine.COMM_ENGINE_CPU and ch.protocol == P.COMM_PROTOCOL_ROCE:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
-    enqueue(NotifyWaitTask("ChannelNotifyWait", t.stream, t.handle, t.rank, side, ch.notifies[local_notify_idx],
-                           (ch.handle, local_notify_idx), timeout), api, ctx)
+    task = NotifyWaitTask("ChannelNotifyWait", t.stream, t.handle, t.rank, side, ch.notifies[local_notify_idx],
+                          (ch.handle, local_notify_idx), timeout)
+    if not ctx.kernels and ctx.batch is None:   # (enqueue's common case, inline)
+        task.program = ctx.program
+        ctx.sim.scheduler.submit(task)
+    else:
+        enqueue(task, api, ctx)
 
 
 def notify_wait_default(thread, channel, local_notify_idx):
@@ -307,7 +342,7 @@ def notify_wait_now(channel, local_notify_idx, timeout):
     if timeout == 0:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     n = ch.notifies[local_notify_idx]
-    status = _sim().scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{ch.handle:x})")
+    status = _sim().scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{ch.handle:x})", (n,))
     _sim().record.host_effect("ChannelNotifyWaitNow", api, ok=status == DONE_OK, rank=ch.comm.rank,
                               device=ch.comm.device, engine=ch.engine.name, channel=ch.handle, notify=n,
                               gen=n.gen if status == DONE_OK else None, timeout=float(timeout), waits=True)

@@ -85,14 +85,14 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
         v.kernel_device(t, kernels[-1], API)
     if type(n) is not int or n < 0 or n > UINT64_MAX:
         n = v.length(n, API)
-    # The thread's last allocations answer when the range lies in them (a zero-length range
-    # needs an address inside, exactly as memory.resolve decides).
+    # The thread's last allocations (v.thread_dst / thread_src; their test inline here, the
+    # hottest primitive: the helpers resolve a miss).
     d = t.last_dst
     if d is None or dst < d.addr or dst + n > d.end or dst == d.end or d.storage is None:
-        d = t.last_dst = v.device_range(dst, n, t.device, API, "dst")[0]
+        d = v.thread_dst(t, dst, n, API)[0]
     s = t.last_src
     if s is None or src < s.addr or src + n > s.end or src == s.end or s.storage is None:
-        s = t.last_src = v.device_range(src, n, t.device, API, "src")[0]
+        s = v.thread_src(t, src, n, API)[0]
     if dst != src and dst < src + n and src < dst + n:
         v.no_partial_overlap(dst, src, n, API)
     task = LocalCopyTask(t, side, d, dst - d.addr, s, src - s.addr, n)

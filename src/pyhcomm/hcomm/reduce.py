@@ -38,8 +38,7 @@ from __future__ import annotations
 
 from .. import args
 from ..sim import current_sim as _sim
-from ..sim.kernel import current_kernel
-from ..sim.runtime import on_device_side
+from ..sim.runtime import host_ctx, on_device_side
 from ..sim.task import Task, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, HcommDataType, HcommReduceOp
 from ..errors import HcclError, HcclResult, HcclRuntimeError, not_support, para
@@ -91,11 +90,30 @@ def check_dtype_op(data_type, reduce_op, device_side: bool | None = None, api: s
         HcclUsageError: ``HCCL_E_PARA`` for a value outside the supported (or mapped) set.
         HcclNotSupportedError: a value the Atlas 350 path maps but does not reduce.
     """
-    dt = _int_arg(data_type, "dataType", HcommDataType, api)
-    op = _int_arg(reduce_op, "reduceOp", HcommReduceOp, api)
     if device_side is None:
         device_side = on_device_side()
-    if device_side and _sim().runtime.product.is_950:
+    is_950 = _sim().runtime.product.is_950
+    key = None
+    if type(data_type) is int and type(reduce_op) is int:
+        key = (data_type, reduce_op, device_side, is_950)
+        hit = _CHECKED.get(key)
+        if hit is not None:
+            return hit
+    dt = _int_arg(data_type, "dataType", HcommDataType, api)
+    op = _int_arg(reduce_op, "reduceOp", HcommReduceOp, api)
+    out = _check_dtype_op(dt, op, device_side, is_950, api)
+    if key is not None:
+        _CHECKED[key] = out
+    return out
+
+
+#: ``(dataType, reduceOp, device side, Atlas 350)`` -> what :func:`check_dtype_op` returned (the
+#: valid combinations only: a collective's reduce steps check the same pair again and again).
+_CHECKED: dict = {}
+
+
+def _check_dtype_op(dt: int, op: int, device_side: bool, is_950: bool, api: str) -> tuple:
+    if device_side and is_950:
         if dt not in MAPPED_950_DTYPES:
             raise para(api, f"dataType {dt} is not an HcommDataType the {_sim().runtime.product.name} path maps")
         if op not in OPS_950:
@@ -174,24 +192,41 @@ def hccl_reduce(thread: int, dst: int, src: int, count: int, data_type: int, red
 
 
 def _enqueue(thread, dst, src, count, dt, op, device_side) -> None:
-    """Validate thread and ranges of a reduce whose data type and op are settled; enqueue it."""
-    v.nonnull(dst, API, "dst")
-    v.nonnull(src, API, "src")
-    t = get_thread(thread, API)
-    v.product_supports_hcomm(API)
-    v.thread_side(t, API)
-    kernel = current_kernel()
-    if kernel is not None:
-        v.kernel_device(t, kernel, API)
-    count = v.length(count, API, "count")
+    """Validate thread and ranges of a reduce whose data type and op are settled; enqueue it.
+    (Each check has a cheap test for the common case and falls back to the validate helper,
+    which produces the error: this runs for every reduce step of a collective.)"""
+    if not dst or type(dst) is not int:
+        v.nonnull(dst, API, "dst")
+    if not src or type(src) is not int:
+        v.nonnull(src, API, "src")
+    ctx = host_ctx()
+    sim = ctx.sim
+    t = sim.handles.threads._objs.get(thread) if type(thread) is int else None
+    if t is None or t.stream.destroyed:
+        t = get_thread(thread, API)
+    product = sim.runtime.product
+    if not product.hcomm and not ctx.library:
+        v.product_supports_hcomm(API)
+    kernels = ctx.kernels
+    if product.device_side_only or t.host_side == bool(kernels):
+        v.thread_side(t, API)
+    if kernels:
+        v.kernel_device(t, kernels[-1], API)
+    if type(count) is not int or not 0 <= count <= v.UINT64_MAX:
+        count = v.length(count, API, "count")
     n = count * DATA_TYPE_SIZE[dt]
     if n > v.UINT64_MAX:
         raise para(API, f"count {count} x {DATA_TYPE_SIZE[dt]} bytes ({dt.name}) = {n} bytes overflows "
                         "uint64 (must be < 2**64)")
-    dst_alloc, dst_off = v.device_range(dst, n, t.device, API, "dst")
-    src_alloc, src_off = v.device_range(src, n, t.device, API, "src")
+    dst_alloc, dst_off = v.thread_dst(t, dst, n, API)
+    src_alloc, src_off = v.thread_src(t, src, n, API)
     v.no_partial_overlap(dst, src, n, API)
-    enqueue(Task("LocalReduce", t.stream, _run_reduce,
-                 (dst_alloc, dst_off, src_alloc, src_off, count, NUMPY_DTYPE[dt], int(op)),
-                 reads=((dst, n), (src, n)), writes=((dst, n),), thread=t.handle, rank=t.rank,
-                 site=call_site(), detail=(dt, op), side="device" if device_side else "host"))
+    task = Task("LocalReduce", t.stream, _run_reduce,
+                (dst_alloc, dst_off, src_alloc, src_off, count, NUMPY_DTYPE[dt], int(op)),
+                ((dst, n), (src, n)), ((dst, n),), t.handle, t.rank, call_site(), None, None, 0.0, (dt, op),
+                "device" if device_side else "host")
+    if not kernels and ctx.batch is None:   # (enqueue's common case, inline)
+        task.program = ctx.program
+        sim.scheduler.submit(task)
+    else:
+        enqueue(task, API, ctx)

@@ -103,6 +103,24 @@ def device_range(addr: int, n: int, device: int, api: str, name: str):
     return alloc, addr - alloc.addr
 
 
+def thread_dst(t, addr: int, n: int, api: str, name: str = "dst"):
+    """:func:`device_range` of a range ``t`` writes: ``(allocation, offset)`` on ``t``'s device.
+    The allocation the thread's last destination was in answers when it holds the range (a
+    zero-length range needs an address inside, as :func:`pyhcomm.sim.memory.resolve` decides)."""
+    a = t.last_dst
+    if a is None or addr < a.addr or addr + n > a.end or addr == a.end or a.storage is None:
+        a = t.last_dst = device_range(addr, n, t.device, api, name)[0]
+    return a, addr - a.addr
+
+
+def thread_src(t, addr: int, n: int, api: str, name: str = "src"):
+    """The same as :func:`thread_dst` for a range ``t`` reads (its own cache)."""
+    a = t.last_src
+    if a is None or addr < a.addr or addr + n > a.end or addr == a.end or a.storage is None:
+        a = t.last_src = device_range(addr, n, t.device, api, name)[0]
+    return a, addr - a.addr
+
+
 def no_partial_overlap(dst: int, src: int, n: int, api: str) -> None:
     """``HCCL_E_PARA`` when ``[dst, dst+n)`` and ``[src, src+n)`` overlap but are not the same range."""
     if dst != src and dst < src + n and src < dst + n:

@@ -63,6 +63,21 @@ class HangReport:
 hang_report = HangReport()
 
 
+class Waitable:
+    """Something host programs wait for that is neither a stream nor a channel end (a world's
+    rendezvous): an object with ``waiters`` (the scheduler's), to pass in ``run_until``'s
+    ``streams`` and to :meth:`Scheduler.settle` when it changes."""
+
+    __slots__ = ("what", "waiters")
+
+    def __init__(self, what: str):
+        self.what = what
+        self.waiters = None
+
+    def __repr__(self):
+        return f"<Waitable {self.what}>"
+
+
 class Scheduler:
     """The shared part: stream bookkeeping, task execution, failure, hang reports."""
 
@@ -76,6 +91,7 @@ class Scheduler:
         self.blocked_calls: dict = {}   # host program -> the blocking call it is in (for reports)
         self.abort_reason = None        # set when a rank fails: blocking calls give up
         self._record = sim.record
+        self._rendezvous: dict = {}     # world root -> its Waitable (see rendezvous)
 
     # -- to implement ----------------------------------------------------------------------------
     def submit(self, task) -> None:
@@ -85,10 +101,12 @@ class Scheduler:
                   detect_stuck: bool = True) -> str:
         """Block the calling host program until ``done()`` holds, running tasks meanwhile.
 
-        ``streams``: the streams whose progress can make ``done()`` hold, or other objects with a
-        ``waiters`` list that are :meth:`settle`-d when they change (a channel end when it pairs);
-        a hint: their waiters are re-checked then. ``detect_stuck`` False: never return ``STUCK``
-        (a rendezvous, where a rank that has not started yet may still come).
+        ``streams``: the streams whose progress can make ``done()`` hold, or other objects with
+        ``waiters`` (None at first; the scheduler's) that are :meth:`settle`-d when they change (a
+        channel end when it pairs, a notify when it is recorded, a world's :meth:`rendezvous`);
+        their waiters are re-checked then, and only then (a wait that names none is re-checked at
+        every change, and at :meth:`poke`). ``detect_stuck`` False: never return ``STUCK`` (a
+        rendezvous, where a rank that has not started yet may still come).
 
         Returns ``DONE_OK``, ``TIMED_OUT`` (``timeout`` seconds passed first), ``STUCK`` (nothing
         can ever make ``done()`` true; blocked streams were failed first) or ``ABORTED``.
@@ -96,12 +114,22 @@ class Scheduler:
         raise NotImplementedError(f"{self.name}: needs run_until")
 
     def poke(self) -> None:
-        """State that a host program may wait for changed outside any task (a rank joined, a
-        channel paired, a kernel ended): blocked callers re-check."""
+        """State that a host program may wait for changed outside any task, and the caller cannot
+        name the object (a message of another process): blocked callers re-check. A change to a
+        known object is :meth:`settle`-d instead (re-checks its waiters only)."""
         raise NotImplementedError(f"{self.name}: needs poke")
 
+    def rendezvous(self, root) -> "Waitable":
+        """The object that the waits on world ``root``'s rendezvous watch (joins complete, a rank
+        left, a host-barrier round complete): pass it in ``run_until``'s ``streams``; the
+        transport :meth:`settle`-s it when that state changes."""
+        w = self._rendezvous.get(root)
+        if w is None:
+            w = self._rendezvous.setdefault(root, Waitable(f"world {root}"))
+        return w
+
     def settle(self, obj) -> None:
-        """``obj`` (an object with a ``waiters`` list, e.g. a channel end) changed: re-check who
+        """``obj`` (an object with ``waiters``, e.g. a channel end) changed: re-check who
         waits on it. By default everyone is re-checked (:meth:`poke`)."""
         self.poke()
 
@@ -158,10 +186,7 @@ class Scheduler:
                 ready = task.ready
                 if ready is not None and not ready():
                     if task.t_head is None:
-                        task.t_head = _monotonic()
-                        notify = getattr(task, "notify", None)
-                        if notify is not None:
-                            notify.waiter = stream  # its record hints this stream ready
+                        self._blocked_head(stream, task)
                     break
                 q.popleft()
                 progressed = True
@@ -186,6 +211,15 @@ class Scheduler:
         if log is not None and rec.capacity and len(rec.xlog) > 2 * rec.capacity:
             rec.trim()
         return progressed
+
+    def _blocked_head(self, stream, task) -> None:
+        """``task`` is the head of ``stream`` and cannot run yet (seen the first time): note when
+        it blocked (its timeout counts from then), and let the notify it waits for, if any,
+        hint this stream ready when it is recorded."""
+        task.t_head = _monotonic()
+        notify = getattr(task, "notify", None)
+        if notify is not None:
+            notify.waiter = stream
 
     def _stream_settled(self, stream) -> None:
         """``stream`` went idle or failed: its waiters may be done (implementations override)."""
@@ -222,11 +256,15 @@ class Scheduler:
         expired = False
         for stream, task in self.blocked_heads():
             if task.timeout and task.t_head is not None and now - task.t_head >= task.timeout:
-                msg = (f"{task.describe()} timed out after {task.timeout:g} s"
-                       + (f": {task.blocker()}" if task.blocker else ""))
-                self._fail(stream, task, HcclTimeoutError(HcclResult.HCCL_E_TIMEOUT, task.kind, msg))
+                self._time_out(stream, task)
                 expired = True
         return expired
+
+    def _time_out(self, stream, task) -> None:
+        """Fail ``task``, a wait blocked at the head of ``stream`` past its timeout."""
+        msg = (f"{task.describe()} timed out after {task.timeout:g} s"
+               + (f": {task.blocker()}" if task.blocker else ""))
+        self._fail(stream, task, HcclTimeoutError(HcclResult.HCCL_E_TIMEOUT, task.kind, msg))
 
     def _next_expiry(self, deadline):
         wake = deadline

@@ -7,7 +7,9 @@ then control returns to the *hub*, the greenlet that drives the Sim (the caller 
 plain program's main greenlet while it waits). The hub:
 
 1. runs queued tasks: it picks one of the streams that may run and runs its runnable prefix;
-2. otherwise resumes an actor: a new one, or a blocked one whose wait is over;
+2. otherwise resumes an actor: a new one, or a blocked one whose wait is over (an actor blocked
+   without a stream to watch is re-checked after a ``poke``, when no other actor is runnable or
+   after as many resumptions as actors wait, however many pokes came meanwhile);
 3. otherwise the transport makes progress (``sim.transport.progress()``: messages of other
    processes); when it has none, waits whose timeout passed fail; then, once the transport says
    that no process can progress (``world_idle``; in one process: at once), the blocked streams
@@ -120,6 +122,8 @@ class CoopScheduler(Scheduler):
         self.owner = None               # the OS thread this Sim runs on
         self._kernel_ids = 0
         self.ready = deque()            # streams that may run (each at most once: ``stream.hinted``)
+        self._poked = False             # a poke since the waiting actors were last checked
+        self._turns = 0                 # actors resumed since then (see poke)
 
     def hint(self, stream) -> None:
         if not stream.hinted:
@@ -165,11 +169,24 @@ class CoopScheduler(Scheduler):
             self._stream_settled(obj)
 
     def poke(self) -> None:
-        waiting = self.waiting
-        if waiting:
-            for actor in list(waiting):
-                if actor.done():
-                    self._make_runnable(actor)
+        """Something a blocked actor without streams may wait for changed. The waiting actors are
+        re-checked after pokes (:meth:`_flush_pokes`), not at every poke: when the hub has no
+        runnable actor left, when it has resumed as many actors as are waiting since the last
+        check, or after an abort. Closing a communicator withdraws every channel end and pokes
+        each time (a scan per poke made the teardown of ``n`` ranks cost ``n**3`` predicate
+        calls); every rank's join pokes (a scan per hub turn made ``n`` joins cost ``n**2``)."""
+        if self.waiting:
+            self._poked = True
+
+    def _flush_pokes(self) -> None:
+        """Make runnable every waiting actor whose wait is over (after pokes)."""
+        self._poked = False
+        self._turns = 0
+        runnable = self.runnable
+        for actor in list(self.waiting):
+            if not actor.queued and actor.done():
+                actor.queued = True
+                runnable.append(actor)
 
     # -- enqueue ------------------------------------------------------------------------------
     def submit(self, task) -> None:
@@ -254,8 +271,8 @@ class CoopScheduler(Scheduler):
         if watched:
             for st in watched:
                 if st.waiters is None:
-                    st.waiters = []
-                st.waiters.append(actor)
+                    st.waiters = {}   # (a dict: a world's rendezvous may have a waiter per rank)
+                st.waiters[actor] = None
         else:
             self.waiting[actor] = None
         try:
@@ -264,7 +281,7 @@ class CoopScheduler(Scheduler):
             actor.done = actor.deadline = None
             if watched:
                 for st in watched:
-                    st.waiters.remove(actor)
+                    st.waiters.pop(actor, None)
             else:
                 self.waiting.pop(actor, None)
 
@@ -306,8 +323,11 @@ class CoopScheduler(Scheduler):
                     elif stream.waiters:
                         self._stream_settled(stream)
                 continue
-            # 2. actors
+            # 2. actors (the waiting ones a poke concerns join them: see poke)
+            if self._poked and (not runnable or self._turns >= len(self.waiting)):
+                self._flush_pokes()
             if runnable:
+                self._turns += 1
                 actor = _take(runnable, pick)
                 actor.queued = False
                 self._resume(actor, DONE_OK)
@@ -339,6 +359,8 @@ class CoopScheduler(Scheduler):
         """After an abort: let one actor go on (a wait that is over still completes; its next
         blocking calls return ``ABORTED`` at once, so it runs to its end); False when no actor is
         left to run."""
+        if self._poked:
+            self._flush_pokes()
         if self.runnable:
             actor = self.runnable.popleft()
             actor.queued = False

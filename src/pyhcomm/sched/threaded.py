@@ -4,9 +4,20 @@ Tasks run on whichever host thread blocks in ``run_until``: that thread becomes 
 every runnable task of every stream, FIFO per stream, until what it waits for holds. A single-
 threaded program therefore gives the same order on every run. Execution happens under one lock;
 enqueueing never takes it (a blocked acquire there would queue every enqueue behind the thread that
-runs tasks). When nothing can run, a blocked thread sleeps on its own event until another thread
-enqueues work, ``poke()`` reports a change (a rank joined, a channel paired), a wait task's timeout
-passes, or a task it waits for settles.
+runs tasks).
+
+Wake-ups are targeted; no change wakes every sleeper. A blocked thread with nothing to run sleeps
+on its own event, registered as a waiter of each object it waits for (a stream, a notify, a
+channel end, a world's rendezvous: ``run_until``'s ``streams``); a change to an object wakes the
+waiters of that object whose wait is over, nobody else. Work that may run (a task enqueued, a
+notify recorded, a kernel ended) while no thread drives wakes one sleeper, the *baton*, which
+runs it; a thread that leaves ``run_until`` with hinted work left hands the baton on. (Waking
+every sleeper at each enqueue, join and return from ``run_until`` made the 64 threads of a mesh
+AllGather queue on the lock, each scanning every stream and host, and a run take 2-4x as long
+now and then.) A wait that names no object is re-checked at every change the scheduler hears
+of, and :meth:`ThreadedScheduler.poke` (a change it is not told the object of) re-checks every
+sleeper's wait. A sleeper also wakes when a wait task's timeout or its own deadline passes, and
+at least every ``MAX_SLEEP`` seconds.
 
 An AI CPU kernel runs on an OS thread of its own (``pyhcomm-kernel-*``), registered as a host
 program while it runs, so two kernels of different ranks that wait for each other both progress.
@@ -14,17 +25,38 @@ A kernel holds the execution lock while it runs and lets it go only while it blo
 thread that reached its launch waits until it first blocks or ends, as if the kernel ran on that
 thread: nothing else runs between two of its blocking calls, so a single host program with
 kernels still gives the same order on every run.
+
 When every registered host thread is blocked and nothing can run, the blocked streams fail with
-the hang report (see :mod:`pyhcomm.sched.base`).
+the hang report (see :mod:`pyhcomm.sched.base`). The set of host threads that are not asleep is
+kept as threads sleep and wake, so the last thread to fall asleep sees the hang; a host thread
+that ends while every other one sleeps wakes one sleeper to look, and a sleeper that sees the
+hang but may not report it (a rendezvous) wakes one that may.
 """
 from __future__ import annotations
 
+import heapq
 import threading
 
-from .base import ABORTED, DONE_OK, STUCK, TIMED_OUT, Scheduler, _monotonic
+from .base import ABORTED, DONE_OK, PENDING, STUCK, TIMED_OUT, Scheduler, _monotonic
 
 MAX_SLEEP = 1.0  # a sleeping host thread re-checks at least this often (belt and braces)
 REMOTE_POLL = 0.005  # ... and this often when ranks of other processes may send messages
+
+
+class Sleeper:
+    """A host thread blocked in ``run_until``: the event it sleeps on and what it waits for.
+    A key of the ``waiters`` of each object it watches."""
+
+    __slots__ = ("ident", "ev", "done", "detect")
+
+    def __init__(self, ident):
+        self.ident = ident
+        self.ev = threading.Event()
+        self.done = None        # its predicate while it sleeps
+        self.detect = True      # it may return STUCK
+
+    def __repr__(self):
+        return f"<Sleeper {self.ident}{' woken' if self.ev.is_set() else ''}>"
 
 
 class ThreadedScheduler(Scheduler):
@@ -37,46 +69,115 @@ class ThreadedScheduler(Scheduler):
         self.lock = threading.RLock()   # a kernel thread holds it twice while it drives (see _acquire)
         self._levels: dict = {}         # thread ident -> how many times it holds ``lock``
         self._parked: dict = {}         # kernel thread ident -> Event set when it first blocks or ends
-        self.sleepers: dict = {}        # thread ident -> threading.Event it sleeps on (= blocked)
-        self._events: dict = {}         # thread ident -> its reusable Event
-        self.drivers = 0                # host threads in run_until that are not asleep
-        self.gen = 0                    # bumped at every wake-up: progress others must look at
-        self.sleep_gen: dict = {}       # thread ident -> ``gen`` when it went to sleep
-        self.preds: dict = {}           # thread ident -> the predicate of a sleeper that names no stream
+        self.sleepers: dict = {}        # thread ident -> its Sleeper while it sleeps (= blocked)
+        self.generic: dict = {}         # thread ident -> Sleeper of a wait that names no object
+        self._own: dict = {}            # thread ident -> its reusable Sleeper
+        self.drivers = 0                # threads in run_until that are not asleep (under ``lock``)
+        self.baton = None               # ident of the sleeper woken to drive, until it runs
+        self._baton_lock = threading.Lock()   # orders choosing the baton with its holder resuming
         self.hosts: dict = {}           # thread ident -> threading.Thread using the runtime
+        self.awake: set = set()         # idents of the hosts not asleep (woken counts as awake)
+        self._timers: list = []         # heap of (expiry, seq, stream, task): blocked waits that time out
         self._kernel_ids = 0
 
-    def _wake(self) -> None:
-        """Wake every sleeper: something they wait for may be done. Needs no lock: a sleeper
-        registers its event before its last look at the queues (see ``_loop``)."""
-        self.gen += 1
-        for ev in list(self.sleepers.values()):
-            if not ev.is_set():  # setting takes the event's lock: skip the ones already woken
-                ev.set()
+    # -- waking ----------------------------------------------------------------------------------
+    def _wake_one(self, s: Sleeper) -> None:
+        """Wake ``s``: it counts as awake at once (hang detection), then its event is set."""
+        if s.ident in self.hosts:
+            self.awake.add(s.ident)
+        s.ev.set()
 
-    poke = _wake
+    def _wake_all(self) -> None:
+        """Wake every sleeper (an abort, a reset: every wait must look again)."""
+        for s in list(self.sleepers.values()):
+            self._wake_one(s)
+
+    def _recheck(self, sleepers) -> None:
+        """Wake those of ``sleepers`` whose wait is over. No lock needed: a sleeper registers
+        before its last look at what it waits for (see ``_loop``)."""
+        for s in sleepers:
+            done = s.done   # (None once it resumed)
+            if done is not None and not s.ev.is_set() and done():
+                self._wake_one(s)
+
+    def _stream_settled(self, obj) -> None:
+        """``obj`` (a stream that went idle or failed, an object settled) changed: wake its
+        waiters whose wait is over, and those of the waits that name no object."""
+        if obj.waiters:
+            self._recheck(list(obj.waiters))
+        if self.generic:
+            self._recheck(list(self.generic.values()))
+
+    def settle(self, obj) -> None:
+        """``obj`` (a channel end that paired, a notify recorded, a rendezvous that completed)
+        changed: wake only the sleepers waiting on it whose wait is over."""
+        self._stream_settled(obj)
+
+    def poke(self) -> None:
+        """A change the scheduler is not told the object of (messages of other processes):
+        wake every sleeper whose wait is over. The library's own changes name their object
+        (:meth:`settle`); this looks at every sleeper's wait, but wakes only those it ends."""
+        self._recheck(list(self.sleepers.values()))
+
+    def hint(self, stream) -> None:
+        """``stream`` may be able to run: when no thread drives, wake one sleeper to run it."""
+        self.ready[stream] = None
+        if not self.drivers and self.baton is None and self.sleepers:
+            self._pass_baton()
+
+    def _pass_baton(self) -> None:
+        """Wake one sleeper to drive: there may be work to run and no thread runs it. A sleeper
+        woken already and not yet resumed drives when it does: it takes the baton, nobody else
+        wakes. (Chosen under ``_baton_lock`` from the sleepers of that moment: the one chosen has
+        not passed :meth:`_resumed` yet, which takes the same lock, so it clears the baton.)"""
+        with self._baton_lock:
+            if self.baton is not None:
+                return
+            for s in list(self.sleepers.values()):
+                self.baton = s.ident
+                if not s.ev.is_set():
+                    self._wake_one(s)
+                return
+
+    def _resumed(self, me) -> None:
+        """``me`` woke and left the sleepers: if it held the baton, it drives now."""
+        with self._baton_lock:  # (always: a baton chosen from an older list of sleepers may name it)
+            if self.baton == me:
+                self.baton = None
+
+    def _wake_detector(self, me) -> bool:
+        """Every host is asleep and nothing can run, but ``me`` may not report it: wake a sleeper
+        that may (it will see the hang). False when none sleeps."""
+        for s in list(self.sleepers.values()):
+            if s.detect and s.ident != me and not s.ev.is_set():
+                self._wake_one(s)
+                return True
+        return False
 
     # -- host threads --------------------------------------------------------------------------
     def register_host(self) -> None:
         t = threading.current_thread()
         self.hosts[t.ident] = t
+        self.awake.add(t.ident)
 
     def unregister_host(self) -> None:
+        """The calling thread enqueues nothing more. When every other host sleeps, one sleeper
+        wakes to look whether the world can still progress (hang detection)."""
         ident = threading.get_ident()
         self.hosts.pop(ident, None)
-        self._events.pop(ident, None)
-        self._wake()
+        self.awake.discard(ident)
+        self._own.pop(ident, None)
+        if self.sleepers and not self.awake:
+            self._wake_detector(ident) or self._pass_baton()
 
     # -- enqueue -------------------------------------------------------------------------------
     def submit(self, task) -> None:
-        """Append ``task`` to its stream; never runs it (except past ``DRAIN_DEPTH``)."""
+        """Append ``task`` to its stream; never runs it (except past ``DRAIN_DEPTH``). When no
+        thread drives, one sleeper wakes to run it (see :meth:`hint`)."""
         # No lock: deque.append and the dict inserts are atomic under the GIL, _run_streams
-        # re-checks a queue after dropping it from ``active``, and a sleeper registers its event
-        # before its last look at the queues, so no wake-up is lost.
-        deep = self.enqueue(task)
-        if self.sleepers and not self.drivers:  # a running driver finds the task by itself
-            self._wake()
-        if deep:
+        # re-checks a queue after dropping it from ``active``, and a sleeper registers before its
+        # last look at the queues, so no wake-up is lost.
+        if self.enqueue(task):
             self.run_ready()
 
     # -- execution -----------------------------------------------------------------------------
@@ -99,21 +200,50 @@ class ThreadedScheduler(Scheduler):
             progressed = self._run_streams(hinted)
         if not progressed:
             progressed = self._run_streams(list(self.active))
-        if progressed and self.preds and any(p() for p in list(self.preds.values())):
-            self._wake()  # only when a sleeper's wait is over: no thundering herd on every step
+        if progressed and self.generic:
+            self._recheck(list(self.generic.values()))
         return progressed
 
-    def _stream_settled(self, stream) -> None:
-        """``stream`` went idle or failed: wake the sleepers waiting on it whose wait is over."""
-        for ev, done in list(stream.waiters):
-            if not ev.is_set() and done():
-                self.gen += 1
-                ev.set()
+    def _blocked_head(self, stream, task) -> None:
+        """``task`` is the blocked head of ``stream``: time it (see :meth:`_expire`)."""
+        super()._blocked_head(stream, task)
+        if task.timeout:
+            heapq.heappush(self._timers, (task.t_head + task.timeout, task.seq, stream, task))
+
+    def _timer_heads(self):
+        """Drop the timers of waits that are no longer blocked at their stream's head."""
+        timers = self._timers
+        while timers:
+            _, _, stream, task = timers[0]
+            if (task.state == PENDING and stream.error is None and stream.queue
+                    and stream.queue[0] is task and not stream.busy):
+                return timers[0]
+            heapq.heappop(timers)
+        return None
+
+    def _expire(self, now) -> bool:
+        """Fail the blocked waits whose timeout passed; return whether any did (the earliest
+        first: a heap of the blocked waits with a timeout, not a scan of every stream)."""
+        expired = False
+        while True:
+            head = self._timer_heads()
+            if head is None or head[0] > now:
+                return expired
+            heapq.heappop(self._timers)
+            _, _, stream, task = head
+            if not task.ready():
+                self._time_out(stream, task)
+                expired = True
+
+    def _next_expiry(self, deadline):
+        head = self._timer_heads()
+        if head is None:
+            return deadline
+        return head[0] if deadline is None else min(deadline, head[0])
 
     def fail_stream(self, stream, exc) -> None:
         with self.lock:
             super().fail_stream(stream, exc)
-        self._wake()
 
     def spawn_kernel(self, stream, body) -> None:
         """Start ``body`` on a new OS thread (called by the driver, under the lock)."""
@@ -130,11 +260,11 @@ class ThreadedScheduler(Scheduler):
                 body()
             finally:
                 stream.busy = False
-                self.ready[stream] = None
+                self.hint(stream)        # its next tasks, its waiters: a driver settles them
                 self._release(me)
                 self._parked.pop(me, None)
                 parked.set()
-                self.unregister_host()  # also wakes the sleepers
+                self.unregister_host()
 
         t = threading.Thread(target=self.sim.context().run, args=(run,), daemon=True,
                              name=f"pyhcomm-kernel-{self._kernel_ids}")
@@ -142,6 +272,7 @@ class ThreadedScheduler(Scheduler):
         levels = self._levels.get(me, 0)
         t.start()
         self.hosts[t.ident] = t
+        self.awake.add(t.ident)
         for _ in range(levels):     # hand over until the kernel first blocks or ends
             self.lock.release()
         try:
@@ -165,9 +296,9 @@ class ThreadedScheduler(Scheduler):
                 try:
                     return self._loop(done, deadline, me, detect_stuck, streams)
                 finally:
-                    self.drivers -= 1  # first: a submitter that still saw this driver is covered below
-                    if self.sleepers:
-                        self._wake()  # hand over: others may have work that this thread left runnable
+                    self.drivers -= 1
+                    if self.ready and not self.drivers and self.sleepers:
+                        self._pass_baton()  # hinted work this thread leaves: one sleeper runs it
             finally:
                 self._release(me)
         finally:
@@ -189,7 +320,6 @@ class ThreadedScheduler(Scheduler):
                 continue
             now = _monotonic()
             if self._expire(now):
-                self._wake()
                 continue
             if deadline is not None and now >= deadline:
                 return TIMED_OUT
@@ -197,30 +327,32 @@ class ThreadedScheduler(Scheduler):
                 if not self.sim.transport.world_idle():   # another process may still send something
                     continue
                 if self._fail_deadlock():
-                    self._wake()
                     continue
                 if detect_stuck:
                     return STUCK
+                self._wake_detector(me)   # one that may report it looks (it needs the lock: after this sleeps)
             wake = self._next_expiry(deadline)
-            ev = self._events.get(me)
-            if ev is None:
-                ev = self._events[me] = threading.Event()
-            ev.clear()
-            self.sleepers[me] = ev        # (a sleeping thread runs nothing else: never nested)
-            entry = (ev, done)
-            if watched:                   # woken by the streams it waits on (see _stream_settled)
+            s = self._own.get(me)
+            if s is None:
+                s = self._own[me] = Sleeper(me)
+            s.done, s.detect = done, detect_stuck
+            s.ev.clear()
+            self.sleepers[me] = s         # (a sleeping thread runs nothing else: never nested)
+            if watched:                   # woken when an object it waits on settles
                 for st in watched:
                     if st.waiters is None:
-                        st.waiters = []
-                    st.waiters.append(entry)
-            else:                         # woken when any step makes ``done`` hold
-                self.preds[me] = done
-            self.sleep_gen[me] = self.gen
+                        st.waiters = {}   # (a dict: a world's rendezvous may have a waiter per rank)
+                    st.waiters[s] = None
+            else:                         # woken when any change makes ``done`` hold
+                self.generic[me] = s
+            self.awake.discard(me)
             self.drivers -= 1
             try:
-                # A submitter that saw no sleeper or a running driver appended before this
-                # step, so this step runs its task; any later one sets the event.
-                if self._step():
+                # A submitter that saw a driver appended before this step, so this step runs
+                # its task; a later one sees no driver and wakes a sleeper. The same for a
+                # change outside the queues (a peer connected, a rank joined): one made before
+                # this thread was registered was not seen by its settle, so look again now.
+                if done() or self._step():
                     continue
                 wait = MAX_SLEEP if wake is None else min(MAX_SLEEP, max(0.0, wake - now))
                 if self.sim.transport.remote:   # messages of other processes wake nobody
@@ -232,18 +364,24 @@ class ThreadedScheduler(Scheduler):
                 for _ in range(levels):  # every level: a kernel thread also holds it for its body
                     self.lock.release()
                 try:
-                    ev.wait(wait)
+                    s.ev.wait(wait)
                 finally:
+                    if me in self.hosts:  # (woken by its timeout: nobody marked it awake)
+                        self.awake.add(me)
                     for _ in range(levels):
                         self.lock.acquire()
             finally:
                 self.drivers += 1
+                if me in self.hosts:
+                    self.awake.add(me)
                 del self.sleepers[me]
+                s.done = None
                 if watched:
                     for st in watched:
-                        st.waiters.remove(entry)
+                        st.waiters.pop(s, None)
                 else:
-                    del self.preds[me]
+                    del self.generic[me]
+                self._resumed(me)
 
     def _acquire(self, me) -> None:
         self.lock.acquire()
@@ -258,31 +396,33 @@ class ThreadedScheduler(Scheduler):
         self.lock.release()
 
     def _world_stuck(self, me) -> bool:
-        for ident, t in tuple(self.hosts.copy().items()):  # copy(): atomic, hosts change without the lock
+        """True when every host thread but ``me`` sleeps and was not woken since (a host that
+        ended without saying so is forgotten). Looks at the hosts that are awake only."""
+        for ident in list(self.awake):
             if ident == me:
                 continue
-            if ident in self.sleepers:
-                if self.sleep_gen.get(ident) != self.gen:
-                    return False  # woken since it slept: it has not looked at the progress yet
+            t = self.hosts.get(ident)
+            if t is None:                  # unregistered meanwhile
+                self.awake.discard(ident)
                 continue
-            if not t.is_alive():
-                self.hosts.pop(ident, None)
-                continue
-            return False
+            if t.is_alive():
+                return False
+            self.hosts.pop(ident, None)
+            self.awake.discard(ident)
         return True
 
     def abort(self, reason: str) -> None:
         """Make every blocking call return ``ABORTED`` (another rank failed)."""
         if self.abort_reason is None:
             self.abort_reason = reason
-        self._wake()
+        self._wake_all()
 
     def drop_stream(self, stream) -> None:
         with self.lock:
             super().drop_stream(stream)
-        self._wake()
 
     def reset(self) -> None:
         with self.lock:
             super().reset()
-        self._wake()
+            self._timers.clear()
+        self._wake_all()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import traceback
 
 from ..errors import AclError, AclRuntimeError
+from . import current_sim, memory
 from .runtime import HostContext, host_ctx, set_host_ctx
 
 
@@ -43,7 +44,6 @@ end_hooks: list = []
 
 def start_kernel(task, name, fn, args, stream, num_blocks, timeout):
     """Task body of a kernel launch: start the kernel actor (see the module docstring)."""
-    from . import current_sim
     sim = current_sim()
     kctx = KernelContext(name, stream, num_blocks, timeout, task.seq)
 
@@ -95,7 +95,6 @@ def device_load(addr: int, n: int) -> bytes:
         AclRuntimeError: ``ACL_ERROR_INVALID_PARAM`` outside a kernel, for a range that is not
             device memory of the kernel's device, or in data-less mode (no bytes to read).
     """
-    from . import current_sim, memory
     kctx = current_kernel()
     if kctx is None:
         raise AclRuntimeError(AclError.ACL_ERROR_INVALID_PARAM, "device_load", "called outside an AI CPU kernel")

@@ -81,6 +81,11 @@ class MemoryMap:
                 return a
         return None
 
+    def within(self, lo: int, hi: int) -> tuple:
+        """The allocations starting in ``[lo, hi)``, in address order."""
+        starts, allocs = self._table
+        return allocs[bisect.bisect_left(starts, lo):bisect.bisect_left(starts, hi)]
+
     def exact(self, addr: int):
         """Return the allocation starting exactly at ``addr``, or None."""
         a = self.find(addr)
@@ -121,12 +126,29 @@ def _reserve(device: int, size: int) -> int:
         return addr
 
 
+def _device_span(device: int) -> tuple:
+    """``[lo, hi)``: the addresses of ``device`` (every allocation of it lies inside)."""
+    lo = DEVICE_VA_BASE + device * DEVICE_VA_STRIDE
+    return lo, lo + DEVICE_VA_STRIDE
+
+
+def device_allocations(device: int) -> tuple:
+    """The live allocations of ``device``, in address order (a slice of the map: no scan of the
+    other devices' allocations)."""
+    return _space().device_map.within(*_device_span(device))
+
+
+def device_bytes(device: int) -> int:
+    """Bytes allocated on ``device`` now."""
+    return sum(a.size for a in device_allocations(device))
+
+
 def release_device_memory(device: int) -> None:
     """Free every allocation of ``device`` and restart its addresses from the base."""
     space = _space()
-    for a in [a for a in space.device_map if a.device == device]:
+    for a in space.device_map.within(*_device_span(device)):
         free_device(a)
-    for a in [a for a in space.freed_map if a.device == device]:
+    for a in space.freed_map.within(*_device_span(device)):
         space.freed_map.remove(a)
     with space.next_lock:
         space.next_addr.pop(device, None)
@@ -138,7 +160,7 @@ def alloc_device(device: int, size: int, owner="user", policy=0, module_id=None)
     if not addr:
         return None
     sim = current_sim()
-    alloc = Allocation(addr, size, device, DEVICE, sim.backend.allocate(size), owner, policy, module_id)
+    alloc = Allocation(addr, size, device, DEVICE, sim.transport.device_storage(size), owner, policy, module_id)
     sim.memory.device_map.add(alloc)
     sim.record.note_allocation(alloc)
     return alloc

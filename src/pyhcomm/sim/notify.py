@@ -6,6 +6,8 @@ option, off by default) makes a notify count records instead, so that none is lo
 """
 from __future__ import annotations
 
+from . import current_sim
+
 
 class Notify:
     """One notify register. ``owner`` describes who waits on it (for hang reports).
@@ -14,10 +16,9 @@ class Notify:
     generation it consumed (the current one when it ran), so the record pairs them.
     """
 
-    __slots__ = ("value", "counting", "owner", "index", "waiter", "sched", "gen")
+    __slots__ = ("value", "counting", "owner", "index", "waiter", "sched", "gen", "waiters")
 
     def __init__(self, owner: str, index: int, counting: bool = False):
-        from . import current_sim
         self.sched = current_sim().scheduler
         self.gen = 0            # records so far (the generation a record sets, a wait consumes)
         self.value = 0
@@ -25,6 +26,7 @@ class Notify:
         self.owner = owner
         self.index = index
         self.waiter = None      # the stream last seen blocked on this notify (a scheduling hint)
+        self.waiters = None     # the scheduler's: host programs waiting for it to be set
 
     def is_set(self) -> bool:
         return self.value > 0
@@ -34,6 +36,8 @@ class Notify:
         self.gen += 1
         if self.waiter is not None:
             self.sched.hint(self.waiter)
+        if self.waiters:
+            self.sched.settle(self)
 
     def consume(self) -> None:
         self.value -= 1

@@ -24,7 +24,8 @@ from itertools import count
 from typing import NamedTuple
 
 from ..sched.base import SKIP_FLAG
-from .task import DONE, FAILED, PENDING, site_text
+from .runtime import host_ctx
+from .task import DONE, FAILED, PENDING, call_site, site_text
 
 #: Execution-log entries: ``seq`` (it ran), ``-seq`` (it failed), ``-(seq | SKIP_FLAG)`` (it was
 #: skipped). The common entry is the plain seq, so the scheduler appends ``task.seq`` as it is.
@@ -191,8 +192,6 @@ class Record:
         seq = next(self.counter)
         if not self.enabled:
             return None
-        from .runtime import host_ctx
-        from .task import call_site
         ctx = host_ctx()
         kernels = ctx.kernels
         if device is None:

@@ -59,6 +59,8 @@ class HostContext:
 
 
 _host_var: contextvars.ContextVar = contextvars.ContextVar("pyhcomm_host")
+#: The same variable, for hot paths that inline :func:`host_ctx`'s common case.
+host_var = _host_var
 
 
 def host_ctx() -> HostContext:

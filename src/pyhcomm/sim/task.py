@@ -176,6 +176,8 @@ def _user_frame(f):
 #: The call site every task issued now is attributed to (set around a collective's algorithm: the
 #: user's ``HcclAllGather`` line, found once instead of walking the algorithm's frames per task).
 _site_var: contextvars.ContextVar = contextvars.ContextVar("pyhcomm_site", default=None)
+#: The same variable, for the task kinds that inline :meth:`SiteTask.set_site`'s common case.
+site_var = _site_var
 
 
 def attribute_to(site):

@@ -2,9 +2,11 @@
 
 A transport forms worlds (the rendezvous of ``HcclCommInitRootInfo``, ``HcclCommInitClusterInfo``
 and ``HcclCommInitAll``), pairs the two ends of a channel, moves bytes one-sidedly into and out of
-memory a peer exposed, records a peer's notify and makes progress on what is in flight. The
-in-process transport (:mod:`.local`) does this with the objects of the one Sim that holds every
-rank; an MPI transport does it with messages between processes.
+memory a peer exposed, records a peer's notify and makes progress on what is in flight; it also
+chooses the storage of device memory (:meth:`Transport.device_storage`: memory another process can
+map, where its peers do). The in-process transport (:mod:`.local`) does this with the objects of
+the one Sim that holds every rank; an MPI transport does it with messages between processes and
+with memory shared by the processes of one machine.
 
 **Values only.** Nothing handed to a rank through this interface is an object of another rank: a
 peer is a :class:`PeerRef`, what a rank knows of its peer's channel end is a :class:`PeerInfo`
@@ -196,6 +198,13 @@ class Transport:
     def withdraw(self, end) -> None:
         """This rank's ``end`` is gone (communicator destroyed): its peer sees it closed."""
         raise self._missing("withdraw")
+
+    def device_storage(self, size: int):
+        """The storage of a new device allocation of ``size`` bytes (``aclrtMalloc``, an HCCL
+        buffer: what a channel end may expose): the backend's plain storage. A transport whose
+        peers in other processes map exposed memory asks the backend for memory they can map
+        (:meth:`~pyhcomm.backend.Backend.allocate_shared`). Called under no lock; never blocks."""
+        return self.sim.backend.allocate(size)
 
     def memory_freed(self, alloc) -> None:
         """Local device memory ``alloc`` was freed: a peer it was exposed to no longer sees it

@@ -72,7 +72,9 @@ class LocalTransport(Transport):
             if dev == device and other not in w.left:
                 raise TransportError(f"rank {rank} and rank {other} are both on device {device}")
         w.members[rank] = device
-        self.sim.scheduler.poke()
+        if len(w.members) >= w.nranks:   # the waits for the world to be complete are over
+            sched = self.sim.scheduler
+            sched.settle(sched.rendezvous(root))
 
     def members(self, root):
         return self._world(root).members
@@ -86,7 +88,8 @@ class LocalTransport(Transport):
             w.left.add(rank)
         else:
             w.members.pop(rank, None)
-        self.sim.scheduler.poke()
+        sched = self.sim.scheduler
+        sched.settle(sched.rendezvous(root))   # who waits to connect to ``rank`` gives up
 
     def barrier_arrive(self, root, rank) -> int:
         w = self._world(root)
@@ -95,7 +98,8 @@ class LocalTransport(Transport):
         if w.arrived >= w.nranks:
             w.arrived = 0
             w.rounds += 1
-            self.sim.scheduler.poke()
+            sched = self.sim.scheduler
+            sched.settle(sched.rendezvous(root))
         return now
 
     def barrier_rounds(self, root) -> int:
@@ -143,7 +147,7 @@ class LocalTransport(Transport):
     def withdraw(self, end) -> None:
         end.closed = True
         self._tell_peer(end)
-        self.sim.scheduler.poke()
+        self.sim.scheduler.settle(end)
 
     def memory_freed(self, alloc) -> None:
         for end in self._exposers.pop(alloc, ()):

@@ -16,15 +16,21 @@ Each process has its own Sim; its transport speaks to the other processes throug
   where both descriptions meet, on each side. Closing an end or freeing memory it exposes sends
   the change to the peer's process.
 * **Exposed memory, one-sided transfers.** Every end exposes its memory to the transport under a
-  process-wide id (``PeerRef.end``, whose high bits name the process). A write sends the bytes
-  (inline when small, else a second message received in place, straight into the target's device
-  memory); a read sends a request answered with the bytes; a reduce sends the operands and the
-  target reduces into its memory (a read-reduce reads, then reduces here). Transfers between ranks
-  of this process are direct copies.
-* **Notifies.** A remote record is a message after the writes before it (MPI keeps the order per
-  pair of processes; writes to a third process are fenced first): the 1-bit register of the peer
-  is set when it arrives. The generation it set is known only there (``remote_notify`` returns
-  None; the target's record has it).
+  process-wide id (``PeerRef.end``, whose high bits name the process). With processes on the same
+  machine (the link's *near* processes, :mod:`.mpi_shm`), device memory is shared storage
+  (:meth:`device_storage`): an end's description carries, per exposed region, the handle of the
+  allocation behind it, the peer maps it on first use, and a write, read or reduce is a direct
+  copy (or reduce) into or out of the target's storage, done when the task runs. Otherwise (other
+  machines, ``PYHCOMM_MPI_SHM=0``, memory that could not be shared or mapped) a write sends the
+  bytes (inline when small, else a second message received in place, straight into the target's
+  device memory); a read sends a request answered with the bytes; a reduce sends the operands and
+  the target reduces into its memory (a read-reduce reads, then reduces here). Transfers between
+  ranks of this process are direct copies.
+* **Notifies.** A remote record follows the writes before it: a ring of the target's doorbell
+  (near processes) or a message, both handled by the target after every message sent to it
+  before (MPI keeps the order per pair of processes; writes to a third process are fenced first);
+  the 1-bit register of the peer is set when the target handles it. The generation it set is
+  known only there (``remote_notify`` returns None; the target's record has it).
 * **Progress, hangs, failures.** ``progress`` serves what arrived; ``world_idle`` is true only
   when every process of the job is idle with nothing in flight, and the hang report then holds
   the facts of every process. A process that raises tells the others (their blocking calls give
@@ -91,11 +97,11 @@ class _World:
 class _Desc:
     """A channel end of another process, as it described itself."""
 
-    __slots__ = ("key", "world", "rank", "peer_rank", "tid", "owners", "regions", "closed")
+    __slots__ = ("key", "world", "rank", "peer_rank", "tid", "owners", "regions", "handles", "closed")
 
-    def __init__(self, key, world, rank, peer_rank, tid, owners, regions):
+    def __init__(self, key, world, rank, peer_rank, tid, owners, regions, handles):
         self.key, self.world, self.rank, self.peer_rank, self.tid = key, world, rank, peer_rank, tid
-        self.owners, self.regions, self.closed = owners, regions, False
+        self.owners, self.regions, self.handles, self.closed = owners, regions, handles, False
 
 
 class MpiTransport(Transport):
@@ -107,8 +113,10 @@ class MpiTransport(Transport):
 
     def __init__(self, sim):
         super().__init__(sim)
-        self.link = link(sim.config.mpi_liveness)
+        self.link = link(sim.config.mpi_liveness, sim.config.mpi_shm)
         self.me = self.link.me
+        #: device memory is shared storage (processes of this machine map what an end exposes)
+        self.shares = sim.config.mpi_shm and self.link.mailbox is not None
         self.link.snapshotter = self._snapshot
         if self.link.handlers is None or self.link.handlers.sim is not sim:
             self.link.handlers = self     # the newest Sim of the process gets what has no route
@@ -126,6 +134,10 @@ class MpiTransport(Transport):
         self.notifies_sent: dict = {}   # (end id, notify index) of another process -> records sent
         self.arrivals: dict = {}        # (origin process, end id, index) -> the generation each arrival set
         self.meetings: list = []        # rendezvous arrivals of this process's ranks (see _meet)
+        # memory of near processes, mapped here
+        self.peer_spans: dict = {}      # peer end id -> [(start, stop, allocation address, handle)]
+        self.attached: dict = {}        # handle -> the mapped storage (False: it could not be mapped)
+        self.direct = 0                 # transfers done directly in a near process's memory
 
     # -- worlds ----------------------------------------------------------------------------------
     def _route(self, root) -> _World:
@@ -302,11 +314,12 @@ class MpiTransport(Transport):
             spans.append((region.start, region.start + region.size, alloc))
             regions.append(region)
             self.exposers.setdefault(alloc, []).append(end)
+        handles = self._handles(end.exposed())
         self.spans[tid] = spans
         self.local.setdefault(key, {})[end.rank] = end
         proc = self._proc_of(end.world_id, end.peer_rank)
         owners = tuple(n.owner for n in end.notifies)
-        desc = ("publish", key, end.world_id, end.rank, end.peer_rank, tid, owners, tuple(regions))
+        desc = ("publish", key, end.world_id, end.rank, end.peer_rank, tid, owners, tuple(regions), handles)
         if proc == self.me:
             other = self.local[key].get(end.peer_rank)
             if other is not None and other is not end and not other.closed:
@@ -316,6 +329,25 @@ class MpiTransport(Transport):
             d = self.remote_descs.get(key, {}).get(end.peer_rank)
             if d is not None and not d.closed and d.peer_rank == end.rank:
                 self._connect(end, d)
+
+    def _handles(self, exposed) -> tuple:
+        """Per ``(region, allocation)`` of ``exposed``: ``(allocation address, the backend's share
+        handle)``, or None where the storage is not shared (or gone)."""
+        share = self.sim.backend.share
+        out = []
+        for _region, alloc in exposed:
+            h = share(alloc.storage) if self.shares and alloc.storage is not None else None
+            out.append(None if h is None else (alloc.addr, h))
+        return tuple(out)
+
+    def device_storage(self, size: int):
+        """Shared storage where processes of this machine may map it (see the module docstring);
+        the backend's plain storage when it has none to give."""
+        if self.shares:
+            storage = self.sim.backend.allocate_shared(size)
+            if storage is not None:
+                return storage
+        return self.sim.backend.allocate(size)
 
     def _proc_of(self, root, rank) -> int:
         w = self.worlds.get(root)
@@ -344,10 +376,42 @@ class MpiTransport(Transport):
         ref = PeerRef(d.world, d.rank, d.key, d.tid)
         end.peer_ref = ref
         end.peer = PeerInfo(ref, tuple(RemoteNotify(ref, i, o) for i, o in enumerate(d.owners)), d.regions, False)
+        self._map_spans(d.tid, d.regions, d.handles)
         self.sim.scheduler.settle(end)
 
-    def _ctrl_publish(self, src, key, world, rank, peer_rank, tid, owners, regions):
-        d = _Desc(key, world, rank, peer_rank, tid, owners, regions)
+    def _map_spans(self, tid, regions, handles) -> None:
+        """Note which regions of the peer end ``tid`` this process may write directly (a near
+        process's shared storage); storage no region names any more is unmapped."""
+        spans = []
+        if self.shares and (tid >> 32) in self.link.near:
+            spans = [(r.start, r.start + r.size, h[0], h[1]) for r, h in zip(regions, handles) if h is not None]
+        if spans:
+            self.peer_spans[tid] = spans
+        elif self.peer_spans.pop(tid, None) is None:
+            return
+        live = {s[3] for spans_ in self.peer_spans.values() for s in spans_}
+        for handle in [h for h in self.attached if h not in live]:
+            del self.attached[handle]
+
+    def _mapped(self, tid, remote, n):
+        """``(storage, offset)`` of the peer's ``remote`` range in memory mapped here, or None
+        (then messages carry the transfer)."""
+        spans = self.peer_spans.get(tid)
+        if spans is not None:
+            for start, stop, base, handle in spans:
+                if start <= remote and remote + n <= stop:
+                    storage = self.attached.get(handle)
+                    if storage is None:
+                        try:
+                            storage = self.sim.backend.attach(handle)
+                        except (OSError, NotImplementedError):
+                            storage = False     # never again: this memory goes by messages
+                        self.attached[handle] = storage
+                    return (storage, remote - base) if storage is not False else None
+        return None
+
+    def _ctrl_publish(self, src, key, world, rank, peer_rank, tid, owners, regions, handles=()):
+        d = _Desc(key, world, rank, peer_rank, tid, owners, regions, handles)
         self.remote_descs.setdefault(key, {})[rank] = d
         end = self.local.get(key, {}).get(peer_rank)
         if end is not None and not end.closed and end.peer_rank == rank:
@@ -367,15 +431,17 @@ class MpiTransport(Transport):
         end = self._facing(key, rank)
         if end is not None and end.peer_ref is not None and end.peer_ref.end == tid:
             end.peer = PeerInfo(end.peer_ref, (), (), True)
+        self._map_spans(tid, (), ())
 
-    def _ctrl_regions(self, src, key, rank, tid, regions):
+    def _ctrl_regions(self, src, key, rank, tid, regions, handles=()):
         d = self.remote_descs.get(key, {}).get(rank)
         if d is not None and d.tid == tid:
-            d.regions = regions
+            d.regions, d.handles = regions, handles
         end = self._facing(key, rank)
         if end is not None and end.peer_ref is not None and end.peer_ref.end == tid and not end.peer.closed:
             p = end.peer
             end.peer = PeerInfo(p.ref, p.notifies, regions, False)
+            self._map_spans(tid, regions, handles)
 
     def _tell_peer(self, end, msg) -> None:
         proc = self._proc_of(end.world_id, end.peer_rank)
@@ -390,6 +456,8 @@ class MpiTransport(Transport):
 
     def withdraw(self, end) -> None:
         end.closed = True
+        if end.peer_ref is not None:
+            self._map_spans(end.peer_ref.end, (), ())   # nothing writes through this end any more
         if end.tid is not None:
             self._tell_peer(end, ("closed", end.key, end.rank, end.tid))
         self.sim.scheduler.poke()
@@ -397,8 +465,9 @@ class MpiTransport(Transport):
     def memory_freed(self, alloc) -> None:
         for end in self.exposers.pop(alloc, ()):
             if not end.closed:
-                regions = tuple(region for region, a in end.exposed() if not a.freed)
-                self._tell_peer(end, ("regions", end.key, end.rank, end.tid, regions))
+                kept = [(region, a) for region, a in end.exposed() if not a.freed]
+                self._tell_peer(end, ("regions", end.key, end.rank, end.tid, tuple(r for r, _a in kept),
+                                      self._handles(kept)))
 
     # -- data plane: origin ----------------------------------------------------------------------
     def _local_target(self, tid, remote, n):
@@ -424,6 +493,11 @@ class MpiTransport(Transport):
             storage, roff = self._local_target(peer.end, remote, n)
             self.sim.backend.copy(storage, roff, alloc.storage, off, n)
             return
+        mapped = self._mapped(peer.end, remote, n)
+        if mapped is not None:
+            self.sim.backend.copy(mapped[0], mapped[1], alloc.storage, off, n)
+            self.direct += 1
+            return
         self._send(peer, PUT, remote, alloc, off, n)
 
     def _read(self, peer, remote, n):
@@ -447,6 +521,11 @@ class MpiTransport(Transport):
             storage, roff = self._local_target(peer.end, remote, n)
             self.sim.backend.copy(alloc.storage, off, storage, roff, n)
             return
+        mapped = self._mapped(peer.end, remote, n)
+        if mapped is not None:
+            self.sim.backend.copy(alloc.storage, off, mapped[0], mapped[1], n)
+            self.direct += 1
+            return
         data = self._read(peer, remote, n)
         if data is not None:
             _bytes_of(alloc.storage, off, n)[:] = data
@@ -456,6 +535,10 @@ class MpiTransport(Transport):
         backend = self.sim.backend
         if peer.end >> 32 == self.me:
             storage, roff = self._local_target(peer.end, remote, n)
+        else:
+            storage, roff = self._mapped(peer.end, remote, n) or (None, 0)
+            self.direct += storage is not None
+        if storage is not None:
             if into_peer:
                 backend.reduce(storage, roff, alloc.storage, off, count, np_dtype, op)
             else:
@@ -478,7 +561,8 @@ class MpiTransport(Transport):
         proc = peer.end >> 32
         try:
             self.link.fence_others(proc)
-            self.link.send_data(proc, NOTIFY, peer.end, 0, 0, index)
+            if not self.link.ring(proc, peer.end, index):
+                self.link.send_data(proc, NOTIFY, peer.end, 0, 0, index)
         except LinkError as why:
             raise TransportError(str(why)) from None
         key = (peer.end, index)
@@ -487,7 +571,7 @@ class MpiTransport(Transport):
 
     def fence(self, peer) -> None:
         proc = peer.end >> 32
-        if proc != self.me:
+        if proc in self.link.dirty:     # (direct writes and rings landed already)
             try:
                 self.link.fence([proc])
             except LinkError as why:

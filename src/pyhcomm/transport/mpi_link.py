@@ -12,6 +12,11 @@ of a large transfer, received in place right after its header (MPI keeps the ord
 messages of one sender). Everything a process receives is handled in arrival order, by
 :meth:`Link.serve`, called from the scheduler's ``progress`` and from every wait of the link.
 
+Same machine (:mod:`.mpi_shm`): at start every process says hello to the others with the handle of
+its mailbox; a process on the same machine maps it (it is then *near*: exposed memory is written
+directly, :mod:`.mpi`) and rings its doorbell for remote notifies, in the order of its messages
+(``PYHCOMM_MPI_SHM=0``: no hello, messages only).
+
 Liveness: a daemon thread sends a heartbeat to every other process every quarter of
 ``PYHCOMM_MPI_LIVENESS`` seconds; a process heard from once and then silent for that long is dead
 (its ranks are named in the abort). Global idleness (:meth:`Link.world_idle`) is a termination
@@ -19,10 +24,11 @@ detection: each idle process reports (messages sent, received) to the coordinato
 process still there), which confirms that every process is still idle with the same counts, so
 no message was in flight, and then hands everyone the hang facts of every process.
 
-Where it differs from hardware: a one-sided write lands when the target process next serves its
-messages (MPI's own active-message RMA does the same); the link keeps the order that matters
-(every write before a later notify or control message reaches its target process, see
-:meth:`Link.fence_others`).
+Where it differs from hardware: a one-sided write sent as a message lands when the target process
+next serves its messages (MPI's own active-message RMA does the same; a write into a near
+process's memory lands when its task runs); the link keeps the order that matters (every write
+before a later notify or control message reaches its target process, see
+:meth:`Link.fence_others`; a ring after the messages before it).
 """
 from __future__ import annotations
 
@@ -35,6 +41,9 @@ import time
 
 import numpy as np
 
+from ..backend.cpu import CpuBackend
+from . import mpi_shm
+
 TAG = 0x5AC0            # every pyhcomm message (one tag: MPI keeps their order per sender)
 TAG_BEAT = 0x5AC1       # heartbeats
 EAGER = 1 << 16         # payloads up to this many bytes travel inside their header message
@@ -46,22 +55,35 @@ INLINE, BULK = 1, 2     # word 6: where the payload is
 
 _POLL_MAX = 0.002       # the longest an idle poll sleeps (seconds)
 
-_SPIN = [50e-6]         # idle for less than this: poll again at once (latency); the link sets it
-_SPIN_ALONE = 1e-3      # ... when the job has no more processes on this machine than cores
+_SPIN = 10e-6           # idle for less than this: poll again at once (a longer spin costs a hop its
+                        # length when the peer shares this core; yielding costs ~1 us when none does)
 _YIELD = 2e-3           # ... less than this: give the core away, then poll (other processes run)
 _REPORT_IDLE = 1e-3     # idle this long: report it to the coordinator of the hang detection
+_HEAR_BEATS = 0.01      # heartbeats are taken at most this often
+_NEW_IDLE = 2e-4        # an idle poll this long after the previous pause starts a new idle period
 
 _link = None
 _link_lock = threading.Lock()
 
 
+def _local_processes(nprocs: int) -> int:
+    """Processes of the job on this machine, as the launcher says (Hydra's ``MPI_LOCALNRANKS``,
+    Open MPI's ``OMPI_COMM_WORLD_LOCAL_SIZE``); ``nprocs`` when it does not."""
+    for var in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"):
+        try:
+            return int(os.environ[var])
+        except (KeyError, ValueError):
+            continue
+    return nprocs
+
+
 def _pause(idle: float, busy: bool = False) -> None:
-    """Wait before polling again, ``idle`` seconds into a wait: not at all (longer when every
-    process of the job on this machine has a core), then yielding the core, then sleeping up to
+    """Wait before polling again, ``idle`` seconds into a wait: not at all, then yielding the
+    core (to a peer process that shares it, when one does), then sleeping up to
     ``_POLL_MAX`` (a tenth of the time idle so far). ``busy``: MPI is moving a payload of this
     process (it copies a large message through shared memory in pieces, each one when this
     process calls into MPI): never sleep."""
-    if idle < _SPIN[0]:
+    if idle < _SPIN:
         return
     if busy or idle < _YIELD:
         os.sched_yield()
@@ -114,12 +136,13 @@ def mpiexec() -> list:
     return [found]
 
 
-def link(liveness: float = 10.0) -> "Link":
-    """The process's link (made on first use: initialises MPI)."""
+def link(liveness: float = 10.0, shm: bool = True) -> "Link":
+    """The process's link (made on first use: initialises MPI; ``shm``: use shared memory with
+    the processes of this machine, see :mod:`.mpi_shm`)."""
     global _link
     with _link_lock:
         if _link is None:
-            _link = Link(mpi_module(), liveness)
+            _link = Link(mpi_module(), liveness, shm)
         return _link
 
 
@@ -131,25 +154,28 @@ def active_link():
 class Link:
     """See the module docstring."""
 
-    def __init__(self, MPI, liveness: float):
+    def __init__(self, MPI, liveness: float, shm: bool = True):
         self.MPI = MPI
         self.comm = MPI.COMM_WORLD
         self.me = self.comm.Get_rank()
         self.nprocs = self.comm.Get_size()
-        try:
-            here = int(os.environ.get("MPI_LOCALNRANKS", "") or self.nprocs)
-            cores = len(os.sched_getaffinity(0))
-        except (ValueError, AttributeError):
-            here, cores = self.nprocs, 1
-        if here <= cores:       # a core each: spin longer before giving it away (as MPI's own waits)
-            _SPIN[0] = _SPIN_ALONE
+        here = _local_processes(self.nprocs)
         self.lock = threading.RLock()
         self.liveness = liveness
         self.status = MPI.Status()
         self.rbuf = np.empty(HDR + EAGER + 8, np.uint8)    # receive buffer of small messages
         self.sends: list = []          # (request, buffer) of sends not known complete
-        self.sent = 0                  # messages sent / received (global idleness counts them)
+        self.sent = 0                  # messages sent / received (global idleness counts them; rings too)
         self.received = 0
+        self.sent_to = [0] * self.nprocs     # messages sent to / received from each process (every one
+        self.recv_from = [0] * self.nprocs   # on TAG: a ring's order, see mpi_shm)
+        # shared memory with the processes of this machine (mpi_shm)
+        self.shm_backend = CpuBackend(threads=1)
+        self.mailbox = None            # this process's mailbox (None: no shared memory)
+        self.near: set = set()         # processes whose mailbox this one mapped: same machine
+        self.bells: dict = {}          # process -> Doorbell this process rings
+        self.ringers: list = []        # processes that ring this one (their rings are polled)
+        self.rung = 0                  # rings this process wrote
         self.dirty: set = set()        # processes written to since their last fence
         self.reqids = 0
         self.done: set = set()         # request ids answered (fences, reads)
@@ -158,6 +184,7 @@ class Link:
         self.routes_end: dict = {}     # channel end id -> transport
         self.handlers = None           # the transport that handles what has no route (set by transports)
         self.last_seen: dict = {}      # process -> monotonic time of its last message
+        self.beats_heard = 0.0         # when heartbeats were last taken
         self.gone: set = set()         # processes that are leaving the job (said ``exit``)
         self.byes: set = set()         # processes that sent their last message (said ``bye``)
         self.dead: dict = {}           # process -> why it is considered dead
@@ -169,6 +196,8 @@ class Link:
         self.gather_count = 0
         self.idle_spins = 0
         self.idle_since = 0.0
+        self.paused_at = 0.0           # when the last idle pause ended
+        self.waiting_since = 0.0       # the start of the current wait (see poll_pause)
         # global idleness
         self.idle_state = None         # (sent, received) last reported while idle
         self.states: dict = {}         # coordinator: process -> (sent, received)
@@ -186,6 +215,13 @@ class Link:
         atexit.register(self.close)
         self._hook = sys.excepthook
         sys.excepthook = self._uncaught
+        if shm and self.nprocs > 1 and here > 1:
+            self.mailbox = mpi_shm.Mailbox.make(self.nprocs, self.shm_backend)
+        if self.mailbox is not None:
+            hello = ("hello",) + self.mailbox.hello(self.shm_backend)
+            for p in range(self.nprocs):
+                if p != self.me:
+                    self.send_ctrl(p, hello, counted=False, fence=False)
 
     def _uncaught(self, kind, exc, tb) -> None:
         """An exception nobody caught ends this process: the others give up naming its ranks."""
@@ -196,6 +232,7 @@ class Link:
     # -- sending ---------------------------------------------------------------------------------
     def _isend(self, buf, proc) -> None:
         req = self.comm.Isend(buf, proc, TAG)
+        self.sent_to[proc] += 1
         self.sends.append((req, buf))
         if len(self.sends) > 64:
             self._reap()
@@ -247,6 +284,7 @@ class Link:
             self._isend(buf, proc)
             if where == BULK:
                 req = self.comm.Isend(payload, proc, TAG)
+                self.sent_to[proc] += 1
                 if owned:
                     self.sends.append((req, payload))
         if where == BULK and not owned:
@@ -265,6 +303,20 @@ class Link:
         self.wait(lambda: len(got) >= self.nprocs, "every process's part of a gather")
         del self.gathers[number]
         return [got[p] for p in range(self.nprocs)]
+
+    def ring(self, proc: int, tid: int, index: int) -> bool:
+        """Ring ``proc``'s doorbell for notify ``index`` of its channel end ``tid`` (it is handled
+        after every message sent to ``proc`` before); False when ``proc`` has no doorbell here or
+        its ring is full (send a message instead: ``proc`` handles it after the rings before it,
+        and never blocks this process as a wait for room could)."""
+        bell = self.bells.get(proc)
+        if bell is None or not bell.room():
+            return False
+        with self.lock:
+            bell.ring(tid, index, self.sent_to[proc])
+            self.sent += 1
+            self.rung += 1
+        return True
 
     def request_id(self) -> int:
         self.reqids += 1
@@ -304,7 +356,8 @@ class Link:
         MPI, comm, st = self.MPI, self.comm, self.status
         handled = 0
         before = self.received
-        while True:
+        probe = comm.Iprobe         # a third of Improbe's cost when nothing came (the usual case)
+        while probe(MPI.ANY_SOURCE, TAG):
             msg = comm.Improbe(MPI.ANY_SOURCE, TAG, st)
             if msg is None:
                 break
@@ -313,6 +366,9 @@ class Link:
             buf = self.rbuf if n <= len(self.rbuf) else np.empty(n, np.uint8)
             msg.Recv([buf, n, MPI.BYTE])
             self.last_seen[src] = time.monotonic()
+            if self.ringers and self.mailbox.pending(src):
+                handled += self._rings(src)     # rung before this message was sent
+            self.recv_from[src] += 1
             kind = buf[0]
             if kind == 68:      # "D"
                 self.received += 1
@@ -324,8 +380,14 @@ class Link:
             else:
                 raise LinkError(f"process {self.me}: unexpected message kind {kind} from process {src}")
             handled += 1
+        for p in self.ringers:
+            if self.mailbox.pending(p):
+                handled += self._rings(p)
         if self.beat is not None:
-            self._hear_beats()
+            now = time.monotonic()
+            if now - self.beats_heard >= _HEAR_BEATS:
+                self.beats_heard = now
+                self._hear_beats()
         if handled:
             self.idle_spins = 0
             if self.pending_confirm is not None and self.received != before:
@@ -337,6 +399,22 @@ class Link:
     def recv_bulk(self, src: int, into) -> None:
         """Receive the payload that follows a header from ``src`` into ``into`` (a uint8 array)."""
         self.comm.Recv(into, src, TAG)
+        self.recv_from[src] += 1
+
+    def _rings(self, src: int) -> int:
+        """Handle the rings of ``src`` whose messages before them all arrived; returns how many."""
+        mailbox, received = self.mailbox, self.recv_from[src]
+        n = 0
+        while True:
+            got = mailbox.take(src, received)
+            if got is None:
+                return n
+            n += 1
+            self.received += 1
+            tid, index = got
+            t = self.routes_end.get(tid)
+            if t is not None:
+                t.on_data(src, NOTIFY, tid, 0, 0, index, 0, 0, 0, None)
 
     def _dispatch_data(self, src, buf, n) -> None:
         op, tid, addr, size, aux, reqid, where, extra = (int(x) for x in buf[8:HDR].view(np.int64))
@@ -374,6 +452,7 @@ class Link:
             self._on_answer(src, *msg[1:])
         elif kind == "stuck":
             self.verdict = (msg[1], msg[2])
+
         elif kind == "abort":
             for p in msg[3] if len(msg) > 3 else ():    # processes the sender found dead
                 if p != self.me and p not in self.dead:
@@ -381,6 +460,18 @@ class Link:
             self._on_abort(msg[1], msg[2])
         elif kind == "bye":
             self.byes.add(src)
+        elif kind == "hello":
+            bell = None
+            if self.mailbox is not None:    # (without shared memory of its own, a process uses none)
+                bell = mpi_shm.Doorbell.attach(msg[1:], self.me, self.nprocs, self.shm_backend)
+            if bell is not None:
+                self.near.add(src)
+                if mpi_shm.RINGS:
+                    self.bells[src] = bell
+                    self.send_ctrl(src, ("ringing",), counted=False, fence=False)
+        elif kind == "ringing":
+            if self.mailbox is not None and src not in self.ringers:
+                self.ringers.append(src)
         elif kind == "gather":
             self.gathers.setdefault(msg[1], {})[src] = msg[2]
         elif kind == "exit":
@@ -419,12 +510,19 @@ class Link:
             _pause(now - since, busy)
 
     def poll_pause(self) -> None:
-        """An idle caller's pause (see :func:`_pause`), by how long this process has been idle."""
+        """An idle caller's pause (see :func:`_pause`), by how long this process has been waiting:
+        since the last message or ring it handled, or since its previous pause ended more than
+        ``_NEW_IDLE`` ago (it did something else meanwhile, e.g. left the wait: a new wait spins
+        again instead of sleeping at once). (Hang detection counts the idle time from the last
+        message or ring alone.)"""
         now = time.monotonic()
         if self.idle_spins == 0:
             self.idle_since = now
+        if self.idle_spins == 0 or now - self.paused_at > _NEW_IDLE:
+            self.waiting_since = now
         self.idle_spins += 1
-        _pause(now - self.idle_since)
+        _pause(now - self.waiting_since)
+        self.paused_at = time.monotonic()
 
     # -- failures --------------------------------------------------------------------------------
     def abort_all(self, reason: str, rank=None) -> None:
