@@ -71,3 +71,17 @@ def test_no_import_cycle_between_packages():
 def test_the_graph_is_read_from_the_sources():
     edges = package_graph()
     assert "pyhcomm.sim" in edges["pyhcomm.hcomm"] and "pyhcomm.errors" in edges["pyhcomm.sim"]
+
+
+def _storage_reads(path: pathlib.Path) -> list:
+    """``file:line`` of every ``.array`` / ``.mv`` attribute read in ``path`` (a CPU storage's bytes)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [f"{path.relative_to(ROOT)}:{node.lineno}" for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr in ("array", "mv")]
+
+
+def test_only_the_backend_touches_storage_bytes():
+    outside = [hit for p in sorted(ROOT.rglob("*.py")) if "backend" not in p.relative_to(ROOT).parts
+               for hit in _storage_reads(p)]
+    assert not outside, "storage bytes read outside pyhcomm.backend: " + ", ".join(outside)
+    assert _storage_reads(ROOT / "backend" / "cpu.py"), "the check must see the CPU backend's own reads"

@@ -69,13 +69,13 @@ def _dtype_of(code: int):
         return np.dtype(getattr(ml_dtypes, name))
 
 
-def _bytes_of(storage, off: int, n: int):
-    """The uint8 array of ``n`` bytes at ``off`` in ``storage`` (host-addressable storage only)."""
+def _bytes_of(backend, storage, off: int, n: int):
+    """The live uint8 array of ``n`` bytes at ``off`` in ``storage``, through the backend's view
+    (host-addressable storage only)."""
     try:
-        arr = storage.array
-    except AttributeError:
+        return backend.view(storage, off, n)
+    except NotImplementedError:
         raise TransportError("the MPI transport moves host-addressable storage only (the CPU backend)") from None
-    return arr[off:off + n]
 
 
 class _World:
@@ -480,7 +480,7 @@ class MpiTransport(Transport):
         raise TransportError(f"0x{remote:x} is no longer exposed memory (freed)")
 
     def _send(self, peer, op, remote, alloc, off, n, aux=0, extra=0):
-        payload = _bytes_of(alloc.storage, off, n) if self.sim.data else None
+        payload = _bytes_of(self.sim.backend, alloc.storage, off, n) if self.sim.data else None
         proc = peer.end >> 32
         try:
             self.link.send_data(proc, op, peer.end, remote, n, aux, 0, extra, payload)
@@ -528,7 +528,7 @@ class MpiTransport(Transport):
             return
         data = self._read(peer, remote, n)
         if data is not None:
-            _bytes_of(alloc.storage, off, n)[:] = data
+            _bytes_of(self.sim.backend, alloc.storage, off, n)[:] = data
 
     def accumulate(self, peer, remote, alloc, off, count, np_dtype, op, into_peer) -> None:
         n = count * np.dtype(np_dtype).itemsize
@@ -550,7 +550,7 @@ class MpiTransport(Transport):
         data = self._read(peer, remote, n)
         if data is not None:
             tmp = backend.allocate(n)
-            _bytes_of(tmp, 0, n)[:] = data
+            _bytes_of(backend, tmp, 0, n)[:] = data
             backend.reduce(alloc.storage, off, tmp, 0, count, np_dtype, op)
 
     def remote_notify(self, peer, index):
@@ -590,7 +590,7 @@ class MpiTransport(Transport):
                     return None
                 if not self.sim.data:
                     return False
-                return _bytes_of(alloc.storage, addr - alloc.addr, size)
+                return _bytes_of(self.sim.backend, alloc.storage, addr - alloc.addr, size)
         return None
 
     def on_data(self, src, op, tid, addr, size, aux, reqid, where, extra, inline) -> None:
@@ -625,7 +625,7 @@ class MpiTransport(Transport):
             dtype = _dtype_of(extra)
             backend = self.sim.backend
             tmp = backend.allocate(size)
-            _bytes_of(tmp, 0, size)[:] = data
+            _bytes_of(backend, tmp, 0, size)[:] = data
             end_storage, roff = self._local_target(tid, addr, size)
             backend.reduce(end_storage, roff, tmp, 0, size // dtype.itemsize, dtype, aux)
 

@@ -65,18 +65,19 @@ class Layout:
         return self.slots + 3 * (RING * p + i % RING)
 
 
-def _words(storage):
-    return memoryview(storage.array).cast("q")
+def _words(backend: CpuBackend, storage):
+    """The mailbox's 64-bit words, through the backend's live view of ``storage``."""
+    return memoryview(backend.view(storage, 0, storage.size)).cast("q")
 
 
 class Mailbox:
     """This process's mailbox: made once per process (:meth:`make`), None where shared memory is
     not available."""
 
-    def __init__(self, storage, nprocs: int):
+    def __init__(self, storage, nprocs: int, backend: CpuBackend):
         self.storage = storage
         self.layout = Layout(nprocs)
-        self.words = _words(storage)
+        self.words = _words(backend, storage)
         self.token = (secrets.randbits(63), secrets.randbits(63))
         w = self.words
         w[_TOKEN], w[_TOKEN + 1], w[_NPROCS] = self.token[0], self.token[1], nprocs
@@ -90,7 +91,7 @@ class Mailbox:
     @classmethod
     def make(cls, nprocs: int, backend: CpuBackend):
         storage = backend.allocate_shared(Layout(nprocs).words * 8)
-        return None if storage is None else cls(storage, nprocs)
+        return None if storage is None else cls(storage, nprocs, backend)
 
     def hello(self, backend: CpuBackend) -> tuple:
         """What a hello carries: ``(host key, pid, mailbox handle, token)``."""
@@ -118,9 +119,9 @@ class Mailbox:
 class Doorbell:
     """Another process's mailbox, mapped here: this process (``me``) rings it."""
 
-    def __init__(self, storage, me: int):
+    def __init__(self, storage, me: int, backend: CpuBackend):
         self.storage = storage
-        self.words = _words(storage)
+        self.words = _words(backend, storage)
         self.layout = Layout(self.words[_NPROCS])
         self.me = me
         self.head = self.words[self.layout.head(me)]
@@ -138,10 +139,10 @@ class Doorbell:
             storage = backend.attach(handle)
         except (OSError, ValueError, TypeError):
             return None
-        w = _words(storage)
+        w = _words(backend, storage)
         if len(w) <= _NPROCS or (w[0], w[_TOKEN], w[_TOKEN + 1], w[_NPROCS]) != (MAGIC, token[0], token[1], nprocs):
             return None
-        return cls(storage, me)
+        return cls(storage, me, backend)
 
     def room(self) -> bool:
         return self.head - self.words[self._tail_at] < RING
