@@ -50,6 +50,7 @@ from .. import topology
 from ..analysis.happens_before import _ints
 from ..sim.events import local_bytes, transfer_view
 from ..sim.memory import device_of_address
+from .adjacency import indegrees, successors
 from .costs import cost_model
 from .engine import (END_TO_DEP, END_TO_ISSUE, END_TO_START, ISSUE_TO_ISSUE, ISSUE_TO_START, START_TO_ISSUE,
                      Plan)
@@ -372,18 +373,28 @@ class _Replay:
         more_d, more_s, more_l = dd[~firsts], ds[~firsts], dlat[~firsts]
         has_more = np.zeros(n, dtype=bool)
         has_more[more_d] = True
-        # the nodes' dependency graph: issue k is node k, execution i is node n + i
+        # the nodes' dependency graph: issue k is node k, execution i is node n + i. Two kinds of
+        # edges order nothing more, as a longer path holds them: a program-kind edge into an issue
+        # whose program predecessor has one from the same source (through that predecessor's
+        # issue), and a batch's edge into an execution whose stream predecessor waits for the same
+        # batch (through that predecessor's execution). Left out, the levels are the same and the
+        # walk moves fewer edges (a kernel's launch and its batch precede thousands of its tasks).
         exi = np.flatnonzero(ex)
         k = np.flatnonzero(prev >= 0)
-        b = exi[bl[exi] >= 0]
         p = np.flatnonzero(is_prog)
-        edge_src = np.concatenate([prev[k], n + src[p], exi, bl[b], n + ss, n + ds])
-        edge_dst = np.concatenate([k, dst[p], n + exi, n + b, n + sd, n + dd])
-        indeg = np.bincount(edge_dst, minlength=2 * n)
-        succ = edge_dst[np.argsort(edge_src, kind="stable")]
-        sptr = np.zeros(2 * n + 1, dtype=i64)
-        np.cumsum(np.bincount(edge_src, minlength=2 * n), out=sptr[1:])
-        del dst, src, kind, live, is_prog, on, is_start, is_dep, edge_src, edge_dst, sd, ss, dd, ds
+        pd, psrc = dst[p], src[p]
+        del dst, src, kind, live, is_prog, on, is_start, is_dep, p
+        pd, psrc = _implied(pd, psrc, prev, n)
+        b = exi[bl[exi] >= 0]
+        via = np.full(n, -1, dtype=i64)
+        via[sd] = ss
+        b, bsrc = _implied(b, bl[b], via, n, bl)
+        del via
+        parts = [(prev[k], k), (n + psrc, pd), (exi, n + exi), (bsrc, n + b), (n + ss, n + sd), (n + ds, n + dd)]
+        del k, b, bsrc, pd, psrc, sd, ss, dd, ds
+        indeg = indegrees(2 * n, parts)
+        sptr, succ = successors(2 * n, parts)
+        del parts
 
         nan, inf_ = float("nan"), float("inf")
         issue = np.full(n + 2, nan)
@@ -616,6 +627,19 @@ def _transfer_views(record, objs, table, codes) -> tuple:
         for j, a, b, c in zip(at, size, protocol, remote):
             sizes[j], protocols[j], remotes[j] = a, b, c
     return sizes, protocols, remotes
+
+
+def _implied(dst, src, via, n, src_of=None) -> tuple:
+    """The edges ``src -> dst`` (one per ``dst``) less those a path through ``via[dst]`` (an
+    edge ``via[dst] -> dst``, -1: none) already gives: ``via[dst]`` has an edge from the same
+    source, in these edges or, when given, per ``src_of`` (``src_of[x]``: the source of ``x``'s
+    edge, -1: none; then every such ``x`` that executed is among ``dst``)."""
+    if src_of is None:
+        src_of = np.full(n, -1, dtype=np.int64)
+        src_of[dst] = src
+    v = via[dst]
+    keep = (v < 0) | (src_of[np.maximum(v, 0)] != src)
+    return dst[keep], src[keep]
 
 
 def _groups(keys, values) -> dict:
