@@ -469,9 +469,10 @@ def _locator(seq):
 
 def _ints(values, missing=-1):
     """A numpy int64 array of ``values`` (a list of ints or None; None gives ``missing``)."""
+    n = len(values)
     if None not in values:
-        return np.array(values, dtype=np.int64)
-    return np.array([missing if v is None else v for v in values], dtype=np.int64)
+        return np.fromiter(values, np.int64, n)
+    return np.fromiter(map({None: missing}.get, values, values), np.int64, n)
 
 
 def _program_ids(entries):
@@ -518,7 +519,7 @@ class _Columns:
         if len(dev):
             self.kernel[dev] = _ints(list(map(_KERNEL, compress(tasks, self.on_device.tolist()))), 0)
         self.is_launch = self.of_kind(("KernelLaunch",))
-        self.step, self.xsteps = _steps(record, self.locate, n)
+        self.step, self.xsteps = _steps(record, self.locate, n, self.seq)
 
     def of_kind(self, kinds):
         """Per entry: whether its kind is one of ``kinds``."""
@@ -545,14 +546,30 @@ def _in_seq_order(entries) -> tuple:
     return entries, seqs
 
 
-def _steps(record, locate, n) -> tuple:
+def _first_steps(logged, locate, seq) -> tuple:
+    """``np.unique(logged, return_index=True)``: the seqs in the execution log, sorted, and where
+    each first appears. Without a sort when every logged seq is an entry's (``locate``, ``seq``:
+    the entries' positions and sorted seqs) and appears once (the common case)."""
+    at = locate(logged)
+    if len(at) and (at >= 0).all():
+        n = len(seq)
+        seen = np.bincount(at, minlength=n)
+        if int(seen.max()) <= 1:
+            first = np.full(n, -1, dtype=np.int64)
+            first[at] = np.arange(len(at), dtype=np.int64)
+            present = seen > 0
+            return seq[present], first[present]
+    return np.unique(logged, return_index=True)
+
+
+def _steps(record, locate, n, seq) -> tuple:
     """Per entry the signed step of its first execution-log entry (0: none), and ``(seqs, signed
     steps)`` of every seq in the log (what ``Record.step_table()`` gives)."""
     i64 = np.int64
     xlog = record.xlog
     xl = np.frombuffer(xlog, dtype=i64).copy() if len(xlog) else np.zeros(0, dtype=i64)
     dropped = record.step_count() - len(xl)
-    useq, first = np.unique(np.where(xl > 0, xl, (-xl) & ~SKIP_FLAG), return_index=True)
+    useq, first = _first_steps(np.where(xl > 0, xl, (-xl) & ~SKIP_FLAG), locate, seq)
     signed = (dropped + 1 + first) * np.where(xl[first] > 0, 1, -1)
     step = np.zeros(n, dtype=i64)
     at = locate(useq)

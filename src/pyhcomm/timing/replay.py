@@ -49,7 +49,7 @@ import numpy as np
 from .. import topology
 from ..analysis.happens_before import _ints
 from ..sim.events import local_bytes, transfer_view
-from ..sim.memory import device_of_address
+from ..sim.memory import DEVICE_VA_BASE, DEVICE_VA_STRIDE, device_of_address
 from .adjacency import indegrees, successors
 from .costs import cost_model
 from .engine import (END_TO_DEP, END_TO_ISSUE, END_TO_START, ISSUE_TO_ISSUE, ISSUE_TO_START, START_TO_ISSUE,
@@ -243,7 +243,7 @@ class _Replay:
             sizes, protocols, remotes = _transfer_views(record, objs, self.cols["kind_table"], self.kc[moves])
             names = list(dict.fromkeys(protocols))
             proto = np.fromiter(map({p: k for k, p in enumerate(names)}.__getitem__, protocols), i64, len(objs))
-            remote = _ints(remotes)
+            remote = remotes
             here = _ints(list(map(_DEVICE, objs)))
             ok = (remote >= 0) & (here >= 0)
             if None in names:
@@ -254,7 +254,7 @@ class _Replay:
             siglat[i[self.of_kind(_SIGNAL_BY_LINK)[i]]] = 0.0
             dest.update(zip(i[~rd].tolist(), r[~rd].tolist()))
             origin.update(zip(i[rd].tolist(), r[rd].tolist()))
-            size = np.array(sizes, dtype=i64)[ok]
+            size = sizes[ok]
             flow = size > 0
             i, p, rd, size = i[flow], p[flow], rd[flow], size[flow]
             a, z = np.where(rd, r[flow], h[flow]), np.where(rd, h[flow], r[flow])
@@ -595,38 +595,59 @@ class _Replay:
 
 def _transfer_views(record, objs, table, codes) -> tuple:
     """``pyhcomm.sim.events.transfer_view`` of each of ``objs`` (transfers, with kind codes
-    ``codes``), as three lists (sizes, protocol names, remote devices): the task kinds read kind by
-    kind, the same fields (the channel in ``detail``, the size in ``args`` or the written span, the
-    remote device from the first written or read span), the host effects (NBI) one by one."""
+    ``codes``), as sizes (a numpy int64 array), protocol names (a list) and remote devices (a numpy
+    int64 array, -1: None): the task kinds read kind by kind, the same fields (the channel in
+    ``detail``, the size in ``args`` or the written span, the remote device from the first written
+    or read span), the host effects (NBI) one by one."""
     n = len(objs)
-    sizes, protocols, remotes = [0] * n, [None] * n, [None] * n
+    sizes, protocols, remotes = np.zeros(n, dtype=np.int64), [None] * n, np.full(n, -1, dtype=np.int64)
     kinds = {c: k for k, c in table.items()}
     info_of = record.channel_info.get
     for code in np.unique(codes).tolist():
         kind = kinds[code]
-        at = np.flatnonzero(codes == code).tolist()
-        mine = [objs[j] for j in at]
+        at = np.flatnonzero(codes == code)
+        mine = list(map(objs.__getitem__, at.tolist()))
         if kind not in _TASK_TRANSFERS or any(e.entry != "task" for e in mine):
-            for j, e in zip(at, mine):
-                sizes[j], protocols[j], remotes[j] = transfer_view(record, e)
+            for j, e in zip(at.tolist(), mine):
+                size, protocols[j], remote = transfer_view(record, e)
+                sizes[j], remotes[j] = size, -1 if remote is None else remote
             continue
         spans = list(map(_WRITES_OF if kind.startswith("Write") else _READS_OF, mine))
         if "Reduce" in kind:
-            size = [sp[0][1] for sp in map(_WRITES_OF, mine)]
+            sizes[at] = np.fromiter((sp[0][1] for sp in map(_WRITES_OF, mine)), np.int64, len(mine))
         else:
-            size = list(map(_SIZE_ARG, map(_ARGS, mine)))
-        protocol = [info[0] if info else None for info in map(info_of, map(_CHANNEL, map(_DETAIL, mine)))]
+            sizes[at] = _ints(list(map(_SIZE_ARG, map(_ARGS, mine))))
+        channels = list(map(_CHANNEL, map(_DETAIL, mine)))
+        protocol_of = {}
+        for ch in dict.fromkeys(channels):
+            info = info_of(ch)
+            protocol_of[ch] = info[0] if info else None
+        protocol = list(map(protocol_of.__getitem__, channels))
+        if len(at) == n:
+            protocols = protocol
+        else:
+            for j, b in zip(at.tolist(), protocol):
+                protocols[j] = b
         if all(spans) and all(len(sp[0]) == 2 for sp in spans):      # no allocation: by address
-            remote = list(map(device_of_address, map(_CHANNEL, map(_CHANNEL, spans))))
+            remotes[at] = _devices_of(list(map(_CHANNEL, map(_CHANNEL, spans))))
         else:
             remote = []
             for sp in spans:
                 alloc = sp[0][2] if sp and len(sp[0]) > 2 else None
                 remote.append(None if not sp else getattr(alloc, "device", None) if alloc is not None
                               else device_of_address(sp[0][0]))
-        for j, a, b, c in zip(at, size, protocol, remote):
-            sizes[j], protocols[j], remotes[j] = a, b, c
+            remotes[at] = _ints(remote)
     return sizes, protocols, remotes
+
+
+def _devices_of(addresses) -> np.ndarray:
+    """``device_of_address`` of each of ``addresses`` (device addresses, a list of ints) as a numpy
+    int64 array, -1 for None."""
+    try:
+        addr = np.fromiter(addresses, np.int64, len(addresses))
+    except OverflowError:
+        return _ints(list(map(device_of_address, addresses)))
+    return np.where(addr >= DEVICE_VA_BASE, (addr - DEVICE_VA_BASE) // DEVICE_VA_STRIDE, -1)
 
 
 def _implied(dst, src, via, n, src_of=None) -> tuple:
