@@ -69,6 +69,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..sched.base import SKIP_FLAG
+from .keysort import stable_argsort
 
 STREAM, KERNEL_END, NOTIFY, PROGRAM, BATCH, LAUNCH = "stream", "kernel_end", "notify", "program", "batch", "launch"
 SYNC, JOIN, DRAIN, FENCE, RENDEZVOUS = "sync", "join", "drain", "fence", "rendezvous"
@@ -88,7 +89,7 @@ _NOTIFY_TASKS = frozenset(("ThreadNotifyRecord", "ThreadNotifyWait", "AclrtNotif
 _NOT_ENDED = frozenset(("timeout", "stuck", "aborted"))
 _SEQ, _KIND, _PROGRAM, _SIDE, _KERNEL = (attrgetter(a) for a in ("seq", "kind", "program", "side", "kernel"))
 _HANDLE, _GEN, _WAITS = (attrgetter(a) for a in ("stream.handle", "gen", "waits"))
-_OWNER, _INDEX = attrgetter("notify.owner"), attrgetter("notify.index")
+_NOTIFY = attrgetter("notify")
 _DEVICE_SIDE = "device"
 
 
@@ -517,7 +518,11 @@ class _Columns:
         self.kernel = np.zeros(n, dtype=i64)
         dev = self.T[self.on_device]
         if len(dev):
-            self.kernel[dev] = _ints(list(map(_KERNEL, compress(tasks, self.on_device.tolist()))), 0)
+            picked = self.on_device.tolist()
+            try:        # every device-side task has a kernel (the common case)
+                self.kernel[dev] = np.fromiter(map(_KERNEL, compress(tasks, picked)), i64, len(dev))
+            except TypeError:
+                self.kernel[dev] = _ints(list(map(_KERNEL, compress(tasks, picked))), 0)
         self.is_launch = self.of_kind(("KernelLaunch",))
         self.step, self.xsteps = _steps(record, self.locate, n, self.seq)
 
@@ -584,7 +589,7 @@ class _Streams:
     of ``by_stream``)."""
 
     def __init__(self, c: _Columns):
-        o = np.argsort(c.handle, kind="stable")
+        o = stable_argsort(c.handle)
         self.by_stream, handles = c.T[o], c.handle[o]
         same = handles[1:] == handles[:-1]
         self.prev = np.full(c.n, -1, dtype=np.int64)
@@ -726,30 +731,38 @@ def _stream_edges(c: _Columns, streams: _Streams, host: _HostEffects) -> tuple:
 
 
 def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
-    """The notify records and waits that ran, tasks and host effects: ``(owners, indices, gens,
-    entry indices, is_wait)``; and the indices of every notify task (ran or not)."""
+    """The notify records and waits that ran, tasks and host effects: ``(keys, gens, entry
+    indices, is_wait)`` (``keys``: a number per notify, its ``(owner, index)``); and the indices
+    of every notify task (ran or not)."""
     i64 = np.int64
-    every = np.flatnonzero(c.of_kind(_NOTIFY_TASKS) & ~c.is_host)
-    ran = every[c.step[every] > 0]
-    task_pos = np.full(c.n, -1, dtype=i64)
-    task_pos[c.T] = np.arange(len(c.T), dtype=i64)
-    objs = list(map(c.tasks.__getitem__, task_pos[ran].tolist()))
-    del task_pos
+    T = c.T
+    mine = np.flatnonzero(c.of_kind(_NOTIFY_TASKS)[T])        # positions in c.tasks
+    every = T[mine]
+    mine = mine[c.step[every] > 0]
+    ran = T[mine]
+    objs = list(map(c.tasks.__getitem__, mine.tolist()))
+    del mine
     gens = list(map(_GEN, objs))
     if None in gens:
         keep = [k for k, v in enumerate(gens) if v is not None]
         ran, objs, gens = ran[keep], [objs[k] for k in keep], [gens[k] for k in keep]
-    owners = list(map(_OWNER, objs))
-    indices = list(map(_INDEX, objs))
+    # tasks share their notify objects (some hash by value, slowly): read each one's (owner,
+    # index) once, by identity (the objects are alive, so their ids are distinct)
+    notifies = list(map(_NOTIFY, objs))
+    ids = list(map(id, notifies))
+    key_of: dict = {}                   # (owner, index) -> key
+    key_by_id = {i: key_of.setdefault((x.owner, x.index), len(key_of)) for i, x in dict(zip(ids, notifies)).items()}
+    keys = np.fromiter(map(key_by_id.__getitem__, ids), i64, len(ids))
+    del notifies, ids, key_by_id
     is_wait = np.fromiter(map(_WAITS, objs), bool, len(objs))
     if host.records or host.waits:
-        mine = host.records + host.waits
-        owners += [r[0] for r in mine]
-        indices += [r[1] for r in mine]
-        gens += [r[2] for r in mine]
-        ran = np.concatenate([ran, np.array([r[3] for r in mine], dtype=i64)])
-        is_wait = np.concatenate([is_wait, np.arange(len(mine)) >= len(host.records)])
-    return (owners, indices, gens, ran, is_wait), every
+        more = host.records + host.waits
+        keys = np.concatenate([keys, np.array([key_of.setdefault((r[0], r[1]), len(key_of)) for r in more],
+                                              dtype=i64)])
+        gens += [r[2] for r in more]
+        ran = np.concatenate([ran, np.array([r[3] for r in more], dtype=i64)])
+        is_wait = np.concatenate([is_wait, np.arange(len(more)) >= len(host.records)])
+    return (keys, gens, ran, is_wait), every
 
 
 def _build(source) -> Graph:
@@ -801,17 +814,14 @@ def _batched(batches, programs, seqs, big):
     return ok & (bp[pos] == programs) & (reach[pos] >= seqs)
 
 
-def _notify_edges(owners, indices, gens, at, is_wait, coalesced, code):
+def _notify_edges(key, gens, at, is_wait, coalesced, code):
     """The ``notify`` edges: ``(dst, code)`` arrays, grouped by wait, in generation order. Waits of a
-    notify (``owner``, ``index``) read generations in order; each is ordered after the record of the
-    generation it read and of those after the previous wait's (coalesced into it)."""
+    notify (``key``: a number per notify, >= 0) read generations in order; each is ordered after the
+    record of the generation it read and of those after the previous wait's (coalesced into it)."""
     i64 = np.int64
-    m = len(owners)
+    m = len(key)
     if not m:
         return np.zeros(0, dtype=i64), np.zeros(0, dtype=i64)
-    uniq = {o: k for k, o in enumerate(dict.fromkeys(owners))}
-    idx = np.fromiter(indices, i64, m)
-    key = np.fromiter(map(uniq.__getitem__, owners), i64, m) * (int(idx.max()) + 1) + idx
     gen = np.fromiter(gens, i64, m)
     span = int(gen.max()) + 2
     n1 = int(at.max()) + 1

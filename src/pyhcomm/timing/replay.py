@@ -48,6 +48,7 @@ import numpy as np
 
 from .. import topology
 from ..analysis.happens_before import _ints
+from ..analysis.keysort import stable_argsort
 from ..sim.events import local_bytes, transfer_view
 from ..sim.memory import DEVICE_VA_BASE, DEVICE_VA_STRIDE, device_of_address
 from .adjacency import indegrees, successors
@@ -73,7 +74,7 @@ _STREAM, _KERNEL_END, _NOTIFY, _PROGRAM, _BATCH, _LAUNCH = range(6)
 _EPS = 1e-12
 _BATCH_OF, _RANK, _N, _DEVICE = (attrgetter(a) for a in ("batch", "rank", "n", "device"))
 _WRITES_OF, _READS_OF, _ARGS, _DETAIL = (attrgetter(a) for a in ("writes", "reads", "args", "detail"))
-_SIZE_ARG, _CHANNEL, _TARGET = itemgetter(5), itemgetter(0), attrgetter("target")
+_SIZE_ARG, _CHANNEL, _TARGET, _ENTRY = itemgetter(5), itemgetter(0), attrgetter("target"), attrgetter("entry")
 #: Transfer tasks (transfer_view reads their channel from ``detail[0]``, their size from ``args[5]``
 #: or, for a reduce, the written span).
 _TASK_TRANSFERS = frozenset(("Write", "Read", "WriteReduce", "ReadReduce", "WriteWithNotify",
@@ -191,7 +192,7 @@ class _Replay:
         batch_last = np.full(n, -1, dtype=i64)
         if len(in_batch):
             b = batch[in_batch]
-            o = np.argsort(b, kind="stable")
+            o = stable_argsort(b)
             b, members = b[o], in_batch[o]
             ends = np.append(b[1:] != b[:-1], True)
             last = members[ends][np.cumsum(np.append(0, ends[:-1]))]     # per member: its batch's last
@@ -205,7 +206,7 @@ class _Replay:
             base = int(key.max()) + 1 if n else 0
             for i, e in zip(lost.tolist(), self.objects(lost)):
                 key[i] = base + others.setdefault(("rank", e.rank, getattr(e, "kernel", None)), len(others))
-        o = np.argsort(key, kind="stable")
+        o = stable_argsort(key)
         same = key[o][1:] == key[o][:-1]
         prev = np.full(n, -1, dtype=i64)
         prev[o[1:][same]] = o[:-1][same]
@@ -607,7 +608,7 @@ def _transfer_views(record, objs, table, codes) -> tuple:
         kind = kinds[code]
         at = np.flatnonzero(codes == code)
         mine = list(map(objs.__getitem__, at.tolist()))
-        if kind not in _TASK_TRANSFERS or any(e.entry != "task" for e in mine):
+        if kind not in _TASK_TRANSFERS or set(map(_ENTRY, mine)) != {"task"}:
             for j, e in zip(at.tolist(), mine):
                 size, protocols[j], remote = transfer_view(record, e)
                 sizes[j], remotes[j] = size, -1 if remote is None else remote
@@ -628,7 +629,7 @@ def _transfer_views(record, objs, table, codes) -> tuple:
         else:
             for j, b in zip(at.tolist(), protocol):
                 protocols[j] = b
-        if all(spans) and all(len(sp[0]) == 2 for sp in spans):      # no allocation: by address
+        if all(spans) and set(map(len, map(_CHANNEL, spans))) == {2}:      # no allocation: by address
             remotes[at] = _devices_of(list(map(_CHANNEL, map(_CHANNEL, spans))))
         else:
             remote = []
