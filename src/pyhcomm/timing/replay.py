@@ -391,11 +391,36 @@ class _Replay:
         via[sd] = ss
         b, bsrc = _implied(b, bl[b], via, n, bl)
         del via
-        parts = [(prev[k], k), (n + psrc, pd), (exi, n + exi), (bsrc, n + b), (n + ss, n + sd), (n + ds, n + dd)]
-        del k, b, bsrc, pd, psrc, sd, ss, dd, ds
+        # A program's issues form runs: from a head (its first entry, or one with a program-kind
+        # constraint of its own) through the entries after it whose issue is the previous one's
+        # plus its submit cost (no such constraint, or the same one as the previous entry, which
+        # that issue already follows). A run is one node, its head: evaluated at once (a cumulative
+        # sum, the same additions in the same order), its entries' edges leave from the head.
+        o = self.chain_order
+        head = prev < 0
+        head[pd] = True
+        has_prg = np.flatnonzero(prg != NONE)
+        head[has_prg[prg[np.maximum(prev[has_prg], 0)] != prg[has_prg]]] = True
+        del has_prg
+        run = np.cumsum(head[o]) - 1                    # per position in o: its run
+        run_at = np.flatnonzero(head[o])                # per run: where it starts in o
+        run_len = np.diff(np.append(run_at, n))
+        head_of = np.empty(n, dtype=i64)
+        head_of[o] = o[run_at][run]
+        at_o = np.empty(n, dtype=i64)
+        at_o[o[run_at]] = run_at
+        length = np.zeros(n, dtype=i64)
+        length[o[run_at]] = run_len
+        del run, run_at, run_len
+        hk = k[head[k]]
+        oe = o[ex[o]]                                   # the executed entries, grouped by run
+        parts = [(head_of[prev[hk]], hk, False), (n + psrc, pd, False), (head_of[oe], n + oe, True),
+                 (head_of[bsrc], n + b, False), (n + ss, n + sd, False), (n + ds, n + dd, False)]
+        del k, hk, oe, b, bsrc, pd, psrc, sd, ss, dd, ds, head_of
         indeg = indegrees(2 * n, parts)
         sptr, succ = successors(2 * n, parts)
         del parts
+        psub_o = psub[o]
 
         nan, inf_ = float("nan"), float("inf")
         issue = np.full(n + 2, nan)
@@ -408,14 +433,22 @@ class _Replay:
         kernel_launch = m.kernel_launch
         release = m.batch_submit + m.batch_fixed
         fmax = np.fmax
-        front = np.flatnonzero(indeg[:n] == 0)
+        front = np.flatnonzero((indeg[:n] == 0) & head)
         done = 0
+        cumsum = np.cumsum
         while len(front):
-            done += len(front)
             split = int(np.searchsorted(front, n))
+            done += len(front) - split
             if split:
                 I = front[:split]
                 issue[I] = fmax(issue[prev2[I]] + psub[I], end[prg[I]])
+                runs = length[I]
+                done += int(runs.sum())
+                for h in I[runs > 1].tolist():          # the rest of each run
+                    a = int(at_o[h])
+                    v = psub_o[a:a + int(length[h])].copy()
+                    v[0] = issue[h]
+                    issue[o[a:a + len(v)]] = cumsum(v)
             if split < len(front):
                 E = front[split:] - n
                 t = fmax(issue[E], issue[bl2[E]] + release)
