@@ -495,13 +495,17 @@ class _Columns:
         tasks, task_seq = _in_seq_order(tasks)
         host, host_seq = _in_seq_order(host)
         nt, nh = len(tasks), len(host)
-        both = np.concatenate([task_seq, host_seq])
-        self.order = order = np.argsort(both, kind="stable")
         self.n = n = nt + nh
-        self.seq = both[order]
-        where = np.empty(n, dtype=i64)
-        where[order] = np.arange(n, dtype=i64)
-        self.T, self.H = where[:nt], where[nt:]
+        # the merge of the two (a seq is a task's or a host effect's, never both's): each entry's
+        # position is its rank in its list plus the entries of the other list before it
+        self.T = np.arange(nt, dtype=i64) + np.searchsorted(host_seq, task_seq)
+        self.H = np.arange(nh, dtype=i64) + np.searchsorted(task_seq, host_seq, side="right")
+        self.seq = np.empty(n, dtype=i64)
+        self.seq[self.T] = task_seq
+        self.seq[self.H] = host_seq
+        self.order = order = np.empty(n, dtype=i64)       # entry -> its index in tasks + host
+        order[self.T] = np.arange(nt, dtype=i64)
+        order[self.H] = np.arange(nt, n, dtype=i64)
         self.tasks, self.host = tasks, host
         self.locate = _locator(self.seq)
         self.is_host = np.zeros(n, dtype=bool)
@@ -562,6 +566,8 @@ def _first_steps(logged, locate, seq) -> tuple:
         if int(seen.max()) <= 1:
             first = np.full(n, -1, dtype=np.int64)
             first[at] = np.arange(len(at), dtype=np.int64)
+            if len(at) == n:                # every entry, once
+                return seq, first
             present = seen > 0
             return seq[present], first[present]
     return np.unique(logged, return_index=True)
@@ -576,6 +582,8 @@ def _steps(record, locate, n, seq) -> tuple:
     dropped = record.step_count() - len(xl)
     useq, first = _first_steps(np.where(xl > 0, xl, (-xl) & ~SKIP_FLAG), locate, seq)
     signed = (dropped + 1 + first) * np.where(xl[first] > 0, 1, -1)
+    if useq is seq:                         # every entry was logged
+        return signed, (useq, signed)
     step = np.zeros(n, dtype=i64)
     at = locate(useq)
     found = at >= 0
@@ -742,24 +750,26 @@ def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
     ran = T[mine]
     objs = list(map(c.tasks.__getitem__, mine.tolist()))
     del mine
-    gens = list(map(_GEN, objs))
-    if None in gens:
-        keep = [k for k, v in enumerate(gens) if v is not None]
-        ran, objs, gens = ran[keep], [objs[k] for k in keep], [gens[k] for k in keep]
+    try:
+        gens = np.fromiter(map(_GEN, objs), i64, len(objs))
+    except TypeError:                   # some ran without setting a generation
+        got = list(map(_GEN, objs))
+        keep = [k for k, v in enumerate(got) if v is not None]
+        ran, objs, gens = ran[keep], [objs[k] for k in keep], np.array([got[k] for k in keep], dtype=i64)
     # tasks share their notify objects (some hash by value, slowly): read each one's (owner,
     # index) once, by identity (the objects are alive, so their ids are distinct)
-    notifies = list(map(_NOTIFY, objs))
-    ids = list(map(id, notifies))
+    ids = list(map(id, map(_NOTIFY, objs)))
     key_of: dict = {}                   # (owner, index) -> key
-    key_by_id = {i: key_of.setdefault((x.owner, x.index), len(key_of)) for i, x in dict(zip(ids, notifies)).items()}
+    key_by_id = {i: key_of.setdefault((t.notify.owner, t.notify.index), len(key_of))
+                 for i, t in dict(zip(ids, objs)).items()}
     keys = np.fromiter(map(key_by_id.__getitem__, ids), i64, len(ids))
-    del notifies, ids, key_by_id
+    del ids, key_by_id
     is_wait = np.fromiter(map(_WAITS, objs), bool, len(objs))
     if host.records or host.waits:
         more = host.records + host.waits
         keys = np.concatenate([keys, np.array([key_of.setdefault((r[0], r[1]), len(key_of)) for r in more],
                                               dtype=i64)])
-        gens += [r[2] for r in more]
+        gens = np.concatenate([gens, np.array([r[2] for r in more], dtype=i64)])
         ran = np.concatenate([ran, np.array([r[3] for r in more], dtype=i64)])
         is_wait = np.concatenate([is_wait, np.arange(len(more)) >= len(host.records)])
     return (keys, gens, ran, is_wait), every
@@ -816,13 +826,14 @@ def _batched(batches, programs, seqs, big):
 
 def _notify_edges(key, gens, at, is_wait, coalesced, code):
     """The ``notify`` edges: ``(dst, code)`` arrays, grouped by wait, in generation order. Waits of a
-    notify (``key``: a number per notify, >= 0) read generations in order; each is ordered after the
+    notify (``key``: a number per notify, >= 0; ``gens``: the generation each use set or read) read
+    generations in order; each is ordered after the
     record of the generation it read and of those after the previous wait's (coalesced into it)."""
     i64 = np.int64
     m = len(key)
     if not m:
         return np.zeros(0, dtype=i64), np.zeros(0, dtype=i64)
-    gen = np.fromiter(gens, i64, m)
+    gen = np.asarray(gens, dtype=i64)
     span = int(gen.max()) + 2
     n1 = int(at.max()) + 1
     rec = ~is_wait
