@@ -471,9 +471,10 @@ def _locator(seq):
 def _ints(values, missing=-1):
     """A numpy int64 array of ``values`` (a list of ints or None; None gives ``missing``)."""
     n = len(values)
-    if None not in values:
+    try:
         return np.fromiter(values, np.int64, n)
-    return np.fromiter(map({None: missing}.get, values, values), np.int64, n)
+    except TypeError:
+        return np.fromiter(map({None: missing}.get, values, values), np.int64, n)
 
 
 def _program_ids(entries):

@@ -167,8 +167,8 @@ class _Replay:
         route = np.full(n, -1, dtype=i64)          # flows: index into routes
         routes: list = []                           # tuples of resource keys
         route_of: dict = {}
-        dest: dict = {}
-        origin: dict = {}
+        dest: list = []                             # (entry indices, remote devices) of writes
+        origin: list = []                           # the same of reads
         links: dict = {}
 
         def link_of(protocol):
@@ -253,8 +253,8 @@ class _Replay:
             lat = np.array([link_of(x).latency if x is not None else 0.0 for x in names])
             body[i] = np.where(rd, 2 * lat[p], lat[p])
             siglat[i[self.of_kind(_SIGNAL_BY_LINK)[i]]] = 0.0
-            dest.update(zip(i[~rd].tolist(), r[~rd].tolist()))
-            origin.update(zip(i[rd].tolist(), r[rd].tolist()))
+            dest.append((i[~rd], r[~rd]))
+            origin.append((i[rd], r[rd]))
             size = sizes[ok]
             flow = size > 0
             i, p, rd, size = i[flow], p[flow], rd[flow], size[flow]
@@ -562,13 +562,16 @@ class _Replay:
             sel = (codes & 15) == _NOTIFY
             return [Arrow(s, d, "notify") for s, d in zip((codes[sel] >> 4).tolist(), dst[sel].tolist())]
 
-        def remote_ends(by_index):
+        def remote_ends(parts):
             def build():
                 rank_of: dict = {}
                 for e in graph._entries:
                     if e.rank is not None and e.device is not None:
                         rank_of.setdefault(e.device, e.rank)
-                return {i: (rank_of.get(dev), dev) for i, dev in by_index.items()}
+                out: dict = {}
+                for at, devices in parts:
+                    out.update((i, (rank_of.get(dev), dev)) for i, dev in zip(at.tolist(), devices.tolist()))
+                return out
             return build
 
         tl = Timeline(events, issue, start, end, arrows, model=self.m, destinations=remote_ends(self.dest),
