@@ -349,10 +349,11 @@ class _Replay:
         # the issue's predecessors: the previous entry of the program, a program-kind edge
         prev2 = np.where(prev >= 0, prev, ZERO)
         psub = np.append(self.submit, [0.0, 0.0])[prev2]
-        is_prog = live & (kind >= _PROGRAM) & (kind <= _LAUNCH)
+        p = np.flatnonzero(live & (kind >= _PROGRAM) & (kind <= _LAUNCH))
+        pd, psrc = dst[p], src[p]
+        del p
         prg = np.full(n, NONE, dtype=i64)
-        ps = src[is_prog]
-        prg[dst[is_prog]] = np.where(is_launch[ps], slot[ps], ps)
+        prg[pd] = np.where(is_launch[psrc], slot[psrc], psrc)
         # the start's predecessors: the batch's last entry (its issue), stream, kernel end (at most
         # one of each); the end's: notify (plus the record's signal latency) and the others
         on = live & ex[dst]
@@ -360,9 +361,12 @@ class _Replay:
         is_dep = on & ((kind == _NOTIFY) | (kind > _LAUNCH))
         sd, ss = dst[is_start], src[is_start]
         firsts = np.append(True, sd[1:] != sd[:-1]) if len(sd) else np.zeros(0, dtype=bool)
-        before = np.full((n, 2), NONE, dtype=i64)
-        before[sd[firsts], 0] = ss[firsts]
-        before[sd[~firsts], 1] = ss[~firsts]
+        before = np.full(n, NONE, dtype=i64)             # the first; the second (rare) in before2
+        before[sd[firsts]] = ss[firsts]
+        before2 = np.full(n, NONE, dtype=i64)
+        before2[sd[~firsts]] = ss[~firsts]
+        has_two = np.zeros(n, dtype=bool)
+        has_two[sd[~firsts]] = True
         bl2 = np.where(bl >= 0, bl, NONE)
         dd, ds = dst[is_dep], src[is_dep]
         dlat = np.where(kind[is_dep] == _NOTIFY, self.siglat[ds], 0.0)
@@ -378,15 +382,12 @@ class _Replay:
         # edges order nothing more, as a longer path holds them: a program-kind edge into an issue
         # whose program predecessor has one from the same source (through that predecessor's
         # issue), and a batch's edge into an execution whose stream predecessor waits for the same
-        # batch (through that predecessor's execution). Left out, the levels are the same and the
-        # walk moves fewer edges (a kernel's launch and its batch precede thousands of its tasks).
-        exi = np.flatnonzero(ex)
-        k = np.flatnonzero(prev >= 0)
-        p = np.flatnonzero(is_prog)
-        pd, psrc = dst[p], src[p]
-        del dst, src, kind, live, is_prog, on, is_start, is_dep, p
+        # batch (through that predecessor's execution). Left out, the walk moves fewer edges (a
+        # kernel's launch and its batch precede thousands of its tasks).
+        n_ex = int(np.count_nonzero(ex))
+        del dst, src, kind, live, on, is_start, is_dep
         pd, psrc = _implied(pd, psrc, prev, n)
-        b = exi[bl[exi] >= 0]
+        b = np.flatnonzero(ex & (bl >= 0))
         via = np.full(n, -1, dtype=i64)
         via[sd] = ss
         b, bsrc = _implied(b, bl[b], via, n, bl)
@@ -412,11 +413,11 @@ class _Replay:
         length = np.zeros(n, dtype=i64)
         length[o[run_at]] = run_len
         del run, run_at, run_len
-        hk = k[head[k]]
+        hk = np.flatnonzero(head & (prev >= 0))
         oe = o[ex[o]]                                   # the executed entries, grouped by run
         parts = [(head_of[prev[hk]], hk, False), (n + psrc, pd, False), (head_of[oe], n + oe, True),
                  (head_of[bsrc], n + b, False), (n + ss, n + sd, False), (n + ds, n + dd, False)]
-        del k, hk, oe, b, bsrc, pd, psrc, sd, ss, dd, ds, head_of
+        del hk, oe, b, bsrc, pd, psrc, sd, ss, dd, ds, head_of
         indeg = indegrees(2 * n, parts)
         sptr, succ = successors(2 * n, parts)
         del parts
@@ -452,7 +453,10 @@ class _Replay:
             if split < len(front):
                 E = front[split:] - n
                 t = fmax(issue[E], issue[bl2[E]] + release)
-                t = fmax(t, end[before[E]].max(axis=1))
+                if has_two[E].any():
+                    t = fmax(t, np.maximum(end[before[E]], end[before2[E]]))
+                else:
+                    t = fmax(t, end[before[E]])
                 start[E] = t
                 t = fmax(t + dispatch[E], end[dep1[E]] + lat1[E])
                 if has_more[E].any():
@@ -478,7 +482,7 @@ class _Replay:
             fresh = targets[indeg[targets] == 0]
             fresh.sort()
             front = fresh[np.append(True, fresh[1:] != fresh[:-1])] if len(fresh) > 1 else fresh
-        if done != n + len(exi):
+        if done != n + n_ex:
             raise RuntimeError("replay: the graph's constraints have a cycle")
         issue, end = issue[:n], end[:n]
         self.unknown(issue)
