@@ -496,6 +496,8 @@ class _Replay:
         """Set to nan, in ``issue``, the issue times the replay does not know: those after the last
         entry of their program that executed (or whose batch an executed entry waited for)."""
         n, ex, bl = self.n, self.executed, self.batch_last
+        if ex.all():                    # every entry executed: every issue is known
+            return
         wanted = ex.copy()
         waited = bl[ex]
         wanted[waited[waited >= 0]] = True
