@@ -122,10 +122,10 @@ class Graph:
     The edges are kept as two numpy arrays (:meth:`pred_csr`); the per-entry lists of
     :meth:`pred_codes`, the seq index and the step table are made on first use."""
 
-    def __init__(self, record, tasks, host, order, complete):
+    def __init__(self, record, tasks, host, T, H, complete):
         self.record = record
-        self._parts = (tasks, host, order)  # the entries are (tasks + host)[order]
-        self._n = len(order)
+        self._parts = (tasks, host, T, H)   # entry T[j] is tasks[j], entry H[j] is host[j]
+        self._n = len(T) + len(H)
         self._seq = None                # numpy: the seqs
         self._ptr = None                # numpy (n + 1): entry i's edges are codes[ptr[i]:ptr[i + 1]]
         self._codes = None              # numpy: src_index << _SHIFT | kind code
@@ -153,7 +153,10 @@ class Graph:
         """The task objects and host effects, in issue order."""
         out = self._lazy.get("entries")
         if out is None:
-            tasks, host, order = self._parts
+            tasks, host, T, H = self._parts
+            order = np.empty(self._n, dtype=np.int64)
+            order[T] = np.arange(len(T), dtype=np.int64)
+            order[H] = np.arange(len(T), self._n, dtype=np.int64)
             out = self._lazy["entries"] = list(map((tasks + host).__getitem__, order.tolist()))
         return out
 
@@ -504,9 +507,6 @@ class _Columns:
         self.seq = np.empty(n, dtype=i64)
         self.seq[self.T] = task_seq
         self.seq[self.H] = host_seq
-        self.order = order = np.empty(n, dtype=i64)       # entry -> its index in tasks + host
-        order[self.T] = np.arange(nt, dtype=i64)
-        order[self.H] = np.arange(nt, n, dtype=i64)
         self.tasks, self.host = tasks, host
         self.locate = _locator(self.seq)
         self.is_host = np.zeros(n, dtype=bool)
@@ -749,8 +749,10 @@ def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
     every = T[mine]
     mine = mine[c.step[every] > 0]
     ran = T[mine]
-    objs = list(map(c.tasks.__getitem__, mine.tolist()))
-    del mine
+    picked = np.zeros(len(T), dtype=bool)
+    picked[mine] = True
+    objs = list(compress(c.tasks, picked.tolist()))
+    del mine, picked
     try:
         gens = np.fromiter(map(_GEN, objs), i64, len(objs))
     except TypeError:                   # some ran without setting a generation
@@ -779,7 +781,7 @@ def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
 def _build(source) -> Graph:
     record = getattr(source, "record", source)
     c = _Columns(record)
-    g = Graph(record, c.tasks, c.host, c.order, record.whole())
+    g = Graph(record, c.tasks, c.host, c.T, c.H, record.whole())
     g._seq, g._step, g._xsteps, g._is_host = c.seq, c.step, c.xsteps, c.is_host
     streams = _Streams(c)
     host = _HostEffects(c, streams)
