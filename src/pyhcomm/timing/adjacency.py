@@ -19,40 +19,39 @@ import numpy as np
 def successors(size: int, parts) -> tuple:
     """``(ptr, succ)``: the successors of each node, grouped by node (see the module docstring)."""
     i64 = np.int64
-    counts = [np.bincount(s, minlength=size) if len(s) else None for s, _d, _g in parts]
+    srcs = [s for s, _d, _g in parts if len(s)]
     ptr = np.zeros(size + 1, dtype=i64)
-    total = np.zeros(size, dtype=i64)
-    for c in counts:
-        if c is not None:
-            total += c
-    np.cumsum(total, out=ptr[1:])
-    del total
+    if srcs:
+        np.cumsum(np.bincount(np.concatenate(srcs), minlength=size), out=ptr[1:])
+    del srcs
     succ = np.empty(int(ptr[-1]), dtype=i64)
     fill = ptr[:-1].copy()
-    for (s, d, grouped), c in zip(parts, counts):
-        if c is None:
+    last = np.empty(size, dtype=i64)            # scratch: per source, the last position naming it
+    for s, d, grouped in parts:
+        if not len(s):
             continue
-        if int(c.max()) <= 1:
+        where = np.arange(len(s), dtype=i64)
+        last[s] = where
+        if (last[s] == where).all():            # distinct sources
             succ[fill[s]] = d
             fill[s] += 1
-        else:
-            if not grouped:
-                o = np.argsort(s, kind="stable")
-                s, d = s[o], d[o]
-            starts = np.flatnonzero(np.append(True, s[1:] != s[:-1]))
-            rank = np.arange(len(s), dtype=i64) - np.repeat(starts, np.diff(np.append(starts, len(s))))
-            succ[fill[s] + rank] = d
-            fill += c
+            continue
+        if not grouped:
+            o = np.argsort(s, kind="stable")
+            s, d = s[o], d[o]
+        starts = np.flatnonzero(np.append(True, s[1:] != s[:-1]))
+        runs = np.diff(np.append(starts, len(s)))
+        succ[fill[s] + (where - np.repeat(starts, runs))] = d
+        fill[s[starts]] += runs
     return ptr, succ
 
 
 def indegrees(size: int, parts) -> np.ndarray:
     """Per node, how many edges of ``parts`` end there."""
-    out = np.zeros(size, dtype=np.int64)
-    for _s, d, _g in parts:
-        if len(d):
-            out += np.bincount(d, minlength=size)
-    return out
+    dsts = [d for _s, d, _g in parts if len(d)]
+    if not dsts:
+        return np.zeros(size, dtype=np.int64)
+    return np.bincount(np.concatenate(dsts), minlength=size).astype(np.int64, copy=False)
 
 
 __all__ = ["successors", "indegrees"]
