@@ -27,8 +27,9 @@ streams together, ``batch_submit + batch_fixed`` after the batch's last one was 
 Transfers and local copies are flows through shared resources
 (:func:`pyhcomm.topology.link_resources`; a device's memory). The replay first computes every
 time with every flow at its full rate, level by level over the graph (all the entries whose
-predecessors have times, at once, as numpy arrays: a 1024-rank ring has some 12,000 levels for 6
-million entries); if two flows then overlap on one resource, it replays again with the
+predecessors have times, at once, as numpy arrays; a program's run of issues that only follow
+each other is one node, summed at once: a 1024-rank ring has some 6,000 levels for 6 million
+entries); if two flows then overlap on one resource, it replays again with the
 discrete-event engine (:mod:`.engine`), where overlapping flows share the bandwidth.
 ``exact=True`` always uses the engine. Both give the same times, bit for bit, where no flows
 overlap (tests/test_timing_replay.py).
@@ -329,7 +330,9 @@ class _Replay:
         one's submit cost, and after a ``program`` / ``batch`` / ``launch`` predecessor), and its
         execution (start and end). Nodes are evaluated level by level (every node whose
         predecessors are known, all at once), with the same floating-point operations as a walk
-        entry by entry in execution order, so with the same results."""
+        entry by entry in execution order, so with the same results. The issues of a program that
+        only follow the previous one (no constraint of their own) are evaluated with their run's
+        head, by a cumulative sum (the same additions, in the same order)."""
         n, m = self.n, self.m
         i64 = np.int64
         ptr, codes = self.graph.pred_csr()
