@@ -460,6 +460,8 @@ def _locator(seq):
 
         def locate(values):
             pos = values - base
+            if not len(pos) or (int(pos.min()) >= 0 and int(pos.max()) < n):
+                return pos
             return np.where((pos >= 0) & (pos < n), pos, -1)
     elif n:
         def locate(values):
