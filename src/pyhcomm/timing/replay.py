@@ -193,11 +193,17 @@ class _Replay:
         batch_last = np.full(n, -1, dtype=i64)
         if len(in_batch):
             b = batch[in_batch]
-            o = stable_argsort(b)
-            b, members = b[o], in_batch[o]
-            ends = np.append(b[1:] != b[:-1], True)
-            last = members[ends][np.cumsum(np.append(0, ends[:-1]))]     # per member: its batch's last
-            batch_last[members] = last
+            top = int(b.max())
+            if top < 4 * len(b) + 1024:     # ids from a counter: per batch, its largest index
+                last_of = np.full(top + 1, -1, dtype=i64)
+                np.maximum.at(last_of, b, in_batch)
+                batch_last[in_batch] = last_of[b]
+            else:
+                o = stable_argsort(b)
+                b, members = b[o], in_batch[o]
+                ends = np.append(b[1:] != b[:-1], True)
+                last = members[ends][np.cumsum(np.append(0, ends[:-1]))]     # per member: its batch's last
+                batch_last[members] = last
         # program order: each program's entries one after another (a program-less entry: its rank's
         # host thread or kernel)
         key = cols["program"].copy()
