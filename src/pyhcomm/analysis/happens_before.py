@@ -62,8 +62,8 @@ from __future__ import annotations
 
 import gc
 from collections import deque
-from itertools import compress, count, repeat
-from operator import attrgetter, eq
+from itertools import compress, count
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -87,7 +87,8 @@ _NOTIFY_TASKS = frozenset(("ThreadNotifyRecord", "ThreadNotifyWait", "AclrtNotif
                            "ChannelNotifyRecord", "ChannelNotifyWait", "WriteWithNotify", "WriteReduceWithNotify"))
 #: Results of a blocking call after which the streams it waited for had ended.
 _NOT_ENDED = frozenset(("timeout", "stuck", "aborted"))
-_SEQ, _KIND, _PROGRAM, _SIDE, _KERNEL = (attrgetter(a) for a in ("seq", "kind", "program", "side", "kernel"))
+_SEQ, _KIND, _PROGRAM, _KERNEL = (attrgetter(a) for a in ("seq", "kind", "program", "kernel"))
+_KIND_SIDE = attrgetter("kind", "side")
 _HANDLE, _GEN, _WAITS = (attrgetter(a) for a in ("stream.handle", "gen", "waits"))
 _NOTIFY = attrgetter("notify")
 _DEVICE_SIDE = "device"
@@ -515,13 +516,19 @@ class _Columns:
         self.is_host[self.H] = True
         self.table: dict = {}          # kind -> a code (any int: the position it was first seen at)
         self.kc = np.empty(n, dtype=i64)
-        self.kc[self.T] = np.fromiter(map(self.table.setdefault, map(_KIND, tasks), count()), i64, nt)
+        # tasks: one read of (kind, side); a kind's code is where it was first seen, as for host effects
+        pairs: dict = {}
+        pair_at = np.fromiter(map(pairs.setdefault, map(_KIND_SIDE, tasks), count()), i64, nt)
+        firsts = np.fromiter(pairs.values(), i64, len(pairs))           # increasing
+        which = np.searchsorted(firsts, pair_at)
+        self.kc[self.T] = np.array([self.table.setdefault(k, at) for (k, _s), at in pairs.items()], dtype=i64)[which]
+        self.on_device = np.array([side == _DEVICE_SIDE for _k, side in pairs], dtype=bool)[which]
+        del pairs, pair_at, which
         self.kc[self.H] = np.fromiter(map(self.table.setdefault, map(_KIND, host), count(nt)), i64, nh)
         self.pid = np.empty(n, dtype=i64)
         self.pid[self.T] = _program_ids(tasks)
         self.pid[self.H] = _program_ids(host)
         self.handle = np.fromiter(map(_HANDLE, tasks), i64, nt)
-        self.on_device = np.fromiter(map(eq, map(_SIDE, tasks), repeat(_DEVICE_SIDE)), bool, nt)
         self.kernel = np.zeros(n, dtype=i64)
         dev = self.T[self.on_device]
         if len(dev):
