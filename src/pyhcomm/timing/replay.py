@@ -406,11 +406,15 @@ class _Replay:
         # plus its submit cost (no such constraint, or the same one as the previous entry, which
         # that issue already follows). A run is one node, its head: evaluated at once (a cumulative
         # sum, the same additions in the same order), its entries' edges leave from the head.
+        # (The same constraint adds nothing as the previous issue already follows it and submit
+        # costs are not negative; were one negative, every constrained issue would be a head.)
         o = self.chain_order
         head = prev < 0
         head[pd] = True
         has_prg = np.flatnonzero(prg != NONE)
-        head[has_prg[prg[np.maximum(prev[has_prg], 0)] != prg[has_prg]]] = True
+        if (self.submit >= 0).all():
+            has_prg = has_prg[prg[np.maximum(prev[has_prg], 0)] != prg[has_prg]]
+        head[has_prg] = True
         del has_prg
         run = np.cumsum(head[o]) - 1                    # per position in o: its run
         run_at = np.flatnonzero(head[o])                # per run: where it starts in o

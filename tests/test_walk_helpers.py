@@ -1,0 +1,52 @@
+"""The replay walk's array helpers against their plain numpy definitions: ``stable_argsort`` is
+``np.argsort(kind="stable")``; ``successors`` groups edges by source as a stable sort of every
+edge would, ``indegrees`` counts them by destination."""
+import numpy as np
+import pytest
+
+from pyhcomm.analysis.keysort import stable_argsort
+from pyhcomm.timing.adjacency import indegrees, successors
+
+
+@pytest.mark.parametrize("keys", [
+    np.zeros(0, dtype=np.int64),
+    np.array([7], dtype=np.int64),
+    np.array([5, 5, 5], dtype=np.int64),
+    np.random.default_rng(0).integers(0, 100, 1000),                  # fits 16 bits
+    np.random.default_rng(1).integers(-5, 70_000, 1000),              # does not
+    0x5710_0000_4000 + np.random.default_rng(2).integers(0, 3000, 1000) * 256,   # stream handles
+    np.random.default_rng(3).integers(-2 ** 62, 2 ** 62, 1000),
+    np.array([2 ** 63 - 1, -2 ** 63, 0, 2 ** 63 - 1], dtype=np.int64),
+])
+def test_stable_argsort_is_numpys(keys):
+    assert np.array_equal(stable_argsort(keys), np.argsort(keys, kind="stable"))
+
+
+def _reference(size, parts):
+    src = np.concatenate([s for s, _d, _g in parts] + [np.zeros(0, dtype=np.int64)])
+    dst = np.concatenate([d for _s, d, _g in parts] + [np.zeros(0, dtype=np.int64)])
+    ptr = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=size), out=ptr[1:])
+    return ptr, dst[np.argsort(src, kind="stable")], np.bincount(dst, minlength=size)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_successors_group_edges_as_a_stable_sort(seed):
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(1, 60))
+    parts = []
+    for _ in range(int(rng.integers(0, 6))):
+        m = int(rng.integers(0, 40))
+        shape = int(rng.integers(0, 3))
+        if shape == 0 and m <= size:            # distinct sources
+            s = rng.permutation(size)[:m]
+        else:                                   # repeated ones, grouped or not
+            s = rng.integers(0, size, m)
+            if shape == 2:
+                s = np.sort(s)
+        parts.append((s.astype(np.int64), rng.integers(0, size, m).astype(np.int64), shape == 2))
+    ptr, succ = successors(size, parts)
+    want_ptr, want_succ, want_indeg = _reference(size, parts)
+    assert np.array_equal(ptr, want_ptr)
+    assert np.array_equal(succ, want_succ)
+    assert np.array_equal(indegrees(size, parts), want_indeg)
