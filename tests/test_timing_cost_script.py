@@ -1,0 +1,37 @@
+"""benchmarks/timing_cost.py: the plain run, the graph and the replay of one data-less collective."""
+import importlib.util
+import pathlib
+
+import pytest
+
+from pyhcomm.timing import cost_model
+from pyhcomm.timing import closed_form as cf
+
+PATH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "timing_cost.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("timing_cost_bench", PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_case_counts_the_record_and_models_the_closed_form(bench):
+    r = bench.case("Atlas A3", "ring_allgather", 4, 1024)
+    # 4 ranks: the record holds every task and host effect; each step is a positive CPU time
+    assert r["entries"] > 4 * 3 * 2
+    assert all(r[k] > 0 for k in ("run", "graph", "replay"))
+    m = cost_model("Atlas A3")
+    closed = cf.ring_allgather(m, 4, 1024, m.link("COMM_PROTOCOL_HCCS"), True)
+    assert r["modeled_us"] == pytest.approx(closed * 1e6, rel=0.05)
+
+
+def test_the_table_has_a_row_per_rank_count(bench, capsys):
+    assert bench.main(["--ranks", "2,3"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line and not line.startswith(("#", " ranks"))]
+    assert [row[0] for row in rows] == ["2", "3"]
+    for row in rows:
+        entries, modeled = int(row[1].replace(",", "")), float(row[-1])
+        assert entries > 0 and modeled > 0 and float(row[5]) >= 0     # ratio: (graph + replay) / run
