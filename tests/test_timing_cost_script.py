@@ -1,21 +1,14 @@
 """benchmarks/timing_cost.py: the plain run, the graph and the replay of one data-less collective."""
-import importlib.util
-import pathlib
-
 import pytest
 
-from pyhcomm.timing import cost_model
 from pyhcomm.timing import closed_form as cf
-
-PATH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "timing_cost.py"
+from pyhcomm.timing import cost_model
+import benchmark_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("timing_cost_bench", PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script.load("timing_cost")
 
 
 def test_a_case_counts_the_record_and_models_the_closed_form(bench):

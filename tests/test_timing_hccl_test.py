@@ -1,18 +1,12 @@
 """benchmarks/hccl_test.py: hccl_test's table, modeled, for every collective hccl_test measures."""
-import importlib.util
-import pathlib
-
 import pytest
 
-PATH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "hccl_test.py"
+import benchmark_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("hccl_test_bench", PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script.load("hccl_test")
 
 
 def _rows(text):
