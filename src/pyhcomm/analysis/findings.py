@@ -75,10 +75,17 @@ class Describer:
         rec = graph.record
         self.allocs = sorted(rec.allocations)
         self.starts = [a[0] for a in self.allocs]
-        self.rank_of_device: dict = {}
-        for e in graph._entries:
-            if e.rank is not None and e.device is not None:
-                self.rank_of_device.setdefault(e.device, e.rank)
+        self._rank_of_device = None
+
+    @property
+    def rank_of_device(self) -> dict:
+        """device -> the rank of the first entry on it (made on first use: naming memory)."""
+        if self._rank_of_device is None:
+            self._rank_of_device = {}
+            for e in self.g._entries:
+                if e.rank is not None and e.device is not None:
+                    self._rank_of_device.setdefault(e.device, e.rank)
+        return self._rank_of_device
 
     # -- entries ---------------------------------------------------------------------------------
     def where(self, e) -> str:

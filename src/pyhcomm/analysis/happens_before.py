@@ -145,6 +145,8 @@ class Graph:
         self._chain_state = None        # what the chains are computed from (see _chains)
         self._kernel_pairs = None       # what ``_kernel_of`` is made from
         self._notify_parts = None       # (task indices, host indices) of notify records and waits
+        self._notify_cols = None        # the notify uses that ran (NotifyColumns), for the notify checks
+        self._locate = None
         #: whether the record held every entry (nothing dropped, recording never disabled)
         self.complete = complete
 
@@ -204,13 +206,6 @@ class Graph:
         return self._lazy["chain"]
 
     @property
-    def _readers(self) -> list:
-        """Per entry: how many successors on another chain it has."""
-        if "readers" not in self._lazy:
-            self._chains()
-        return self._lazy["readers"]
-
-    @property
     def _notify_entries(self) -> list:
         """The indices of the notify records and waits, in issue order."""
         out = self._lazy.get("notify")
@@ -233,7 +228,7 @@ class Graph:
 
     def _chains(self) -> None:
         """Number the chains (a stream, a program, or NBI transfers that fences separate) in order
-        of their first entry; count each entry's successors on another chain."""
+        of their first entry."""
         tasks, handles, host_keys = self._chain_state
         n = self._n
         chain = np.zeros(n, dtype=np.int64)
@@ -253,12 +248,15 @@ class Graph:
         key_id = dict(zip(key_first, rank[len(uniq):].tolist()))
         for i, key in host_keys:
             chain[i] = key_id[key]
-        ptr, codes = self._ptr, self._codes
-        dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
-        src = codes >> _SHIFT
-        other = chain[src] != chain[dst]
-        self._lazy["readers"] = np.bincount(src[other], minlength=n).tolist()
         self._lazy["chain"] = chain.tolist()
+        self._lazy["chain_array"] = chain
+
+    @property
+    def _chain_array(self) -> np.ndarray:
+        """:attr:`_chain` as a numpy array."""
+        if "chain_array" not in self._lazy:
+            self._chains()
+        return self._lazy["chain_array"]
 
     # -- reading -----------------------------------------------------------------------------------
     def __len__(self):
@@ -266,6 +264,12 @@ class Graph:
 
     def __contains__(self, seq):
         return seq in self._index
+
+    def locate(self, seqs: np.ndarray) -> np.ndarray:
+        """The entry indices of ``seqs`` (a numpy integer array), -1 for a seq not in the graph."""
+        if self._locate is None:
+            self._locate = _locator(self._seq)
+        return self._locate(np.asarray(seqs, dtype=np.int64))
 
     def entry(self, seq):
         """The task object or host effect of ``seq`` (as the record keeps it)."""
@@ -631,7 +635,7 @@ class _HostEffects:
         self.kernel_seqs: list = []
         self.keys: list = []            # (index, chain key)
         self.notify: list = []          # indices of host effects with a notify
-        self.records: list = []         # (owner, index, gen, entry index) of notify records
+        self.records: list = []         # (owner, index, gen, entry index, notify) of notify records
         self.waits: list = []           # the same for notify waits
         last_he: dict = {}              # program -> index of its last host effect so far (program order)
         nbi: dict = {}                  # program -> [(index, channel)] posted since its last fence
@@ -700,7 +704,7 @@ class _HostEffects:
                 self.notify.append(i)
                 gen = _extra(e, "gen")
                 if gen is not None:
-                    (self.waits if _extra(e, "waits") else self.records).append((n_.owner, n_.index, gen, i))
+                    (self.waits if _extra(e, "waits") else self.records).append((n_.owner, n_.index, gen, i, n_))
             if mine:
                 self.dst.extend([i] * len(mine))
                 self.codes.extend(mine)
@@ -750,8 +754,8 @@ def _stream_edges(c: _Columns, streams: _Streams, host: _HostEffects) -> tuple:
 
 def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
     """The notify records and waits that ran, tasks and host effects: ``(keys, gens, entry
-    indices, is_wait)`` (``keys``: a number per notify, its ``(owner, index)``); and the indices
-    of every notify task (ran or not)."""
+    indices, is_wait)`` (``keys``: a number per notify, its ``(owner, index)``); the indices of
+    every notify task (ran or not); and what the notify checks read (:class:`NotifyColumns`)."""
     i64 = np.int64
     T = c.T
     mine = np.flatnonzero(c.of_kind(_NOTIFY_TASKS)[T])        # positions in c.tasks
@@ -761,30 +765,61 @@ def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
     picked = np.zeros(len(T), dtype=bool)
     picked[mine] = True
     objs = list(compress(c.tasks, picked.tolist()))
-    del mine, picked
+    del picked
     try:
         gens = np.fromiter(map(_GEN, objs), i64, len(objs))
     except TypeError:                   # some ran without setting a generation
         got = list(map(_GEN, objs))
         keep = [k for k, v in enumerate(got) if v is not None]
-        ran, objs, gens = ran[keep], [objs[k] for k in keep], np.array([got[k] for k in keep], dtype=i64)
+        ran, mine, objs = ran[keep], mine[keep], [objs[k] for k in keep]
+        gens = np.array([got[k] for k in keep], dtype=i64)
+    lanes = c.handle[mine]
     # tasks share their notify objects (some hash by value, slowly): read each one's (owner,
     # index) once, by identity (the objects are alive, so their ids are distinct)
     ids = list(map(id, map(_NOTIFY, objs)))
     key_of: dict = {}                   # (owner, index) -> key
-    key_by_id = {i: key_of.setdefault((t.notify.owner, t.notify.index), len(key_of))
-                 for i, t in dict(zip(ids, objs)).items()}
+    notify_of: list = []                # key -> one of its notify objects
+    key_by_id = {}
+    for i, t in dict(zip(ids, objs)).items():
+        n_ = t.notify
+        key = key_of.setdefault((n_.owner, n_.index), len(key_of))
+        if key == len(notify_of):
+            notify_of.append(n_)
+        key_by_id[i] = key
     keys = np.fromiter(map(key_by_id.__getitem__, ids), i64, len(ids))
-    del ids, key_by_id
+    del ids, key_by_id, mine
     is_wait = np.fromiter(map(_WAITS, objs), bool, len(objs))
+    nt = len(keys)
     if host.records or host.waits:
         more = host.records + host.waits
-        keys = np.concatenate([keys, np.array([key_of.setdefault((r[0], r[1]), len(key_of)) for r in more],
-                                              dtype=i64)])
+        hk = []
+        for r in more:
+            key = key_of.setdefault((r[0], r[1]), len(key_of))
+            if key == len(notify_of):
+                notify_of.append(r[4])
+            hk.append(key)
+        keys = np.concatenate([keys, np.array(hk, dtype=i64)])
         gens = np.concatenate([gens, np.array([r[2] for r in more], dtype=i64)])
         ran = np.concatenate([ran, np.array([r[3] for r in more], dtype=i64)])
         is_wait = np.concatenate([is_wait, np.arange(len(more)) >= len(host.records)])
-    return (keys, gens, ran, is_wait), every
+        pid = c.pid[ran[nt:]]
+        lanes = np.concatenate([lanes, -2 - pid])
+    cols = NotifyColumns(keys, gens, ran, is_wait, lanes, nt, notify_of)
+    return (keys, gens, ran, is_wait), every, cols
+
+
+class NotifyColumns(NamedTuple):
+    """The notify records and waits that ran with a generation (tasks first, then host effects),
+    as the build found them: per use its notify (``key``), generation, entry index (``at``),
+    whether it waits, and its lane (a task's stream handle; ``-2 - program`` for a host
+    effect); ``tasks``: how many are tasks; ``notify``: per key, one of its notify objects."""
+    key: np.ndarray
+    gen: np.ndarray
+    at: np.ndarray
+    waits: np.ndarray
+    lane: np.ndarray
+    tasks: int
+    notify: list
 
 
 def _build(source) -> Graph:
@@ -794,7 +829,7 @@ def _build(source) -> Graph:
     g._seq, g._step, g._xsteps, g._is_host = c.seq, c.step, c.xsteps, c.is_host
     streams = _Streams(c)
     host = _HostEffects(c, streams)
-    uses, notify_tasks = _notify_uses(c, host)
+    uses, notify_tasks, g._notify_cols = _notify_uses(c, host)
     i64 = np.int64
     # every edge, per entry in the order: program (or a host effect's own), stream, kernel end, notify
     (st_dst, st_code), (kend_dst, kend_code) = _stream_edges(c, streams, host)

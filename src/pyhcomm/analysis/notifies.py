@@ -25,6 +25,8 @@ from __future__ import annotations
 import bisect
 from operator import attrgetter
 
+import numpy as np
+
 from .findings import HANG, LATE_WAIT, LOST_RECORD, NOTIFY_LEFT_SET, Describer, Finding
 from .happens_before import _NOTIFY_TASKS
 
@@ -32,18 +34,75 @@ _HOST_NOTIFY = frozenset(("ChannelNotifyRecordNow", "ChannelNotifyWaitNow", "Wri
 
 
 class _Use:
-    """One record or wait of a notify, as the record says."""
+    """One record or wait of a notify, as the record says (``at``: its entry index in the graph)."""
 
-    __slots__ = ("e", "seq", "gen", "ran", "lane", "waits")
+    __slots__ = ("e", "seq", "gen", "ran", "lane", "waits", "at")
 
-    def __init__(self, e, gen, ran, lane, waits):
-        self.e, self.seq, self.gen, self.ran, self.lane, self.waits = e, e.seq, gen, ran, lane, waits
+    def __init__(self, e, gen, ran, lane, waits, at):
+        self.e, self.seq, self.gen, self.ran, self.lane, self.waits, self.at = e, e.seq, gen, ran, lane, waits, at
 
 
-def notify_uses(graph) -> dict:
-    """(owner, index) -> (a notify, [records], [waits]) in issue order; a use's ``lane`` is its stream
-    (tasks) or program (host effects)."""
-    out = _Uses()
+class NotifyUses:
+    """The records and waits of every notify of a graph (what :func:`notify_uses` returns).
+
+    ``fast``: when every notify record and wait of the record ran with a generation (a run that
+    ended well), the uses as numpy columns (:class:`~pyhcomm.analysis.happens_before.NotifyColumns`)
+    sorted by notify, generation and entry: the checks read those, and make the per-use objects
+    only for the notifies they flag. Else None, and the checks read :meth:`by_notify`."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self._by_notify = None
+        self._sequences = None
+        self.fast = _fast_columns(graph)
+
+    def by_notify(self) -> dict:
+        """(owner, index) -> (a notify, [records], [waits]) in issue order; a use's ``lane`` is its
+        stream (tasks) or program (host effects). Made on first use."""
+        if self._by_notify is None:
+            self._by_notify = _by_notify(self.graph)
+        return self._by_notify
+
+    def sequences(self) -> list:
+        """Per notify: (notify, records that ran, waits that ran), both in generation (execution)
+        order, from :meth:`by_notify`."""
+        if self._sequences is None:
+            gen = attrgetter("gen")
+            out = []
+            for n, records, waits in self.by_notify().values():
+                ran_records = [r for r in records if r.ran and r.gen is not None]
+                ran_records.sort(key=gen)
+                ran_waits = [w for w in waits if w.ran and w.gen is not None]
+                ran_waits.sort(key=gen)
+                out.append((n, ran_records, ran_waits))
+            self._sequences = out
+        return self._sequences
+
+
+def notify_uses(graph) -> NotifyUses:
+    """The records and waits of the notifies of ``graph`` (:class:`NotifyUses`)."""
+    return NotifyUses(graph)
+
+
+def _fast_columns(graph):
+    """The graph's notify columns sorted by (notify, generation, entry), when they hold every
+    notify record and wait of the record (each ran, with a generation); else None."""
+    cols = graph._notify_cols
+    if cols is None:
+        return None
+    tasks, host = graph._notify_parts
+    if len(tasks) != cols.tasks or len(host) != len(cols.key) - cols.tasks:
+        return None         # a notify task that did not run (or has no generation), a host use that did not
+    if len(host):
+        entries, step = graph._entries, graph._step
+        if any(entries[i].kind not in _HOST_NOTIFY or step[i] <= 0 for i in host):
+            return None
+    o = np.lexsort((cols.at, cols.gen, cols.key))
+    return cols._replace(key=cols.key[o], gen=cols.gen[o], at=cols.at[o], waits=cols.waits[o], lane=cols.lane[o])
+
+
+def _by_notify(graph) -> dict:
+    out = {}
     steps = graph._steps
     entries = graph._entries
     for i in graph._notify_entries:
@@ -54,7 +113,7 @@ def notify_uses(graph) -> dict:
                 continue
             n = e.notify
             ran = steps.get(e.seq, 0) > 0
-            use = _Use(e, e.gen if ran else None, ran, ("stream", e.stream.handle), e.waits)
+            use = _Use(e, e.gen if ran else None, ran, ("stream", e.stream.handle), e.waits, i)
         else:
             if kind not in _HOST_NOTIFY:
                 continue
@@ -63,7 +122,7 @@ def notify_uses(graph) -> dict:
                 continue
             ran = steps.get(e.seq, 0) > 0
             use = _Use(e, e.extra.get("gen") if ran else None, ran, ("program", e.program),
-                       bool(e.extra.get("waits")))
+                       bool(e.extra.get("waits")), i)
         key = (n.owner, n.index)        # a notify is known by owner and index (a remote one is a value)
         slot = out.get(key)
         if slot is None:
@@ -76,51 +135,59 @@ def _name(n) -> str:
     return f"notify {n.index} of {n.owner}"
 
 
-class _Uses(dict):
-    """What :func:`notify_uses` returns: a dict, and the sequences :func:`_sequences` made of it."""
+def _counting(notifies) -> np.ndarray:
+    """Per notify key: whether it counts its records (``PYHCOMM_NOTIFY_COUNTING``)."""
+    return np.array([bool(getattr(n, "counting", False)) for n in notifies], dtype=bool)
 
-    sequences = None
-
-
-def _sequences(uses) -> list:
-    """Per notify: (notify, records that ran, waits that ran), both in generation (execution)
-    order (made once per ``uses``)."""
-    done = getattr(uses, "sequences", None)
-    if done is not None:
-        return done
-    gen = attrgetter("gen")
-    out = []
-    for n, records, waits in uses.values():
-        ran_records = [r for r in records if r.ran and r.gen is not None]
-        ran_records.sort(key=gen)
-        ran_waits = [w for w in waits if w.ran and w.gen is not None]
-        ran_waits.sort(key=gen)
-        out.append((n, ran_records, ran_waits))
-    if isinstance(uses, _Uses):
-        uses.sequences = out
-    return out
 
 
 def notify_queries(graph, uses) -> tuple:
     """The happens-before questions the notify checks ask the race detector: is each wait ordered
     before the next one (not counting the record the next one consumed), and is the wait that
     consumed a record ordered before the next record (:class:`~pyhcomm.analysis.race.RaceDetector`'s
-    ``queries``)."""
-    index = graph._index
-    before: dict = {}
-    after: dict = {}
-    for n, records, waits in _sequences(uses):
+    ``queries``): ``(before, after)``, each a pair of entry index arrays ``(a, b)``: is ``a[k]``
+    ordered before ``b[k]``."""
+    f = uses.fast
+    if f is None:
+        return _queries_of_sequences(uses.sequences())
+    plain = ~_counting(f.notify)[f.key] if len(f.key) else np.zeros(0, dtype=bool)
+    rec, wts = plain & ~f.waits, plain & f.waits
+    rk, rg, ra = f.key[rec], f.gen[rec], f.at[rec]
+    wk, wg, wa, wl = f.key[wts], f.gen[wts], f.at[wts], f.lane[wts]
+    span = int(f.gen.max()) + 2 if len(f.gen) else 1
+    # a record and the next one of its notify: the wait of the first one's generation (the last
+    # of them), asked about the next record
+    nxt = np.flatnonzero(rk[1:] == rk[:-1]) + 1
+    want = rk[nxt - 1] * span + rg[nxt - 1]
+    have = wk * span + wg
+    p = np.searchsorted(have, want, side="right") - 1
+    hit = p >= 0
+    hit[hit] = have[p[hit]] == want[hit]
+    after = (wa[p[hit]], ra[nxt[hit]])
+    # a wait and the next one of its notify, on another stream or program
+    pair = np.flatnonzero((wk[1:] == wk[:-1]) & (wl[1:] != wl[:-1]))
+    before = (wa[pair], wa[pair + 1])
+    return before, after
+
+
+def _queries_of_sequences(sequences) -> tuple:
+    before_a, before_b, after_a, after_b = [], [], [], []
+    for n, records, waits in sequences:
         if getattr(n, "counting", False):
             continue
         by_gen = {w.gen: w for w in waits}
         for r, nxt in zip(records, records[1:]):
             w = by_gen.get(r.gen)
             if w is not None:
-                after.setdefault(index[nxt.seq], []).append(index[w.seq])
+                after_a.append(w.at)
+                after_b.append(nxt.at)
         for w, nxt in zip(waits, waits[1:]):
             if w.lane != nxt.lane:      # one stream or program: ordered
-                before.setdefault(index[nxt.seq], []).append(index[w.seq])
-    return before, after
+                before_a.append(w.at)
+                before_b.append(nxt.at)
+    arr = np.asarray
+    i64 = np.int64
+    return ((arr(before_a, dtype=i64), arr(before_b, dtype=i64)), (arr(after_a, dtype=i64), arr(after_b, dtype=i64)))
 
 
 def notify_findings(graph, describer: Describer, uses=None, detector=None) -> list:
@@ -128,39 +195,81 @@ def notify_findings(graph, describer: Describer, uses=None, detector=None) -> li
     notifies left set (see the module docstring). ``detector``: the race detector that answered
     :func:`notify_queries` (without it, only what happened in this schedule is reported)."""
     uses = notify_uses(graph) if uses is None else uses
-    index = graph._index
     unordered = detector.unordered if detector is not None else set()
     out = []
-    d = describer
-    for n, records, waits in _sequences(uses):
-        if getattr(n, "counting", False):
-            if len(records) > len(waits):
-                out.append(_left_set(n, [records[-1]], d, len(records) - len(waits)))
+    sequences = uses.sequences() if uses.fast is None else _flagged(graph, uses.fast, unordered)
+    for n, records, waits in sequences:
+        out += _checks(n, records, waits, unordered, describer)
+    return out
+
+
+def _flagged(graph, f, unordered) -> list:
+    """The sequences (as :meth:`NotifyUses.sequences`) of the notifies that may have a finding: a
+    record no wait consumed, an entry in an ``unordered`` pair, or a counting notify; in order
+    of their first use."""
+    if not len(f.key):
+        return []
+    rec = ~f.waits
+    span = int(f.gen.max()) + 2
+    have = f.key[f.waits] * span + f.gen[f.waits]
+    want = f.key[rec] * span + f.gen[rec]
+    p = np.minimum(np.searchsorted(have, want), max(len(have) - 1, 0))
+    consumed = (have[p] == want) if len(have) else np.zeros(len(want), dtype=bool)
+    keys = [f.key[rec][~consumed], np.flatnonzero(_counting(f.notify))]
+    if unordered:
+        asked = np.fromiter((x for pair in unordered for x in pair), np.int64, 2 * len(unordered))
+        keys.append(f.key[np.isin(f.at, asked)])
+    keys = np.unique(np.concatenate(keys))
+    if not len(keys):
+        return []
+    entries = graph._entries
+    mine = np.flatnonzero(np.isin(f.key, keys))
+    first = {}
+    for k, i in zip(f.key[mine].tolist(), f.at[mine].tolist()):
+        first[k] = min(first.get(k, i), i)
+    out = []
+    for k in sorted(first, key=first.get):
+        at = mine[f.key[mine] == k]
+        records, waits = [], []
+        for i, gen, w, lane in zip(f.at[at].tolist(), f.gen[at].tolist(), f.waits[at].tolist(), f.lane[at].tolist()):
+            e = entries[i]
+            use = _Use(e, gen, True, ("stream", lane) if e.entry == "task" else ("program", e.program), w, i)
+            (waits if w else records).append(use)
+        out.append((f.notify[k], records, waits))
+    return out
+
+
+def _checks(n, records, waits, unordered, d) -> list:
+    """The findings of one notify, from its records and waits that ran, in generation order."""
+    out = []
+    if getattr(n, "counting", False):
+        if len(records) > len(waits):
+            out.append(_left_set(n, [records[-1]], d, len(records) - len(waits)))
+        return out
+    consumed = [w.gen for w in waits]
+    by_gen = {w.gen: w for w in waits}
+    lost: dict = {}         # the wait that consumed the record they were lost into -> [records]
+    left = []
+    for r in records:
+        k = bisect.bisect_left(consumed, r.gen)
+        if k < len(consumed) and consumed[k] == r.gen:
             continue
-        consumed = [w.gen for w in waits]
-        by_gen = {w.gen: w for w in waits}
-        lost: dict = {}         # the wait that consumed the record they were lost into -> [records]
-        left = []
-        for r in records:
-            k = bisect.bisect_left(consumed, r.gen)
-            if k < len(consumed) and consumed[k] == r.gen:
-                continue
-            if k < len(consumed):
-                lost.setdefault(by_gen[consumed[k]], []).append(r)
-            else:
-                left.append(r)
-        for w, recs in lost.items():
-            out.append(_lost(n, recs, w, records, d))
-        if left:
-            out.append(_left_set(n, left, d))
-        if not lost:
-            for r, nxt in zip(records, records[1:]):
-                w = by_gen.get(r.gen)
-                if w is not None and (index[w.seq], index[nxt.seq]) in unordered:
-                    out.append(_may_lose(n, r, w, nxt, d))
-        for w, nxt in zip(waits, waits[1:]):
-            if (index[w.seq], index[nxt.seq]) in unordered:
-                out.append(_unordered_waits(n, w, nxt, records, d))
+        if k < len(consumed):
+            lost.setdefault(by_gen[consumed[k]], []).append(r)
+        else:
+            left.append(r)
+    for w, recs in lost.items():
+        out.append(_lost(n, recs, w, records, d))
+    if left:
+        out.append(_left_set(n, left, d))
+    if not lost:
+        for r, nxt in zip(records, records[1:]):
+            w = by_gen.get(r.gen)
+            if w is not None and (w.at, nxt.at) in unordered:
+                out.append(_may_lose(n, r, w, nxt, d))
+    for w, nxt in zip(waits, waits[1:]):
+        if (w.at, nxt.at) in unordered:
+            out.append(_unordered_waits(n, w, nxt, records, d))
     return out
 
 
@@ -230,9 +339,11 @@ def hang_findings(graph, describer: Describer, uses=None, report: str | None = N
     """One finding for the waits that never ran (see the module docstring); ``report``: the
     scheduler's deadlock report, kept in the finding's details."""
     uses = notify_uses(graph) if uses is None else uses
+    if uses.fast is not None:
+        return []           # every wait ran
     d = describer
     stuck = []
-    for n, records, waits in uses.values():
+    for n, records, waits in uses.by_notify().values():
         for w in waits:
             if not w.ran and w.e.state != "skipped":
                 stuck.append((w, n, records, waits))
@@ -311,4 +422,4 @@ def _cycle(stuck, waits_for):
     return None
 
 
-__all__ = ["notify_findings", "notify_queries", "hang_findings", "notify_uses"]
+__all__ = ["notify_findings", "notify_queries", "hang_findings", "notify_uses", "NotifyUses"]

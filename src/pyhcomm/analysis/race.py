@@ -27,8 +27,15 @@ touches the peer's memory, which is how a race across ranks shows. Entries that 
 (skipped, pending, failed waits) accessed nothing.
 
 Clocks are numpy arrays shared between chains until one of them joins (copy on write), so a clock
-is copied only where a chain synchronises; a predecessor's clock is kept only until every
-successor on another chain has read it.
+is copied only where a chain synchronises. A chain's clock changes only at its *joins* (entries
+with a predecessor on another chain that the chain does not know yet), so what can be known
+before the walk is worked out with numpy first (:class:`_Plan`): every entry's position on its
+chain, the edges worth joining, the joins, and the *segment* of every entry (the last join of its
+chain at or before it, whose clock it has). The walk then visits only the joins and the entries
+that touch memory (in a ring AllGather, the notify records are neither: a third of the entries);
+a join's clock is kept while entries of its segment have successors on other chains still to
+read it, and the notify checks' queries about the entries of a segment are answered where its
+clock is made.
 """
 from __future__ import annotations
 
@@ -38,8 +45,10 @@ import numpy as np
 
 from .findings import RACE, Describer, Finding
 from .happens_before import _CODE, _SHIFT, NBI_KINDS, NOTIFY
+from .keysort import stable_argsort
 
 _BUCKET = 22            # 4 MiB buckets of the shadow memory
+_NONE = np.zeros(0, dtype=np.int64)
 _NOTIFY_CODE = _CODE[NOTIFY]
 _WW, _RW, _WR = "write/write", "read/write", "write/read"
 #: Kinds that touch no memory (notifies, launches, synchronisation).
@@ -79,41 +88,27 @@ def _spans(e):
     return out
 
 
-def _guaranteed(codes, lost, readers, kept) -> list:
-    """A wait's edges without those from the records in ``lost`` (records coalesced into the one it
-    consumed first: another schedule runs the wait before them, so they order nothing for sure)."""
-    out = []
-    for code in codes:
-        j = code >> _SHIFT
-        if j in lost and code & 15 == _NOTIFY_CODE:
-            readers[j] -= 1
-            if not readers[j]:
-                kept.pop(j, None)
-        else:
-            out.append(code)
-    return out
-
-
 def never_ran(graph) -> list:
     """The indices of the tasks that never ran and were not behind a failure of their stream:
     still queued when the record was read, or dropped with their stream; in issue order."""
     from ..sim.record import decode
-    entries, index = graph._entries, graph._index
+    entries = graph._entries
+    x = np.array(graph.record.xlog, dtype=np.int64)
+    bad = x[x <= 0]
     failed: set = set()
     late = []
-    for v in graph.record.xlog:
-        if v > 0:
-            continue
-        seq, what = decode(v)
-        i = index.get(seq)
-        if i is None or entries[i].entry != "task":
-            continue
-        h = entries[i].stream.handle
-        if what == "failed":
-            failed.add(h)
-        elif h not in failed:
-            late.append(i)
-    late += [index[t.seq] for t in graph.record.pending() if t.seq in index]
+    if len(bad):
+        seqs, whats = zip(*map(decode, bad.tolist()))
+        for i, what in zip(graph.locate(np.array(seqs, dtype=np.int64)).tolist(), whats):
+            if i < 0 or entries[i].entry != "task":
+                continue
+            h = entries[i].stream.handle
+            if what == "failed":
+                failed.add(h)
+            elif h not in failed:
+                late.append(i)
+    pending = graph.locate(np.array([t.seq for t in graph.record.pending()], dtype=np.int64))
+    late += pending[pending >= 0].tolist()
     late.sort()
     return late
 
@@ -201,6 +196,153 @@ class _Shadow:
         return out
 
 
+class _Plan:
+    """What the walk needs, worked out with numpy before it.
+
+    * ``pos``: per entry, its position on its chain (1, 2, ... in execution order; 0: not walked);
+      ``at``: per chain, its last position.
+    * The edges a walk must join, ``edge_*`` (chain, position, segment and kind of the predecessor),
+      grouped by successor in execution order: edges from another chain whose predecessor was
+      walked first, less the records coalesced into the one a wait consumed first (another
+      schedule runs the wait before them) and less the edges an earlier entry of the chain
+      already joined from further on the same chain (its clock knows them: a program's tasks
+      after the first, all issued after one host call).
+    * The entries with such edges are *joins*: a chain's clock changes only there, so every entry
+      has the clock of the last join of its chain at or before it, its *segment* (-1: none yet,
+      the zero clock). ``seg_readers``: per join, the edges from its segment.
+    * The entries the walk visits (``visit``): joins, entries that access memory, entries with a
+      ``before`` query; the others (most notify records) only have a position.
+    * The queries, answered where the clock they ask about is made: the ``after`` ones (``ask_*``,
+      grouped by the join whose segment the entry asked about is in; ``visit_asks``), the
+      ``before`` ones per entry (its clock without its notify edges).
+    """
+
+    def __init__(self, g, order, late, queries):
+        n = len(g)
+        chain = g._chain_array
+        self.nch = nch = int(chain.max()) + 1 if n else 0
+        o = np.asarray(order, dtype=np.int64)
+        m = len(o)
+        oidx = np.full(n, m, dtype=np.int64)        # per entry: its place in the walk (m: not walked)
+        oidx[o] = np.arange(m, dtype=np.int64)
+        # positions: the walk's entries grouped by chain (stable: in execution order within one)
+        och = chain[o]
+        ent = o[stable_argsort(och)]
+        sch = chain[ent]
+        first = np.flatnonzero(np.r_[True, sch[1:] != sch[:-1]]) if m else np.zeros(0, dtype=np.int64)
+        counts = np.diff(np.r_[first, m]).astype(np.int64)
+        start = np.repeat(first, counts)
+        pos = self.pos = np.zeros(n, dtype=np.int64)
+        pos[ent] = np.arange(m, dtype=np.int64) - start + 1
+        at = np.zeros(nch, dtype=np.int64)
+        at[sch[first]] = counts
+        self.at = at.tolist()
+        # the edges to join
+        ptr, codes = g.pred_csr()
+        dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+        src = codes >> _SHIFT
+        kind = codes & 15
+        keep = (chain[src] != chain[dst]) & (oidx[src] < oidx[dst]) & (oidx[dst] < m)
+        for i, lost in g._coalesced.items():
+            for k in range(int(ptr[i]), int(ptr[i + 1])):
+                if kind[k] == _NOTIFY_CODE and int(src[k]) in lost:
+                    keep[k] = False
+        k = np.flatnonzero(keep)
+        d, s = dst[k], src[k]
+        by = np.lexsort((pos[s], pos[d], chain[s], chain[d]))
+        k, d, s = k[by], d[by], s[by]
+        if len(k):
+            dc, sc, pd, ps = chain[d], chain[s], pos[d], pos[s]
+            group = np.r_[True, (dc[1:] != dc[:-1]) | (sc[1:] != sc[:-1])]
+            gid = np.cumsum(group) - 1
+            big = int(ps.max()) + 1
+            known = np.maximum.accumulate(ps + gid * big) - gid * big     # running max within the group
+            run = group | np.r_[True, pd[1:] != pd[:-1]]
+            run_first = np.maximum.accumulate(np.where(run, np.arange(len(k)), 0))
+            cover = np.where(group[run_first], 0, known[np.maximum(run_first - 1, 0)])
+            k = k[ps > cover]       # what earlier entries of the chain joined, from further on: known
+        k = k[np.argsort(oidx[dst[k]], kind="stable")]
+        ed, es = dst[k], src[k]
+        # segments
+        is_join = np.zeros(n, dtype=bool)
+        is_join[ed] = True
+        mark = np.where(is_join[ent], np.arange(m, dtype=np.int64), -1)
+        filled = np.maximum.accumulate(mark) if m else mark
+        filled = np.where(filled >= start, filled, -1)
+        seg = np.full(n, -1, dtype=np.int64)
+        seg[ent] = np.where(filled >= 0, ent[np.maximum(filled, 0)], -1)
+        eseg = seg[es]
+        joins_read, read = np.unique(eseg[eseg >= 0], return_counts=True)
+        self.seg_readers = dict(zip(joins_read.tolist(), read.tolist()))
+        self.edge_chain, self.edge_pos = chain[es].tolist(), pos[es].tolist()
+        self.edge_seg, self.edge_kind = eseg.tolist(), kind[k].tolist()
+        # queries: (a, b) pairs asked about b; a walked after b is not before it
+        (ba, bb), (aa, ab) = queries
+        mine = (oidx[bb] < m) & (chain[ba] != chain[bb]) & (oidx[ba] < oidx[bb])
+        self.before = {}
+        for a, b in zip(ba[mine].tolist(), bb[mine].tolist()):
+            self.before.setdefault(b, []).append((int(chain[a]), a))
+        mine = (oidx[ab] < m) & (chain[aa] != chain[ab]) & (oidx[aa] < oidx[ab])
+        aa, ab = aa[mine], ab[mine]
+        j = seg[ab]
+        start = j < 0                   # the zero clock: nothing is ordered before them
+        self._at_start = list(zip(aa[start].tolist(), ab[start].tolist()))
+        aa, ab, j = aa[~start], ab[~start], j[~start]
+        by = np.argsort(oidx[j], kind="stable")
+        aa, ab, j = aa[by], ab[by], j[by]
+        self.ask_chain, self.ask_pos = chain[aa].tolist(), pos[aa].tolist()
+        self.ask_a, self.ask_b = aa.tolist(), ab.tolist()
+        # the entries to visit
+        cols = g._cols
+        kinds = [k for k in _NO_ACCESS if k in cols["kind_table"]]
+        access = ~_of_kind(cols, kinds) & (~g._is_host | (g._step > 0))   # a host effect that failed touched nothing
+        visit_mask = is_join | access
+        if self.before:
+            visit_mask[list(self.before)] = True
+        visit = o[visit_mask[o]]
+        self.visit = visit.tolist()
+        self.visit_chain = chain[visit].tolist()
+        self.visit_access = access[visit].tolist()
+        at_visit = oidx[visit]
+        self.visit_edges = np.searchsorted(oidx[ed], at_visit).tolist() + [len(ed)]
+        self.visit_asks = np.searchsorted(oidx[j], at_visit).tolist() + [len(j)]
+        # the last task of each (program, stream chain), as a dict in order of first appearance
+        walked_task = ~g._is_host[o]
+        if len(late):
+            walked_task[np.isin(o, np.asarray(late, dtype=np.int64))] = False
+        self._tasks = o[walked_task]
+        self._program = cols["program"]
+        self._chain = chain
+
+    def unordered_at_start(self) -> list:
+        """The ``after`` queries of entries before any join of their chain (the zero clock)."""
+        return self._at_start
+
+    def last_task(self) -> dict:
+        """(program, chain) -> the last task of that program the walk met on that stream chain."""
+        tasks = self._tasks
+        if not len(tasks):
+            return {}
+        key = (self._program[tasks] + 1) * self.nch + self._chain[tasks]
+        _u, first = np.unique(key, return_index=True)
+        _u, last_rev = np.unique(key[::-1], return_index=True)
+        last = len(tasks) - 1 - last_rev
+        by = np.argsort(first)
+        out = {}
+        for i in tasks[last[by]].tolist():
+            p = int(self._program[i])
+            out[(p if p >= 0 else None, self._chain[i].item())] = i
+        return out
+
+
+def _of_kind(cols, kinds) -> np.ndarray:
+    """Per entry: whether its kind is one of ``kinds``."""
+    table = cols["kind_table"]
+    lut = np.zeros(max(table.values(), default=0) + 1, dtype=bool)
+    lut[[table[k] for k in kinds]] = True
+    return lut[cols["kind_code"]]
+
+
 class RaceDetector:
     """Walks a graph (:func:`pyhcomm.analysis.happens_before.build`) once; ``races`` then holds
     ``(kind, first entry index, second entry index, space, lo, hi)`` for every unordered pair
@@ -208,10 +350,10 @@ class RaceDetector:
 
     def __init__(self, graph, queries=None):
         self.g = graph
-        #: two dicts, entry index b -> [entry index a, ...]: "does a (which ran before b) happen
-        #: before b", not counting b's notify edges (the first) or counting them (the second); the
-        #: pairs that are not ordered end in ``unordered``
-        self.queries: tuple = queries or ({}, {})
+        #: two pairs of entry index arrays (a, b): "does a[k] (when it ran before b[k]) happen before
+        #: b[k]", not counting b's notify edges (the first pair) or counting them (the second); the
+        #: pairs (a, b) that are not ordered end in ``unordered``
+        self.queries: tuple = queries or ((_NONE, _NONE), (_NONE, _NONE))
         self.unordered: set = set()
         self.races: list = []
         self.chain_of: list = []
@@ -224,102 +366,61 @@ class RaceDetector:
 
     def run(self) -> "RaceDetector":
         g = self.g
-        entries, preds = g._entries, g._preds
-        n = len(entries)
-        index = g._index
-        xlog = g.record.xlog
-        # the executed entries, in execution order: tasks that ran, host effects (done or failed)
-        get = index.get
-        order = [i for i in map(get, [v for v in xlog if v > 0]) if i is not None]
-        failed = [(k, get(-v)) for k, v in enumerate(xlog) if v < 0 and get(-v) is not None
-                  and entries[get(-v)].entry == "host"]
-        if failed:
-            ran_at = {v: k for k, v in enumerate(xlog) if v > 0}
-            merged = [(ran_at[entries[i].seq], i) for i in order] + failed
-            merged.sort()
-            order = [i for _k, i in merged]
-        # then the tasks that never ran although nothing failed before them (still queued at the
-        # end, or dropped with their stream): on hardware they run later, unordered with what
-        # nothing made wait for them
-        self.never_ran = late = never_ran(g)
-        order += late
-        late_set = set(late)
+        entries = g._entries
+        order = self._order()
+        plan = _Plan(g, order, self.never_ran, self.queries)
         chain_of = self.chain_of = g._chain
-        readers = list(g._readers)
-        nch = (max(chain_of) + 1) if chain_of else 0
+        pos = self.pos = plan.pos.tolist()
+        self.last_task = plan.last_task()
+        unordered = self.unordered
+        unordered.update(plan.unordered_at_start())
+        nch = plan.nch
         zero = np.zeros(nch, dtype=np.int32)
         base = [zero] * nch             # per chain: its clock (own component not kept: see pos)
-        at = [0] * nch                  # per chain: the position of its last entry
-        pos = [0] * n                   # per entry: its position on its chain
-        last_in = [-1] * nch            # per chain: the predecessor on another chain it joined last
-        kept: dict = {}                 # entry -> (clock, position), while successors on other chains need it
+        seg_clock: dict = {}            # join -> its clock, while entries of its segment have readers
+        seg_readers = plan.seg_readers  # join -> edges from its segment still to be read
+        ask_chain, ask_pos, ask_a, ask_b = plan.ask_chain, plan.ask_pos, plan.ask_a, plan.ask_b
+        before = plan.before            # entry -> [(chain, a)]: is a before it, not counting its notify edges
+        e_cj, e_pj, e_seg = plan.edge_chain, plan.edge_pos, plan.edge_seg
         shadow = _Shadow()
         cells_of, exact_get = shadow.cells, shadow.exact.get
-        before, after = self.queries
-        coalesced = g._coalesced
-        unordered = self.unordered
         reported = set()
-        last_task = self.last_task
         maximum = np.maximum
-        host_kind = "host"
-        no_access = _NO_ACCESS
-        ran = g.ran
-        for i in order:
-            c = chain_of[i]
+        for i, c, e0, e1, q0, q1, access in zip(plan.visit, plan.visit_chain, plan.visit_edges, plan.visit_edges[1:],
+                                                plan.visit_asks, plan.visit_asks[1:], plan.visit_access):
             clock = base[c]
-            codes = preds[i]
-            if i in coalesced:
-                codes = _guaranteed(codes, coalesced[i], readers, kept)
-            asked = before.get(i)
-            if asked and any(chain_of[a] != c for a in asked):
-                codes = self._answer(i, c, clock, codes, asked, kept, chain_of, pos)
-            if codes:
+            if i in before:
+                self._answer(i, c, clock, plan, e0, e1, seg_clock, zero, pos)
+            if e0 != e1:                # a join: this entry's clock from its predecessors on other chains
                 fresh = False
-                for code in codes:
-                    j = code >> _SHIFT
-                    if j == last_in[c]:     # this chain's last join already (a program's tasks): known
-                        readers[j] -= 1
-                        if not readers[j]:
-                            del kept[j]
-                        continue
-                    cj = chain_of[j]
-                    if cj == c:
-                        continue
-                    snap = kept.get(j)
-                    if snap is None:
-                        continue
-                    last_in[c] = j
-                    sc, sp = snap
-                    if clock[cj] < sp:      # else this chain knows j already, and so what j knew
+                for k in range(e0, e1):
+                    cj, sp, s = e_cj[k], e_pj[k], e_seg[k]
+                    if clock[cj] < sp:  # else this chain knows that predecessor already, and what it knew
+                        sc = seg_clock[s] if s >= 0 else zero
                         if fresh:
                             maximum(clock, sc, out=clock)
                         else:
                             clock = maximum(clock, sc)
                             fresh = True
                         clock[cj] = sp
-                    readers[j] -= 1
-                    if not readers[j]:
-                        del kept[j]
+                    if s >= 0:
+                        left = seg_readers[s] - 1
+                        if left:
+                            seg_readers[s] = left
+                        else:
+                            del seg_clock[s]
                 base[c] = clock
-            p = at[c] + 1
-            at[c] = p
-            pos[i] = p
-            if readers[i]:
-                kept[i] = (clock, p)
-            asked = after.get(i)
-            if asked:
-                for a in asked:
-                    ca = chain_of[a]
-                    if ca != c and clock[ca] < pos[a]:
-                        unordered.add((a, i))
-            e = entries[i]
-            if e.entry != host_kind and i not in late_set:
-                last_task[(e.program, c)] = i
-            if e.kind in no_access:
+                if seg_readers.get(i):
+                    seg_clock[i] = clock
+                for q in range(q0, q1):     # the queries about the entries of its segment
+                    if clock[ask_chain[q]] < ask_pos[q]:
+                        unordered.add((ask_a[q], ask_b[q]))
+            if not access:
                 continue
+            e = entries[i]
             spans = _spans(e)
-            if not spans or (e.entry == host_kind and not ran(e.seq)):
-                continue                # nothing touched (a host effect that failed touched nothing)
+            if not spans:
+                continue
             # reads first (_spans gives them first): an entry that reads and writes the same bytes
             # (a reduce) is ordered with itself
             for key, write in spans:
@@ -342,28 +443,36 @@ class RaceDetector:
                         cell[3] = {c: i}
                     else:
                         reads[c] = i
-        self.pos = pos
-        self.final = {c: (base[c], at[c]) for c in range(nch)}
+        self.final = {c: (base[c], plan.at[c]) for c in range(nch)}
         return self
 
-    def _answer(self, i, c, clock, codes, asked, kept, chain_of, pos):
+    def _order(self) -> list:
+        """The entries that executed, in execution order (tasks that ran, host effects done or
+        failed), then the tasks that never ran although nothing failed before them (still queued at
+        the end, or dropped with their stream): on hardware they run later, unordered with what
+        nothing made wait for them (``never_ran``)."""
+        g = self.g
+        x = np.array(g.record.xlog, dtype=np.int64)
+        at = g.locate(np.abs(x))        # a skipped task's value (SKIP_FLAG set) is no seq: -1
+        ran = x > 0
+        walked = (at >= 0) & (ran | g._is_host[np.maximum(at, 0)])     # ran, or a host effect that failed
+        self.never_ran = late = never_ran(g)
+        return at[walked].tolist() + late
+
+    def _answer(self, i, c, clock, plan, e0, e1, seg_clock, zero, pos) -> None:
         """Answer the queries about entry ``i`` with its clock before its ``notify`` edges (what
-        orders it without the record it consumed); returns its edges, notify edges last."""
-        other = [code for code in codes or () if code & 15 != _NOTIFY_CODE]
-        notify = [code for code in codes or () if code & 15 == _NOTIFY_CODE]
+        orders it without the record it consumed)."""
         probe = clock.copy()
-        for code in other:
-            j = code >> _SHIFT
-            cj = chain_of[j]
-            snap = kept.get(j)
-            if cj != c and snap is not None and probe[cj] < snap[1]:
-                np.maximum(probe, snap[0], out=probe)
-                probe[cj] = snap[1]
-        for a in asked:
-            ca = chain_of[a]
-            if ca != c and probe[ca] < pos[a]:
+        for k in range(e0, e1):
+            if plan.edge_kind[k] == _NOTIFY_CODE:
+                continue
+            cj, sp, s = plan.edge_chain[k], plan.edge_pos[k], plan.edge_seg[k]
+            if probe[cj] < sp:
+                np.maximum(probe, seg_clock[s] if s >= 0 else zero, out=probe)
+                probe[cj] = sp
+        for ca, a in plan.before[i]:
+            if probe[ca] < pos[a]:
                 self.unordered.add((a, i))
-        return other + notify
 
     def _race(self, reported, kind, first, second, space, cell) -> None:
         key = (first, second)
