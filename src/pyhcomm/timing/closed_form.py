@@ -22,6 +22,8 @@ every pair of neighbours (ring) or peers (mesh) uses ``link`` (a :class:`Link`) 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..collectives.patterns import mesh_groups
 
 #: The HCCL buffer (2 x HCCL_BUFFSIZE MB, 200 MB by default) as the collectives cut it.
@@ -98,8 +100,12 @@ def ring_reduce_scatter(m, nranks: int, nbytes: int, link, device_mode: bool = F
 def ring_allreduce(m, nranks: int, nbytes: int, link, device_mode: bool = False, ccl: int = DEFAULT_CCL,
                    elem: int = 4) -> float:
     """``all_reduce_ring``: the ring ReduceScatter of slices of ``nbytes / p`` then the ring
-    AllGather of the reduced slices, on one thread (one program: the two device paths add up)."""
+    AllGather of the reduced slices, on one thread (one program: the two device paths add up).
+    When some slice is empty (fewer elements than ranks) the ranks no longer do the same tasks:
+    :func:`ring_allreduce_ranks` then."""
     p = nranks
+    if 0 < nbytes // elem < p:
+        return ring_allreduce_ranks(m, nranks, nbytes, link, device_mode, ccl, elem)
     per = (nbytes // elem + p - 1) // p * elem          # the largest slice
     copy = m.copy_bandwidth
     dev, entries, last = 0.0, 0, 0.0
@@ -112,6 +118,97 @@ def ring_allreduce(m, nranks: int, nbytes: int, link, device_mode: bool = False,
         entries += 1 + 6 * (p - 1)
         last = c
     return _orchestration(m, device_mode, entries, dev, last)
+
+
+class _Ranks:
+    """The one thread of every rank of a ring at once, task by task (numpy vectors over ranks): a
+    task starts when its thread is free and (host orchestration) its program issued it, the
+    ``k``-th task of a rank ``k * host_submit`` after the call began; it runs ``dispatch`` then
+    its body; a wait ends ``notify_wait`` after both its dispatch and the record it waits for
+    arrived."""
+
+    def __init__(self, m, link, start, device_mode: bool):
+        self.m, self.link, self.device = m, link, device_mode
+        self.free = np.array(start, dtype=np.float64)
+        self.issued = np.zeros(len(self.free))
+
+    def _start(self, mask=None):
+        free = self.free if mask is None else self.free[mask]
+        if self.device:
+            return free
+        issued = self.issued if mask is None else self.issued[mask]
+        return np.maximum(free, issued * self.m.host_submit)
+
+    def task(self, mask, body) -> None:
+        """A task of ``body`` seconds on the ranks in ``mask`` (the others issue nothing)."""
+        if mask.any():
+            self.free[mask] = self._start(mask) + self.m.task_dispatch + body[mask]
+            self.issued[mask] += 1
+
+    def record(self):
+        """A notify record on every rank; returns when each one was recorded."""
+        self.free = self._start() + self.m.task_dispatch + self.m.notify_record
+        self.issued += 1
+        return self.free
+
+    def wait(self, arrives) -> None:
+        """A notify wait on every rank, for records that arrive at ``arrives``."""
+        self.free = np.maximum(self._start() + self.m.task_dispatch, arrives) + self.m.notify_wait
+        self.issued += 1
+
+    def step(self, out, back, local_bw) -> None:
+        """One ring step: ``out`` bytes written right, ``back`` bytes copied or reduced after."""
+        lat = self.link.latency
+        acked = self.record()
+        self.wait(np.roll(acked, -1) + lat)         # the right neighbour's ACK
+        self.task(out > 0, out / self.link.bandwidth + lat)
+        landed = self.record()
+        self.wait(np.roll(landed, 1) + lat)         # the left neighbour's DATA
+        self.task(back > 0, back / local_bw)
+
+
+def ring_allreduce_ranks(m, nranks: int, nbytes: int, link, device_mode: bool = False, ccl: int = DEFAULT_CCL,
+                         elem: int = 4) -> float:
+    """``all_reduce_ring`` rank by rank (:class:`_Ranks`), for slices of unequal task lists: a
+    rank writes, reduces and copies only non-empty pieces but does every handshake, so its
+    neighbours' records come earlier or later than its own; AI CPU orchestration submits each
+    rank's own number of tasks. When every slice has its elements: under AI CPU orchestration
+    the value of :func:`ring_allreduce`'s form; under host orchestration at least that form
+    (which takes the longer of the device path and the host's issue, this has both at once)."""
+    p = nranks
+    base, extra = divmod(nbytes // elem, p)
+    counts = np.array([base + (1 if r < extra else 0) for r in range(p)], dtype=np.int64)
+    r = np.arange(p)
+    copy, red = m.copy_bandwidth, m.reduce_bandwidth
+
+    def schedule(ranks) -> None:
+        elems = slot(ccl, 2) // elem
+        for done in range(0, int(counts.max()), elems):
+            piece = np.clip(counts - done, 0, elems) * elem
+            ranks.task(piece[(r - 1) % p] > 0, piece[(r - 1) % p] / copy)
+            for s in range(p - 1):
+                ranks.step(piece[(r - s - 1) % p], piece[(r - s - 2) % p], red)
+            ranks.task(piece > 0, piece / copy)
+        per = slot(ccl, p)
+        sizes = counts * elem
+        for done in range(0, int(sizes.max()), per):
+            piece = np.clip(sizes - done, 0, per)
+            ranks.task(piece > 0, piece / copy)
+            for s in range(p - 1):
+                ranks.step(piece[(r - s) % p], piece[(r - s - 1) % p], copy)
+
+    if not device_mode:
+        ranks = _Ranks(m, link, np.zeros(p), False)
+        schedule(ranks)
+        return float(ranks.free.max())
+    tally = _Ranks(m, link, np.zeros(p), True)
+    schedule(tally)                                 # how many tasks each rank's kernel submits
+    launch = m.host_submit + m.kernel_launch
+    head = m.task_dispatch + m.notify_wait
+    tail = m.task_dispatch + m.notify_record + m.notify_latency + m.notify_wait
+    ranks = _Ranks(m, link, launch + (tally.issued + 2) * m.batch_submit + m.batch_fixed + head, True)
+    schedule(ranks)
+    return float((ranks.free + tail).max())
 
 
 # -- mesh ------------------------------------------------------------------------------------------
@@ -371,5 +468,5 @@ def hccl_formula(algorithm: str, op: str, nranks: int, nbytes: int, alpha: float
     return forms[(algorithm, op)]
 
 
-__all__ = ["ring_allgather", "ring_reduce_scatter", "ring_allreduce", "mesh_allgather", "mesh_reduce_scatter",
+__all__ = ["ring_allgather", "ring_reduce_scatter", "ring_allreduce", "ring_allreduce_ranks", "mesh_allgather", "mesh_reduce_scatter",
            "mesh_allreduce", "hccl_formula", "slot"]
