@@ -223,19 +223,18 @@ def _flagged(graph, f, unordered) -> list:
     if not len(keys):
         return []
     entries = graph._entries
-    mine = np.flatnonzero(np.isin(f.key, keys))
-    first = {}
-    for k, i in zip(f.key[mine].tolist(), f.at[mine].tolist()):
-        first[k] = min(first.get(k, i), i)
+    lo, hi = np.searchsorted(f.key, keys), np.searchsorted(f.key, keys, side="right")  # f is sorted by key
+    first = [int(f.at[a:z].min()) for a, z in zip(lo.tolist(), hi.tolist())]    # each notify's first use
     out = []
-    for k in sorted(first, key=first.get):
-        at = mine[f.key[mine] == k]
+    for k in sorted(range(len(keys)), key=first.__getitem__):
+        a, z = int(lo[k]), int(hi[k])
         records, waits = [], []
-        for i, gen, w, lane in zip(f.at[at].tolist(), f.gen[at].tolist(), f.waits[at].tolist(), f.lane[at].tolist()):
+        for i, gen, w, lane in zip(f.at[a:z].tolist(), f.gen[a:z].tolist(), f.waits[a:z].tolist(),
+                                   f.lane[a:z].tolist()):
             e = entries[i]
             use = _Use(e, gen, True, ("stream", lane) if e.entry == "task" else ("program", e.program), w, i)
             (waits if w else records).append(use)
-        out.append((f.notify[k], records, waits))
+        out.append((f.notify[int(keys[k])], records, waits))
     return out
 
 
