@@ -478,6 +478,13 @@ def _locator(seq):
     return locate
 
 
+def of_kinds(table: dict, codes: np.ndarray, kinds) -> np.ndarray:
+    """Per entry of ``codes`` (kind codes, ``table``: kind -> code): whether its kind is one of ``kinds``."""
+    lut = np.zeros(max(table.values(), default=0) + 1, dtype=bool)
+    lut[[c for k, c in table.items() if k in kinds]] = True
+    return lut[codes]
+
+
 def _ints(values, missing=-1):
     """A numpy int64 array of ``values`` (a list of ints or None; None gives ``missing``)."""
     n = len(values)
@@ -546,9 +553,7 @@ class _Columns:
 
     def of_kind(self, kinds):
         """Per entry: whether its kind is one of ``kinds``."""
-        lut = np.zeros(max(self.table.values(), default=0) + 1, dtype=bool)
-        lut[[c for k, c in self.table.items() if k in kinds]] = True
-        return lut[self.kc]
+        return of_kinds(self.table, self.kc, kinds)
 
     def launch_at(self, kernels):
         """The positions of the KernelLaunch tasks of ``kernels`` (seqs); KeyError for one that is

@@ -44,7 +44,7 @@ import bisect
 import numpy as np
 
 from .findings import RACE, Describer, Finding
-from .happens_before import _CODE, _SHIFT, NBI_KINDS, NOTIFY
+from .happens_before import _CODE, _SHIFT, NBI_KINDS, NOTIFY, of_kinds
 from .keysort import stable_argsort
 
 _BUCKET = 22            # 4 MiB buckets of the shadow memory
@@ -293,9 +293,8 @@ class _Plan:
         self.ask_chain, self.ask_pos = chain[aa].tolist(), pos[aa].tolist()
         self.ask_a, self.ask_b = aa.tolist(), ab.tolist()
         # the entries to visit
-        cols = g._cols
-        kinds = [k for k in _NO_ACCESS if k in cols["kind_table"]]
-        access = ~_of_kind(cols, kinds) & (~g._is_host | (g._step > 0))   # a host effect that failed touched nothing
+        cols = g._cols              # entries that touch memory (a host effect that failed touched nothing)
+        access = ~of_kinds(cols["kind_table"], cols["kind_code"], _NO_ACCESS) & (~g._is_host | (g._step > 0))
         visit_mask = is_join | access
         if self.before:
             visit_mask[list(self.before)] = True
@@ -333,14 +332,6 @@ class _Plan:
             p = int(self._program[i])
             out[(p if p >= 0 else None, self._chain[i].item())] = i
         return out
-
-
-def _of_kind(cols, kinds) -> np.ndarray:
-    """Per entry: whether its kind is one of ``kinds``."""
-    table = cols["kind_table"]
-    lut = np.zeros(max(table.values(), default=0) + 1, dtype=bool)
-    lut[[table[k] for k in kinds]] = True
-    return lut[cols["kind_code"]]
 
 
 class RaceDetector:

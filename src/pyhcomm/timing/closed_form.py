@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..collectives.all_reduce import slices
 from ..collectives.patterns import mesh_groups
 
 #: The HCCL buffer (2 x HCCL_BUFFSIZE MB, 200 MB by default) as the collectives cut it.
@@ -176,8 +177,7 @@ def ring_allreduce_ranks(m, nranks: int, nbytes: int, link, device_mode: bool = 
     the value of :func:`ring_allreduce`'s form; under host orchestration at least that form
     (which takes the longer of the device path and the host's issue, this has both at once)."""
     p = nranks
-    base, extra = divmod(nbytes // elem, p)
-    counts = np.array([base + (1 if r < extra else 0) for r in range(p)], dtype=np.int64)
+    counts = np.array(slices(nbytes // elem, p)[0], dtype=np.int64)
     r = np.arange(p)
     copy, red = m.copy_bandwidth, m.reduce_bandwidth
 

@@ -48,7 +48,7 @@ from operator import attrgetter, itemgetter
 import numpy as np
 
 from .. import topology
-from ..analysis.happens_before import _ints
+from ..analysis.happens_before import _ints, of_kinds
 from ..analysis.keysort import stable_argsort
 from ..sim.events import local_bytes, transfer_view
 from ..sim.memory import DEVICE_VA_BASE, DEVICE_VA_STRIDE, device_of_address
@@ -138,10 +138,7 @@ class _Replay:
 
     def of_kind(self, kinds):
         """Per entry: whether its kind is one of ``kinds``."""
-        table = self.cols["kind_table"]
-        lut = np.zeros(max(table.values(), default=0) + 1, dtype=bool)
-        lut[[c for k, c in table.items() if k in kinds]] = True
-        return lut[self.kc]
+        return of_kinds(self.cols["kind_table"], self.kc, kinds)
 
     def objects(self, idx) -> list:
         """The task objects and host effects at positions ``idx`` (a numpy array)."""
