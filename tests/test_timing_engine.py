@@ -86,3 +86,39 @@ def test_a_cycle_is_reported_not_hung():
     p.edge(a, b, END_TO_DEP)
     p.edge(b, a, END_TO_DEP)
     assert sorted(p.run()) == [a, b]
+
+
+def _random_plan(rng, bulk: bool):
+    """A random DAG of nodes (a third of them flows on four shared links) and timed edges."""
+    import numpy as np
+    n = 300
+    dispatch, body = rng.random(n), rng.random(n)
+    nbytes = np.where(rng.random(n) < 0.35, rng.integers(1, 1000, n), 0)
+    res = [tuple(f"link{k}" for k in sorted(set(rng.integers(0, 4, 2).tolist()))) if b else None for b in nbytes]
+    src = rng.integers(0, n - 1, 900)
+    dst = src + 1 + (rng.random(900) * (n - 1 - src)).astype(np.int64)      # forward edges only: a DAG
+    kind = rng.integers(0, 7, 900)
+    lat = rng.random(900)
+    p = Plan()
+    p.capacity = {f"link{k}": 50.0 + 25 * k for k in range(4)}
+    if bulk:
+        p.add_nodes(dispatch, body, nbytes, res)
+        p.add_edges(src[:500], dst[:500], kind[:500], lat[:500])
+        p.add_edges(src[500:], dst[500:], kind[500:], lat[500:])
+    else:
+        for i in range(n):
+            p.add(float(dispatch[i]), float(body[i]), int(nbytes[i]), res[i])
+        for e in range(900):
+            p.edge(int(src[e]), int(dst[e]), int(kind[e]), float(lat[e]))
+    return p
+
+
+def test_nodes_and_edges_added_as_arrays_give_the_same_times_as_one_by_one():
+    import numpy as np
+    for seed in range(5):
+        one, many = _random_plan(np.random.default_rng(seed), False), _random_plan(np.random.default_rng(seed), True)
+        assert one.run() == [] and many.run() == []
+        assert list(one.issue) == list(many.issue)
+        assert list(one.start) == list(many.start)
+        assert list(one.end) == list(many.end)
+        assert max(one.end) > 0 and len(one.res) > 50       # flows contended: a real case

@@ -18,11 +18,19 @@ whatever order the record issued them in.
 
 Contract: the edges must form a DAG over the points (a cycle leaves its nodes unresolved:
 :meth:`Plan.run` returns their indices). Durations and latencies are >= 0.
+
+Memory: a plan keeps flat arrays (``array``), not an object per node or edge: about 110 bytes a
+node and 17 an edge while it runs (a 1024-rank mesh collective has tens of millions of both).
+Nodes and edges are added one at a time (:meth:`Plan.add`, :meth:`Plan.edge`) or as numpy arrays
+(:meth:`Plan.add_nodes`, :meth:`Plan.add_edges`); the result is the same.
 """
 from __future__ import annotations
 
 import heapq
+from array import array
 from math import inf
+
+import numpy as np
 
 #: Edge kinds: (source point, destination point).
 ISSUE_TO_ISSUE = 0   # program order: the next entry is issued after this one (plus its submit cost)
@@ -36,17 +44,27 @@ _SRC = (0, 2, 1, 2, 2, 0, 0)   # 0 issue, 1 start, 2 end
 _DST = (0, 0, 0, 1, 2, 2, 1)   # 0 issue, 1 start, 2 dependencies
 
 
+def _np(a, dtype):
+    """A numpy copy of the ``array`` ``a``."""
+    return np.array(a, dtype=dtype) if len(a) else np.zeros(0, dtype=dtype)
+
+
+def _arr(code: str, values: np.ndarray) -> array:
+    out = array(code)
+    out.frombytes(np.ascontiguousarray(values).tobytes())
+    return out
+
+
 class Plan:
     """Nodes, edges and resources; :meth:`run` computes every node's issue, start and end."""
 
     def __init__(self):
-        self.dispatch: list = []
-        self.body: list = []
-        self.nbytes: list = []      # flows: bytes; others: 0
-        self.res: list = []         # flows: tuple of resource keys; others: None
-        self.out: list = []         # per node: [(dst, kind, latency), ...]
-        self.waiting: list = []     # per node: [edges into issue, into start, into deps] not yet resolved
+        self.dispatch = array("d")
+        self.body = array("d")
+        self.nbytes = array("q")    # flows: bytes; others: 0
+        self.res: dict = {}         # flows: node -> tuple of resource keys
         self.capacity: dict = {}    # resource key -> bytes per second
+        self._src, self._dst, self._kind, self._lat = array("q"), array("q"), array("b"), array("d")
 
     def __len__(self):
         return len(self.body)
@@ -54,36 +72,84 @@ class Plan:
     def add(self, dispatch: float = 0.0, body: float = 0.0, nbytes: int = 0, resources=None) -> int:
         """Add a node; returns its index. With ``resources`` (keys of :attr:`capacity`) and
         ``nbytes > 0`` it is a flow: ``body`` is then the latency after its bytes moved."""
+        i = len(self.body)
         self.dispatch.append(dispatch)
         self.body.append(body)
         flow = bool(resources) and nbytes > 0
         self.nbytes.append(nbytes if flow else 0)
-        self.res.append(tuple(resources) if flow else None)
-        self.out.append([])
-        self.waiting.append([0, 0, 0])
-        return len(self.body) - 1
+        if flow:
+            self.res[i] = tuple(resources)
+        return i
+
+    def add_nodes(self, dispatch, body, nbytes, resources) -> None:
+        """Add ``len(dispatch)`` nodes (numpy arrays; ``resources``: per node a tuple of keys or
+        None), as :meth:`add` one by one would."""
+        first = len(self.body)
+        flow = (np.asarray(nbytes) > 0) & np.array([bool(r) for r in resources], dtype=bool)
+        self.dispatch.extend(_arr("d", np.asarray(dispatch, dtype=np.float64)))
+        self.body.extend(_arr("d", np.asarray(body, dtype=np.float64)))
+        self.nbytes.extend(_arr("q", np.where(flow, nbytes, 0).astype(np.int64)))
+        for i in np.flatnonzero(flow).tolist():
+            self.res[first + i] = tuple(resources[i])
 
     def edge(self, src: int, dst: int, kind: int, latency: float = 0.0) -> None:
         """``dst.<point> >= src.<point> + latency`` (``kind``: one of the module's edge kinds)."""
-        self.out[src].append((dst, kind, latency))
-        self.waiting[dst][_DST[kind]] += 1
+        self._src.append(src)
+        self._dst.append(dst)
+        self._kind.append(kind)
+        self._lat.append(latency)
+
+    def add_edges(self, src, dst, kind, latency) -> None:
+        """Add edges given as numpy arrays, in their order (as :meth:`edge` one by one would)."""
+        self._src.extend(_arr("q", np.asarray(src, dtype=np.int64)))
+        self._dst.extend(_arr("q", np.asarray(dst, dtype=np.int64)))
+        self._kind.extend(_arr("b", np.asarray(kind, dtype=np.int8)))
+        self._lat.extend(_arr("d", np.asarray(latency, dtype=np.float64)))
+
+    def _lists(self, n):
+        """Per source point (issue, start, end): each node's out edges as ``(ptr, to, lat)`` (``to``:
+        ``dst << 2 | destination point``), in the order they were added; per node and
+        destination point (``3 * node + point``), how many edges end there; the nodes with no
+        edge into their issue. (The edges added so far are given up.)"""
+        src, dst = _np(self._src, np.int64), _np(self._dst, np.int64)
+        kind, lat = _np(self._kind, np.int64), _np(self._lat, np.float64)
+        self._src, self._dst, self._kind, self._lat = array("q"), array("q"), array("b"), array("d")
+        dpoint = np.array(_DST, dtype=np.int64)[kind]
+        waiting = np.bincount(dst * 3 + dpoint, minlength=3 * n).astype(np.int64)
+        spoint = np.array(_SRC, dtype=np.int8)[kind]
+        del kind
+        out = []
+        for p in range(3):
+            sel = np.flatnonzero(spoint == p)
+            s = src[sel]
+            sel = sel[np.argsort(s, kind="stable")]
+            ptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(s, minlength=n), out=ptr[1:])
+            del s
+            out.append((_arr("q", ptr), _arr("q", dst[sel] << 2 | dpoint[sel]), _arr("d", lat[sel])))
+        ready = np.flatnonzero(waiting[0::3] == 0).tolist()
+        return out, _arr("q", waiting), ready
 
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> list:
-        """Compute :attr:`issue`, :attr:`start`, :attr:`end` (lists of seconds); returns the nodes
-        left unresolved (empty unless the edges have a cycle)."""
+        """Compute :attr:`issue`, :attr:`start`, :attr:`end` (arrays of seconds); returns the nodes
+        left unresolved (empty unless the edges have a cycle). Consumes the edges."""
         n = len(self.body)
-        self.issue = issue = [0.0] * n
-        self.start = start = [0.0] * n
-        self.end = end = [inf] * n
-        dep = [0.0] * n
-        stage = [0] * n                 # points known: 0 none, 1 issue, 2 start, 3 body running, 4 end
-        waiting = self.waiting
-        out, dispatch, body, nbytes, res = self.out, self.dispatch, self.body, self.nbytes, self.res
+        out, waiting, ready = self._lists(n)
+        ptrs = tuple(o[0] for o in out)
+        tos = tuple(o[1] for o in out)
+        lats = tuple(o[2] for o in out)
+        del out
+        zeros = bytes(8 * n)
+        self.issue = issue = array("d", zeros)
+        self.start = start = array("d", zeros)
+        self.end = end = array("d", [inf]) * n
+        dep = array("d", zeros)
+        stage = array("b", bytes(n))    # points known: 0 none, 1 issue, 2 start, 3 body running, 4 end
+        dispatch, body, nbytes, res = self.dispatch, self.body, self.nbytes, self.res
         heap: list = []
         push, pop = heapq.heappush, heapq.heappop
         tick = 0                        # heap tie-breaker: events at one time in creation order
-        ready = [i for i in range(n) if waiting[i][0] == 0]
         holders: dict = {}              # resource -> set of flows holding it
         rate: dict = {}
         left: dict = {}
@@ -108,8 +174,8 @@ class Plan:
         while True:
             while ready:
                 i = ready.pop()
-                w = waiting[i]
                 st = stage[i]
+                w = 3 * i
                 # advance node i as far as its resolved edges allow, propagating each new point
                 while True:
                     if st == 0:
@@ -117,17 +183,17 @@ class Plan:
                         t = issue[i]
                         if start[i] < t:
                             start[i] = t
-                        src = 0
-                    elif st == 1 and w[1] == 0:
+                        sp = 0
+                    elif st == 1 and waiting[w + 1] == 0:
                         st = 2
                         t = start[i]
                         d = t + dispatch[i]
                         if dep[i] < d:
                             dep[i] = d
-                        src = 1
-                    elif st == 2 and w[2] == 0:
+                        sp = 1
+                    elif st == 2 and waiting[w + 2] == 0:
                         st = 3
-                        if res[i] is not None:      # a flow: the heap starts it in time order
+                        if i in res:                # a flow: the heap starts it in time order
                             tick += 1
                             push(heap, (dep[i], tick, 0, i, 0))
                             break
@@ -136,30 +202,32 @@ class Plan:
                     elif st == 3 and end[i] != inf:
                         st = 4
                         t = end[i]
-                        src = 2
+                        sp = 2
                     else:
                         break
-                    for dst, kind, lat in out[i]:
-                        if _SRC[kind] != src:
-                            continue
-                        t2 = t + lat
-                        point = _DST[kind]
-                        wd = waiting[dst]
-                        wd[point] -= 1
+                    ptr, to, lat = ptrs[sp], tos[sp], lats[sp]
+                    for e in range(ptr[i], ptr[i + 1]):
+                        c = to[e]
+                        t2 = t + lat[e]
+                        dst = c >> 2
+                        point = c & 3
+                        k = 3 * dst + point
+                        left_ = waiting[k] - 1
+                        waiting[k] = left_
                         if point == 0:
                             if issue[dst] < t2:
                                 issue[dst] = t2
-                            if wd[0] == 0:
+                            if left_ == 0:
                                 ready.append(dst)
                         elif point == 1:
                             if start[dst] < t2:
                                 start[dst] = t2
-                            if wd[1] == 0 and stage[dst] == 1:
+                            if left_ == 0 and stage[dst] == 1:
                                 ready.append(dst)
                         else:
                             if dep[dst] < t2:
                                 dep[dst] = t2
-                            if wd[2] == 0 and stage[dst] == 2:
+                            if left_ == 0 and stage[dst] == 2:
                                 ready.append(dst)
                 stage[i] = st
             if not heap:
@@ -182,4 +250,4 @@ class Plan:
                     reshare(rest, now)
                 end[f] = now + body[f]
                 ready.append(f)
-        return [i for i in range(n) if stage[i] != 4]
+        return np.flatnonzero(np.frombuffer(stage, dtype=np.int8) != 4).tolist() if n else []

@@ -519,39 +519,37 @@ class _Replay:
     # -- the engine ----------------------------------------------------------------------------------
     def engine(self):
         """Times from the discrete-event engine (flows share bandwidth)."""
-        m = self.m
+        m, n = self.m, self.n
+        i64 = np.int64
         plan = Plan()
         routes = self.routes
-        for d, b, size, r in zip(self.dispatch.tolist(), self.body.tolist(), self.nbytes.tolist(),
-                                 self.route.tolist()):
-            plan.add(d, b, size, routes[r] if r >= 0 else None)
+        plan.add_nodes(self.dispatch, self.body, self.nbytes, [routes[r] if r >= 0 else None for r in self.route.tolist()])
         for key in {k for rs in routes for k in rs}:
             plan.capacity[key] = self.capacity(key)
-        is_launch = self.is_launch.tolist()
-        siglat = self.siglat.tolist()
+        # the graph's edges, by destination in its order; then program order; then batches
         ptr, codes = self.graph.pred_csr()
-        dsts = np.repeat(np.arange(self.n), np.diff(ptr)).tolist()
-        for i, c in zip(dsts, codes.tolist()):
-            kind, s = c & 15, c >> 4
-            if kind <= _KERNEL_END:
-                plan.edge(s, i, END_TO_START)
-            elif kind == _NOTIFY:
-                plan.edge(s, i, END_TO_DEP, siglat[s])
-            elif kind <= _LAUNCH:
-                if is_launch[s]:
-                    plan.edge(s, i, START_TO_ISSUE, m.kernel_launch)
-                else:
-                    plan.edge(s, i, END_TO_ISSUE)
-            else:
-                plan.edge(s, i, END_TO_DEP)
-        submit = self.submit.tolist()
-        for i, p in enumerate(self.prev.tolist()):
-            if p >= 0:
-                plan.edge(p, i, ISSUE_TO_ISSUE, submit[p])
-        release = m.batch_submit + m.batch_fixed
-        for i, b in enumerate(self.batch_last.tolist()):
-            if b >= 0:
-                plan.edge(b, i, ISSUE_TO_START, release)
+        dst = np.repeat(np.arange(n, dtype=i64), np.diff(ptr))
+        kind, src = codes & 15, codes >> 4
+        ek = np.full(len(codes), END_TO_DEP, dtype=np.int8)      # kinds past _LAUNCH: a signal
+        lat = np.zeros(len(codes))
+        ek[kind <= _KERNEL_END] = END_TO_START
+        sig = kind == _NOTIFY
+        lat[sig] = self.siglat[src[sig]]
+        order = (kind >= _PROGRAM) & (kind <= _LAUNCH)
+        by_launch = order & self.is_launch[src]
+        ek[order] = END_TO_ISSUE
+        ek[by_launch] = START_TO_ISSUE
+        lat[by_launch] = m.kernel_launch
+        del kind, sig, order, by_launch
+        plan.add_edges(src, dst, ek, lat)
+        del dst, src, ek, lat
+        after = np.flatnonzero(self.prev >= 0)
+        p = self.prev[after]
+        plan.add_edges(p, after, np.full(len(after), ISSUE_TO_ISSUE, dtype=np.int8), self.submit[p])
+        in_batch = np.flatnonzero(self.batch_last >= 0)
+        plan.add_edges(self.batch_last[in_batch], in_batch, np.full(len(in_batch), ISSUE_TO_START, dtype=np.int8),
+                       np.full(len(in_batch), m.batch_submit + m.batch_fixed))
+        del after, p, in_batch
         plan.run()
         issue, start, end = np.array(plan.issue), np.array(plan.start), np.array(plan.end)
         never = ~self.executed
