@@ -5,7 +5,8 @@ its record and compares the modeled time of the call with the closed form of
 :mod:`pyhcomm.timing.closed_form` under the same cost model: within 5 %. The default set is small
 (CI); ``PYHCOMM_TIMING_SCALE=1`` adds 16..128 ranks and the sizes in between;
 ``PYHCOMM_TIMING_SCALE=2`` adds 256 ranks (every algorithm, both products; 1 GiB gathered for the
-A3 AllGathers) and a 1024-rank ring AllGather (about 7 GiB of memory and minutes of CPU).
+A3 AllGathers) and 1024-rank ring AllGather and AllReduce, mesh AllGather and ReduceScatter (7 to
+14 GiB of memory and minutes of CPU each).
 """
 import os
 
@@ -40,6 +41,8 @@ if SCALE >= 2:
     CASES += [(product, alg, 256, KIB) for product in ("Atlas 800T A2", "Atlas A3") for alg in ALGORITHMS]
     CASES += [("Atlas A3", alg, 256, 4 * MIB) for alg in ("ring_allgather", "mesh_allgather")]   # 1 GiB gathered
     CASES += [("Atlas A3", "ring_allgather", 1024, KIB), ("Atlas A3", "ring_allreduce", 1024, KIB)]
+    # a million channels and some 10 million entries each: 12 to 14 GiB, 6 to 8 minutes
+    CASES += [("Atlas A3", "mesh_allgather", 1024, KIB), ("Atlas A3", "mesh_reduce_scatter", 1024, KIB)]
 
 
 @pytest.mark.timeout(3600 if SCALE else 300)     # a 128-rank A3 mesh of 16 MiB takes minutes of CPU
