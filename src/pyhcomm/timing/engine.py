@@ -45,13 +45,19 @@ _DST = (0, 0, 0, 1, 2, 2, 1)   # 0 issue, 1 start, 2 dependencies
 
 
 def _np(a, dtype):
-    """A numpy copy of the ``array`` ``a``."""
-    return np.array(a, dtype=dtype) if len(a) else np.zeros(0, dtype=dtype)
+    """The ``array`` ``a`` as a numpy array (its buffer, not a copy)."""
+    return np.frombuffer(a, dtype=dtype) if len(a) else np.zeros(0, dtype=dtype)
+
+
+def _bytes(values, dtype):
+    """``values`` as ``dtype``, seen as bytes (no copy when they already are)."""
+    return memoryview(np.ascontiguousarray(values, dtype=dtype)).cast("B")
 
 
 def _arr(code: str, values: np.ndarray) -> array:
+    """An ``array`` of ``code`` holding ``values`` (a numpy array of the matching item size)."""
     out = array(code)
-    out.frombytes(np.ascontiguousarray(values).tobytes())
+    out.frombytes(_bytes(values, values.dtype))
     return out
 
 
@@ -86,9 +92,9 @@ class Plan:
         None), as :meth:`add` one by one would."""
         first = len(self.body)
         flow = (np.asarray(nbytes) > 0) & np.array([bool(r) for r in resources], dtype=bool)
-        self.dispatch.extend(_arr("d", np.asarray(dispatch, dtype=np.float64)))
-        self.body.extend(_arr("d", np.asarray(body, dtype=np.float64)))
-        self.nbytes.extend(_arr("q", np.where(flow, nbytes, 0).astype(np.int64)))
+        self.dispatch.frombytes(_bytes(dispatch, np.float64))
+        self.body.frombytes(_bytes(body, np.float64))
+        self.nbytes.frombytes(_bytes(np.where(flow, nbytes, 0), np.int64))
         for i in np.flatnonzero(flow).tolist():
             self.res[first + i] = tuple(resources[i])
 
@@ -101,10 +107,10 @@ class Plan:
 
     def add_edges(self, src, dst, kind, latency) -> None:
         """Add edges given as numpy arrays, in their order (as :meth:`edge` one by one would)."""
-        self._src.extend(_arr("q", np.asarray(src, dtype=np.int64)))
-        self._dst.extend(_arr("q", np.asarray(dst, dtype=np.int64)))
-        self._kind.extend(_arr("b", np.asarray(kind, dtype=np.int8)))
-        self._lat.extend(_arr("d", np.asarray(latency, dtype=np.float64)))
+        self._src.frombytes(_bytes(src, np.int64))
+        self._dst.frombytes(_bytes(dst, np.int64))
+        self._kind.frombytes(_bytes(kind, np.int8))
+        self._lat.frombytes(_bytes(latency, np.float64))
 
     def _lists(self, n):
         """Per source point (issue, start, end): each node's out edges as ``(ptr, to, lat)`` (``to``:
@@ -112,7 +118,7 @@ class Plan:
         destination point (``3 * node + point``), how many edges end there; the nodes with no
         edge into their issue. (The edges added so far are given up.)"""
         src, dst = _np(self._src, np.int64), _np(self._dst, np.int64)
-        kind, lat = _np(self._kind, np.int64), _np(self._lat, np.float64)
+        kind, lat = _np(self._kind, np.int8), _np(self._lat, np.float64)
         self._src, self._dst, self._kind, self._lat = array("q"), array("q"), array("b"), array("d")
         dpoint = np.array(_DST, dtype=np.int64)[kind]
         waiting = np.bincount(dst * 3 + dpoint, minlength=3 * n).astype(np.int64)
