@@ -20,7 +20,7 @@ Contract: the edges must form a DAG over the points (a cycle leaves its nodes un
 :meth:`Plan.run` returns their indices). Durations and latencies are >= 0.
 
 Memory: a plan keeps flat arrays (``array``), not an object per node or edge: about 110 bytes a
-node and 17 an edge while it runs (a 1024-rank mesh collective has tens of millions of both).
+node and 16 an edge while it runs (a 1024-rank mesh collective has tens of millions of both).
 Nodes and edges are added one at a time (:meth:`Plan.add`, :meth:`Plan.edge`) or as numpy arrays
 (:meth:`Plan.add_nodes`, :meth:`Plan.add_edges`); the result is the same.
 """
