@@ -122,3 +122,16 @@ def test_nodes_and_edges_added_as_arrays_give_the_same_times_as_one_by_one():
         assert list(one.start) == list(many.start)
         assert list(one.end) == list(many.end)
         assert max(one.end) > 0 and len(one.res) > 50       # flows contended: a real case
+
+
+def test_an_edge_to_a_node_that_does_not_exist_or_of_no_kind_is_refused():
+    p = Plan()
+    a = p.add()
+    p.edge(a, a + 5, END_TO_DEP)
+    with pytest.raises(IndexError, match="does not exist"):
+        p.run()
+    p = Plan()
+    a, b = p.add(), p.add()
+    p.edge(a, b, 9)
+    with pytest.raises(ValueError, match="edge kind"):
+        p.run()

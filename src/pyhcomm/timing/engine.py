@@ -120,6 +120,10 @@ class Plan:
         src, dst = _np(self._src, np.int64), _np(self._dst, np.int64)
         kind, lat = _np(self._kind, np.int8), _np(self._lat, np.float64)
         self._src, self._dst, self._kind, self._lat = array("q"), array("q"), array("b"), array("d")
+        if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
+            raise IndexError(f"Plan: an edge names a node that does not exist (nodes 0 .. {n - 1})")
+        if len(kind) and (kind.min() < 0 or kind.max() >= len(_DST)):
+            raise ValueError(f"Plan: an edge kind is not one of 0 .. {len(_DST) - 1}")
         dpoint = np.array(_DST, dtype=np.int64)[kind]
         waiting = np.bincount(dst * 3 + dpoint, minlength=3 * n).astype(np.int64)
         spoint = np.array(_SRC, dtype=np.int8)[kind]

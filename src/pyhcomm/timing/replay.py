@@ -523,7 +523,8 @@ class _Replay:
         i64 = np.int64
         plan = Plan()
         routes = self.routes
-        plan.add_nodes(self.dispatch, self.body, self.nbytes, [routes[r] if r >= 0 else None for r in self.route.tolist()])
+        plan.add_nodes(self.dispatch, self.body, self.nbytes,
+                       [routes[r] if r >= 0 else None for r in self.route.tolist()])
         for key in {k for rs in routes for k in rs}:
             plan.capacity[key] = self.capacity(key)
         # the graph's edges, by destination in its order; then program order; then batches
