@@ -6,7 +6,8 @@ its record and compares the modeled time of the call with the closed form of
 (CI); ``PYHCOMM_TIMING_SCALE=1`` adds 16..128 ranks and the sizes in between;
 ``PYHCOMM_TIMING_SCALE=2`` adds 256 ranks (every algorithm, both products; 1 GiB gathered for the
 A3 AllGathers) and 1024-rank ring AllGather and AllReduce, mesh AllGather and ReduceScatter (7 to
-14 GiB of memory and minutes of CPU each).
+14 GiB of memory and minutes of CPU each with ``PYHCOMM_SCHEDULER=coop``; several times as long
+with 1024 OS threads under the threaded scheduler).
 """
 import os
 
