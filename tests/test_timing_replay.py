@@ -78,3 +78,24 @@ def test_entries_that_never_ran_get_no_times():
     assert not math.isnan(issue[behind])            # issued: the synchronize after it needed its program
     for a, b in ((issue, e_issue), (start, e_start), (end, e_end)):
         assert np.array_equal(a, b, equal_nan=True)
+
+
+def test_a_timeline_does_not_keep_the_replays_arrays_alive(monkeypatch):
+    """The timeline keeps what it needs (times, the graph for events and arrows); the replay's
+    per-entry cost arrays (a few hundred MB at 1024 ranks) go when replay() returns."""
+    import gc
+    import weakref
+    made = []
+    init = _Replay.__init__
+
+    def remember(self, *args):
+        init(self, *args)
+        made.append(weakref.ref(self))
+    monkeypatch.setattr(_Replay, "__init__", remember)
+    config = Config.from_env().with_values(record_capacity=0)
+    sim = pyhcomm.Sim(config, scheduler="coop", seed=7, product="Atlas A3", data=False)
+    pyhcomm.launch(_ring_allgather, 4, sim=sim)
+    tl = replay(sim)
+    gc.collect()
+    assert len(made) == 1 and made[0]() is None
+    assert tl.arrows and tl.calls and len(tl.end) == len(tl.issue) > 0

@@ -571,9 +571,11 @@ class _Replay:
         def events():
             return [graph.event(s) for s in graph.seqs]
 
+        n = self.n      # (the timeline keeps these closures: they must not keep this replay's arrays)
+
         def arrows():
             ptr, codes = graph.pred_csr()
-            dst = np.repeat(np.arange(self.n), np.diff(ptr))
+            dst = np.repeat(np.arange(n), np.diff(ptr))
             sel = (codes & 15) == _NOTIFY
             return [Arrow(s, d, "notify") for s, d in zip((codes[sel] >> 4).tolist(), dst[sel].tolist())]
 
