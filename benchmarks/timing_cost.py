@@ -5,7 +5,9 @@ For each rank count, one process per case (so its peak RSS is its own): a data-l
 scheduler, the whole record kept; then :func:`pyhcomm.analysis.happens_before.build` of its
 record, then :func:`pyhcomm.timing.replay.replay` with that graph. Printed: entries, CPU seconds
 (``time.process_time``) of the run, the graph and the replay, ``(graph + replay) / run`` (issue
-goal at 1024 ranks: <= 0.5), peak RSS after each step, and the modeled time of the call.
+goal at 1024 ranks: <= 0.5), peak RSS after each step, the modeled time of the call; then the
+same ratio in user CPU time alone, and the system (kernel) CPU seconds of the run and of the
+graph + replay (on this VM mostly zeroing the pages of the memory each step adds).
 
     python benchmarks/timing_cost.py [--ranks 256,1024] [--algorithm ring_allgather]
                                      [--product "Atlas A3"] [--bytes 1024]
@@ -28,6 +30,12 @@ def _rss_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
+def _cpu() -> tuple:
+    """``(user, system)`` CPU seconds of this process so far."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime, r.ru_stime
+
+
 def case(product: str, algorithm: str, nranks: int, nbytes: int) -> dict:
     """One measurement, in this process."""
     import pyhcomm
@@ -39,17 +47,18 @@ def case(product: str, algorithm: str, nranks: int, nbytes: int) -> dict:
     config = Config.from_env().with_values(devices_per_server=max(nranks, 16), super_pod_size=max(nranks, 768),
                                            record_capacity=0)
     sim = pyhcomm.Sim(config, product=product, data=False, scheduler="coop")
-    t0 = time.process_time()
+    t0, c0 = time.process_time(), _cpu()
     pyhcomm.launch(_body(algorithm, nbytes), nranks, sim=sim)
-    t1 = time.process_time()
+    t1, c1 = time.process_time(), _cpu()
     rss_run = _rss_gib()
     graph = happens_before.build(sim.record)
     t2 = time.process_time()
     rss_graph = _rss_gib()
     calls = replay(sim, graph=graph).calls
-    t3 = time.process_time()
+    t3, c3 = time.process_time(), _cpu()
     return dict(entries=len(sim.record) + len(sim.record.host_effects()), run=t1 - t0, graph=t2 - t1,
                 replay=t3 - t2, rss=(rss_run, rss_graph, _rss_gib()),
+                user=(c1[0] - c0[0], c3[0] - c1[0]), system=(c1[1] - c0[1], c3[1] - c1[1]),
                 modeled_us=(max(c.end for c in calls) - min(c.begin for c in calls)) * 1e6)
 
 
@@ -67,7 +76,7 @@ def main(argv=None) -> int:
     print(f"# timing cost: {args.algorithm}, {args.bytes} B per rank, {args.product}, data-less, coop; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'ranks':>6} {'entries':>11} {'run s':>8} {'graph s':>8} {'replay s':>9} {'ratio':>6} "
-          f"{'RSS run/graph/replay GiB':>26} {'modeled us':>11}")
+          f"{'RSS run/graph/replay GiB':>26} {'modeled us':>11} {'user ratio':>10} {'system s run/model':>19}")
     for n in (int(x) for x in args.ranks.split(",")):
         out = subprocess.run([sys.executable, __file__, "--case", str(n), "--algorithm", args.algorithm,
                               "--product", args.product, "--bytes", str(args.bytes)],
@@ -75,7 +84,9 @@ def main(argv=None) -> int:
         r = json.loads(out.stdout.strip().splitlines()[-1])
         rss = "/".join(f"{x:.2f}" for x in r["rss"])
         print(f"{n:>6} {r['entries']:>11,} {r['run']:>8.2f} {r['graph']:>8.2f} {r['replay']:>9.2f} "
-              f"{(r['graph'] + r['replay']) / max(r['run'], 1e-9):>6.2f} {rss:>26} {r['modeled_us']:>11.2f}", flush=True)
+              f"{(r['graph'] + r['replay']) / max(r['run'], 1e-9):>6.2f} {rss:>26} {r['modeled_us']:>11.2f} "
+              f"{r['user'][1] / max(r['user'][0], 1e-9):>10.2f} {r['system'][0]:>9.2f}/{r['system'][1]:<9.2f}",
+              flush=True)
     return 0
 
 

@@ -16,6 +16,7 @@ def test_a_case_counts_the_record_and_models_the_closed_form(bench):
     # 4 ranks: the record holds every task and host effect; each step is a positive CPU time
     assert r["entries"] > 4 * 3 * 2
     assert all(r[k] > 0 for k in ("run", "graph", "replay"))
+    assert r["user"][0] > 0 and min(r["user"] + r["system"]) >= 0
     m = cost_model("Atlas A3")
     closed = cf.ring_allgather(m, 4, 1024, m.link("COMM_PROTOCOL_HCCS"), True)
     assert r["modeled_us"] == pytest.approx(closed * 1e6, rel=0.05)
@@ -26,5 +27,7 @@ def test_the_table_has_a_row_per_rank_count(bench, capsys):
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line and not line.startswith(("#", " ranks"))]
     assert [row[0] for row in rows] == ["2", "3"]
     for row in rows:
-        entries, modeled = int(row[1].replace(",", "")), float(row[-1])
+        entries, modeled = int(row[1].replace(",", "")), float(row[7])
         assert entries > 0 and modeled > 0 and float(row[5]) >= 0     # ratio: (graph + replay) / run
+        assert float(row[8]) >= 0                                       # the same in user time
+        assert all(float(x) >= 0 for x in row[9].split("/"))          # system seconds: run / graph + replay
