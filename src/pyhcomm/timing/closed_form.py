@@ -468,5 +468,5 @@ def hccl_formula(algorithm: str, op: str, nranks: int, nbytes: int, alpha: float
     return forms[(algorithm, op)]
 
 
-__all__ = ["ring_allgather", "ring_reduce_scatter", "ring_allreduce", "ring_allreduce_ranks", "mesh_allgather", "mesh_reduce_scatter",
-           "mesh_allreduce", "hccl_formula", "slot"]
+__all__ = ["ring_allgather", "ring_reduce_scatter", "ring_allreduce", "ring_allreduce_ranks", "mesh_allgather",
+           "mesh_reduce_scatter", "mesh_allreduce", "hccl_formula", "slot"]

@@ -125,7 +125,7 @@ class Plan:
         if len(kind) and (kind.min() < 0 or kind.max() >= len(_DST)):
             raise ValueError(f"Plan: an edge kind is not one of 0 .. {len(_DST) - 1}")
         dpoint = np.array(_DST, dtype=np.int64)[kind]
-        waiting = np.bincount(dst * 3 + dpoint, minlength=3 * n).astype(np.int64)
+        waiting = np.bincount(dst * 3 + dpoint, minlength=3 * n).astype(np.int64, copy=False)
         spoint = np.array(_SRC, dtype=np.int8)[kind]
         del kind
         out = []
@@ -146,9 +146,7 @@ class Plan:
         left unresolved (empty unless the edges have a cycle). Consumes the edges."""
         n = len(self.body)
         out, waiting, ready = self._lists(n)
-        ptrs = tuple(o[0] for o in out)
-        tos = tuple(o[1] for o in out)
-        lats = tuple(o[2] for o in out)
+        ptrs, tos, lats = zip(*out)     # each indexed by the source point
         del out
         zeros = bytes(8 * n)
         self.issue = issue = array("d", zeros)
