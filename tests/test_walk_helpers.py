@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pyhcomm.analysis.keysort import stable_argsort
-from pyhcomm.timing.adjacency import indegrees, successors
+from pyhcomm.timing.adjacency import index_type, indegrees, successors
 
 
 @pytest.mark.parametrize("keys", [
@@ -50,3 +50,19 @@ def test_successors_group_edges_as_a_stable_sort(seed):
     assert np.array_equal(ptr, want_ptr)
     assert np.array_equal(succ, want_succ)
     assert np.array_equal(indegrees(size, parts), want_indeg)
+
+
+def test_index_type_is_int32_while_counts_fit():
+    assert index_type() is np.int32
+    assert index_type(0, 2 ** 31 - 2) is np.int32
+    assert index_type(5, 2 ** 31 - 1) is np.int64
+    assert index_type(2 ** 40) is np.int64
+
+
+def test_successors_of_int64_edges_are_int32_and_the_same():
+    parts = [(np.array([3, 0, 3], dtype=np.int64), np.array([1, 2, 0], dtype=np.int64), False),
+             (np.array([1, 1], dtype=np.int64), np.array([3, 0], dtype=np.int64), True)]
+    ptr, succ = successors(4, parts)
+    assert ptr.dtype == np.int32 and succ.dtype == np.int32
+    assert ptr.tolist() == [0, 1, 3, 3, 5] and succ.tolist() == [2, 3, 0, 1, 0]
+    assert indegrees(4, parts).dtype == np.int64

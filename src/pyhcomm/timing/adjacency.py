@@ -1,11 +1,13 @@
 """Successor lists of a dependency graph given as edge arrays, for the replay's level walk.
 
 ``successors(size, parts)`` groups edges by their source without sorting them all: ``parts`` is a
-list of ``(src, dst, grouped)``, ``src`` and ``dst`` numpy int64 arrays (nodes ``0 .. size - 1``),
+list of ``(src, dst, grouped)``, ``src`` and ``dst`` numpy integer arrays (nodes ``0 .. size - 1``),
 ``grouped`` true when equal sources are next to each other in ``src``; the result ``(ptr, succ)``
 lists node ``v``'s successors as ``succ[ptr[v]:ptr[v + 1]]``, each edge once, in the order of
 ``parts`` (and within a part, in the part's order). ``indegrees(size, parts)`` counts each
-node's incoming edges.
+node's incoming edges. ``successors`` gives int32 arrays (half the memory: a 1024-rank replay has
+some 12 million nodes) unless a node or an edge count does not fit one, then int64; ``indegrees``
+int64 (the walk decrements it with ``np.subtract.at``, slower on int32).
 
 A part whose sources are all distinct (a node's successor on its program, on its stream, its own
 execution ...: most edges) is placed by one scatter, a grouped one by one scatter too; only a part
@@ -15,22 +17,29 @@ from __future__ import annotations
 
 import numpy as np
 
+_I32_MAX = np.iinfo(np.int32).max
+
+
+def index_type(*sizes):
+    """int32 when every one of ``sizes`` (a count of nodes or edges) fits one, else int64."""
+    return np.int32 if max(sizes, default=0) < _I32_MAX else np.int64
+
 
 def successors(size: int, parts) -> tuple:
     """``(ptr, succ)``: the successors of each node, grouped by node (see the module docstring)."""
-    i64 = np.int64
     srcs = [s for s, _d, _g in parts if len(s)]
-    ptr = np.zeros(size + 1, dtype=i64)
+    it = index_type(size, sum(map(len, srcs)))
+    ptr = np.zeros(size + 1, dtype=it)
     if srcs:
         np.cumsum(np.bincount(np.concatenate(srcs), minlength=size), out=ptr[1:])
     del srcs
-    succ = np.empty(int(ptr[-1]), dtype=i64)
+    succ = np.empty(int(ptr[-1]), dtype=it)
     fill = ptr[:-1].copy()
-    last = np.empty(size, dtype=i64)            # scratch: per source, the last position naming it
+    last = np.empty(size, dtype=it)             # scratch: per source, the last position naming it
     for s, d, grouped in parts:
         if not len(s):
             continue
-        where = np.arange(len(s), dtype=i64)
+        where = np.arange(len(s), dtype=it)
         last[s] = where
         if (last[s] == where).all():            # distinct sources
             succ[fill[s]] = d
@@ -54,4 +63,4 @@ def indegrees(size: int, parts) -> np.ndarray:
     return np.bincount(np.concatenate(dsts), minlength=size).astype(np.int64, copy=False)
 
 
-__all__ = ["successors", "indegrees"]
+__all__ = ["successors", "indegrees", "index_type"]

@@ -52,7 +52,7 @@ from ..analysis.happens_before import _ints, of_kinds
 from ..analysis.keysort import stable_argsort
 from ..sim.events import local_bytes, transfer_view
 from ..sim.memory import DEVICE_VA_BASE, DEVICE_VA_STRIDE, device_of_address
-from .adjacency import indegrees, successors
+from .adjacency import index_type, indegrees, successors
 from .costs import cost_model
 from .engine import (END_TO_DEP, END_TO_ISSUE, END_TO_START, ISSUE_TO_ISSUE, ISSUE_TO_START, START_TO_ISSUE,
                      Plan)
@@ -127,10 +127,12 @@ class _Replay:
         # the graph's compact predecessor codes: ``src_index << 4 | kind code``, kinds in this order
         assert happens_before.EDGE_KINDS[:6] == ("stream", "kernel_end", "notify", "program", "batch", "launch")
         assert getattr(happens_before, "_SHIFT", 4) == 4
-        tpos = np.full(self.n, -1, dtype=np.int64)
-        tpos[cols["tasks"]] = np.arange(len(cols["tasks"]), dtype=np.int64)
-        hpos = np.full(self.n, -1, dtype=np.int64)
-        hpos[cols["host"]] = np.arange(len(cols["host"]), dtype=np.int64)
+        #: the index type of per-entry positions: int32 (half the memory) unless one does not fit
+        it = self.it = index_type(self.n)
+        tpos = np.full(self.n, -1, dtype=it)
+        tpos[cols["tasks"]] = np.arange(len(cols["tasks"]), dtype=it)
+        hpos = np.full(self.n, -1, dtype=it)
+        hpos[cols["host"]] = np.arange(len(cols["host"]), dtype=it)
         self.tpos, self.hpos = tpos, hpos
         step = graph._step
         #: entries that executed (ran, or a host effect that failed): the ones that get times
@@ -153,7 +155,7 @@ class _Replay:
         """Per entry: dispatch, body (fixed part, or a flow's latency), flow bytes and route, the
         latency of the signal it sends, the submit cost its program pays after it; the program
         order (``prev``) and batches (``batch_last``)."""
-        m, record, cols, n = self.m, self.record, self.cols, self.n
+        m, record, cols, n, it = self.m, self.record, self.cols, self.n, self.it
         i64 = np.int64
         T, H = cols["tasks"], cols["host"]
         tasks, host = cols["task_entries"], cols["host_entries"]
@@ -162,7 +164,7 @@ class _Replay:
         body = np.zeros(n)
         siglat = np.zeros(n)
         nbytes = np.zeros(n, dtype=i64)
-        route = np.full(n, -1, dtype=i64)          # flows: index into routes
+        route = np.full(n, -1, dtype=it)           # flows: index into routes
         routes: list = []                           # tuples of resource keys
         route_of: dict = {}
         dest: list = []                             # (entry indices, remote devices) of writes
@@ -187,7 +189,7 @@ class _Replay:
         if len(T):
             batch[T] = _ints(list(map(_BATCH_OF, tasks)))
         in_batch = np.flatnonzero(batch >= 0)
-        batch_last = np.full(n, -1, dtype=i64)
+        batch_last = np.full(n, -1, dtype=it)
         if len(in_batch):
             b = batch[in_batch]
             top = int(b.max())
@@ -210,9 +212,11 @@ class _Replay:
             base = int(key.max()) + 1 if n else 0
             for i, e in zip(lost.tolist(), self.objects(lost)):
                 key[i] = base + others.setdefault(("rank", e.rank, getattr(e, "kernel", None)), len(others))
-        o = stable_argsort(key)
-        same = key[o][1:] == key[o][:-1]
-        prev = np.full(n, -1, dtype=i64)
+        o = stable_argsort(key)         # (int64: it indexes much, and an int32 index is converted each time)
+        key = key[o]
+        same = key[1:] == key[:-1]
+        del key
+        prev = np.full(n, -1, dtype=it)
         prev[o[1:][same]] = o[:-1][same]
         self.chain_order, self.chain_first = o, np.append(True, ~same)
         # submit: what issuing an entry costs its program
@@ -341,24 +345,26 @@ class _Replay:
         ptr, codes = self.graph.pred_csr()
         ex = self.executed
         prev, bl, is_launch = self.prev, self.batch_last, self.is_launch
-        dst = np.repeat(np.arange(n, dtype=i64), np.diff(ptr))
-        src = codes >> 4
-        kind = codes & 15
+        # node and entry indices: int32 when they fit (a 1024-rank ring has 6 million entries,
+        # 12 million nodes: the walk's memory is mostly index arrays)
+        it = index_type(3 * n + 2, len(codes))
+        dst = np.repeat(np.arange(n, dtype=it), np.diff(ptr))
+        src = (codes >> 4).astype(it)
+        kind = (codes & 15).astype(np.int8)
         live = ex[src]                      # a predecessor that never ran constrains nothing
         # Value arrays have two more slots: ZERO (issue 0.0: the issue of a program's first entry
         # is its predecessor's 0.0 + 0.0) and NONE (-inf: an absent predecessor); ``end`` has one
         # more slot per KernelLaunch: its start plus ``kernel_launch`` (what its kernel waits for).
         ZERO, NONE = n, n + 1
         launches = np.flatnonzero(is_launch & ex)
-        slot = np.full(n, -1, dtype=i64)
-        slot[launches] = n + 2 + np.arange(len(launches), dtype=i64)
+        slot = np.full(n, -1, dtype=it)
+        slot[launches] = n + 2 + np.arange(len(launches), dtype=it)
         # the issue's predecessors: the previous entry of the program, a program-kind edge
         prev2 = np.where(prev >= 0, prev, ZERO)
-        psub = np.append(self.submit, [0.0, 0.0])[prev2]
         p = np.flatnonzero(live & (kind >= _PROGRAM) & (kind <= _LAUNCH))
         pd, psrc = dst[p], src[p]
         del p
-        prg = np.full(n, NONE, dtype=i64)
+        prg = np.full(n, NONE, dtype=it)
         prg[pd] = np.where(is_launch[psrc], slot[psrc], psrc)
         # the start's predecessors: the batch's last entry (its issue), stream, kernel end (at most
         # one of each); the end's: notify (plus the record's signal latency) and the others
@@ -367,9 +373,9 @@ class _Replay:
         is_dep = on & ((kind == _NOTIFY) | (kind > _LAUNCH))
         sd, ss = dst[is_start], src[is_start]
         firsts = np.append(True, sd[1:] != sd[:-1]) if len(sd) else np.zeros(0, dtype=bool)
-        before = np.full(n, NONE, dtype=i64)             # the first; the second (rare) in before2
+        before = np.full(n, NONE, dtype=it)              # the first; the second (rare) in before2
         before[sd[firsts]] = ss[firsts]
-        before2 = np.full(n, NONE, dtype=i64)
+        before2 = np.full(n, NONE, dtype=it)
         before2[sd[~firsts]] = ss[~firsts]
         has_two = np.zeros(n, dtype=bool)
         has_two[sd[~firsts]] = True
@@ -377,7 +383,7 @@ class _Replay:
         dd, ds = dst[is_dep], src[is_dep]
         dlat = np.where(kind[is_dep] == _NOTIFY, self.siglat[ds], 0.0)
         firsts = np.append(True, dd[1:] != dd[:-1]) if len(dd) else np.zeros(0, dtype=bool)
-        dep1 = np.full(n, NONE, dtype=i64)
+        dep1 = np.full(n, NONE, dtype=it)
         dep1[dd[firsts]] = ds[firsts]
         lat1 = np.zeros(n)
         lat1[dd[firsts]] = dlat[firsts]
@@ -394,7 +400,7 @@ class _Replay:
         del dst, src, kind, live, on, is_start, is_dep
         pd, psrc = _implied(pd, psrc, prev, n)
         b = np.flatnonzero(ex & (bl >= 0))
-        via = np.full(n, -1, dtype=i64)
+        via = np.full(n, -1, dtype=it)
         via[sd] = ss
         b, bsrc = _implied(b, bl[b], via, n, bl)
         del via
@@ -416,11 +422,11 @@ class _Replay:
         run = np.cumsum(head[o]) - 1                    # per position in o: its run
         run_at = np.flatnonzero(head[o])                # per run: where it starts in o
         run_len = np.diff(np.append(run_at, n))
-        head_of = np.empty(n, dtype=i64)
+        head_of = np.empty(n, dtype=it)
         head_of[o] = o[run_at][run]
-        at_o = np.empty(n, dtype=i64)
+        at_o = np.empty(n, dtype=it)
         at_o[o[run_at]] = run_at
-        length = np.zeros(n, dtype=i64)
+        length = np.zeros(n, dtype=it)
         length[o[run_at]] = run_len
         del run, run_at, run_len
         hk = np.flatnonzero(head & (prev >= 0))
@@ -431,7 +437,7 @@ class _Replay:
         indeg = indegrees(2 * n, parts)
         sptr, succ = successors(2 * n, parts)
         del parts
-        psub_o = psub[o]
+        psub_o = np.append(self.submit, [0.0, 0.0])[prev2[o]]      # the submit cost before each entry, in run order
 
         nan, inf_ = float("nan"), float("inf")
         issue = np.full(n + 2, nan)
@@ -452,7 +458,7 @@ class _Replay:
             done += len(front) - split
             if split:
                 I = front[:split]
-                issue[I] = fmax(issue[prev2[I]] + psub[I], end[prg[I]])
+                issue[I] = fmax(issue[prev2[I]] + psub_o[at_o[I]], end[prg[I]])
                 runs = length[I]
                 done += int(runs.sum())
                 for h in I[runs > 1].tolist():          # the rest of each run
@@ -487,11 +493,12 @@ class _Replay:
             total = int(cnt.sum())
             if not total:
                 break
-            targets = succ[np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(total, dtype=i64)]
+            targets = succ[np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(total, dtype=i64)].astype(i64)
             np.subtract.at(indeg, targets, 1)
             fresh = targets[indeg[targets] == 0]
             fresh.sort()
             front = fresh[np.append(True, fresh[1:] != fresh[:-1])] if len(fresh) > 1 else fresh
+        del sptr, succ, indeg, slot, prev2, prg, before, before2, bl2, dep1, lat1, head, at_o, length, psub_o
         if done != n + n_ex:
             raise RuntimeError("replay: the graph's constraints have a cycle")
         issue, end = issue[:n], end[:n]
@@ -710,7 +717,7 @@ def _implied(dst, src, via, n, src_of=None) -> tuple:
     source, in these edges or, when given, per ``src_of`` (``src_of[x]``: the source of ``x``'s
     edge, -1: none; then every such ``x`` that executed is among ``dst``)."""
     if src_of is None:
-        src_of = np.full(n, -1, dtype=np.int64)
+        src_of = np.full(n, -1, dtype=src.dtype)
         src_of[dst] = src
     v = via[dst]
     keep = (v < 0) | (src_of[np.maximum(v, 0)] != src)
