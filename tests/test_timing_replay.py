@@ -59,6 +59,41 @@ def test_the_walk_gives_the_engines_times_bit_for_bit(product, op):
     assert np.array_equal(np.array(tl.end), end) and len(tl.calls) == (1 if op == "ring allgather" else 2)
 
 
+@pytest.mark.parametrize("scheduler,product,op", [("coop", "Atlas A3", "ring allgather"),
+                                                  ("coop", "Atlas A3", "allreduce"),
+                                                  ("threaded", "Atlas A3", "reduce_scatter"),
+                                                  ("threaded", "Atlas 800T A2", "allgather")])
+def test_the_record_s_batches_give_each_task_s_batch(scheduler, product, op):
+    """``batch_ends`` (what the replay reads instead of every task's ``batch``) against the
+    tasks themselves: per task the last seq of its batch, -1 outside one."""
+    from pyhcomm.analysis.happens_before import batch_ends
+    from verify_programs import collective
+    config = Config.from_env().with_values(queue_budget=4)
+    sim = pyhcomm.Sim(config, scheduler=scheduler, seed=3, product=product, data=False)
+    if op == "ring allgather":
+        pyhcomm.launch(_ring_allgather, 8, sim=sim, timeout=60)
+    else:
+        pyhcomm.launch(collective(op, 64, calls=2), 6, sim=sim, timeout=60)
+    tasks = sim.record.tasks()
+    last: dict = {}
+    for t in tasks:
+        if t.batch is not None:
+            last[t.batch] = max(last.get(t.batch, -1), t.seq)
+    want = [last[t.batch] if t.batch is not None else -1 for t in tasks]
+    programs = np.array([-1 if t.program is None else t.program for t in tasks], dtype=np.int64)
+    got = batch_ends(sim.record.batches, programs, np.array([t.seq for t in tasks], dtype=np.int64))
+    assert got.tolist() == want
+    assert (max(want) > 0) == (product == "Atlas A3")         # A3: AI CPU kernels in batch mode
+
+
+def test_overlapping_batches_of_one_program_leave_it_to_the_tasks():
+    from pyhcomm.analysis.happens_before import batch_ends
+    seqs, programs = np.array([3, 4, 5, 9]), np.array([1, 1, 2, 1])
+    assert batch_ends([(1, 1, 3, 4), (2, 2, 5, 5), (3, 1, 9, 9)], programs, seqs).tolist() == [4, 4, 5, 9]
+    assert batch_ends([(1, 1, 3, 4), (2, 2, 5, 5), (3, 1, 9, 9)], programs, seqs + 10).tolist() == [-1] * 4
+    assert batch_ends([(1, 1, 3, 6), (2, 1, 5, 9)], programs, seqs) is None
+
+
 def test_entries_that_never_ran_get_no_times():
     """A wait whose record never comes times out; what its stream queued behind it never runs."""
     sim = pyhcomm.current_sim()

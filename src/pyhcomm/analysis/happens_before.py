@@ -866,14 +866,42 @@ def _batched(batches, programs, seqs, big):
     """Per task (``programs``, ``seqs``): whether a batch of its program holds its seq."""
     if not batches or not len(seqs):
         return np.zeros(len(seqs), dtype=bool)
-    b = np.array([(-1 if p is None else p, lo, hi) for _bid, p, lo, hi in batches], dtype=np.int64)
-    order = np.lexsort((b[:, 1], b[:, 0]))
-    bp, lo, hi = b[order, 0], b[order, 1], b[order, 2]
+    bp, lo, hi = _batch_table(batches)
     reach = np.maximum.accumulate(hi + bp * big) - bp * big      # the furthest end of the program's batches so far
     pos = np.searchsorted(bp * big + lo, programs * big + seqs, side="right") - 1
     ok = pos >= 0
     pos = np.maximum(pos, 0)
     return ok & (bp[pos] == programs) & (reach[pos] >= seqs)
+
+
+def _batch_table(batches):
+    """The record's batches as ``(programs, first seqs, last seqs)`` (-1: no program), sorted by
+    program and first seq."""
+    b = np.array([(-1 if p is None else p, lo, hi) for _bid, p, lo, hi in batches], dtype=np.int64)
+    order = np.lexsort((b[:, 1], b[:, 0]))
+    return b[order, 0], b[order, 1], b[order, 2]
+
+
+def batch_ends(batches, programs, seqs):
+    """Per task (``programs``: -1 for none, ``seqs``): the last seq of the batch that holds it (a
+    batch of its program whose seqs span its own), -1 when none; None when two batches of one
+    program overlap (then only the tasks themselves can tell). The record's batches say it
+    without reading a task: a batch's tasks are its program's tasks from its first seq to its
+    last (they get their seqs together, at ``HcommBatchModeEnd``)."""
+    out = np.full(len(seqs), -1, dtype=np.int64)
+    if not batches or not len(seqs):
+        return out
+    bp, lo, hi = _batch_table(batches)
+    same = bp[1:] == bp[:-1]
+    if (lo[1:][same] <= hi[:-1][same]).any():
+        return None
+    big = int(max(int(seqs.max()), int(hi.max()))) + 1
+    pos = np.searchsorted(bp * big + lo, programs * big + seqs, side="right") - 1
+    ok = pos >= 0
+    pos = np.maximum(pos, 0)
+    ok &= (bp[pos] == programs) & (hi[pos] >= seqs)
+    out[ok] = hi[pos[ok]]
+    return out
 
 
 def _notify_edges(key, gens, at, is_wait, coalesced, code):

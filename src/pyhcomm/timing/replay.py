@@ -48,7 +48,7 @@ from operator import attrgetter, itemgetter
 import numpy as np
 
 from .. import topology
-from ..analysis.happens_before import _ints, of_kinds
+from ..analysis.happens_before import _ints, batch_ends, of_kinds
 from ..analysis.keysort import stable_argsort
 from ..sim.events import local_bytes, transfer_view
 from ..sim.memory import DEVICE_VA_BASE, DEVICE_VA_STRIDE, device_of_address
@@ -184,15 +184,23 @@ class _Replay:
                 routes.append(key)
             return r
 
-        # batches: a task's batch, the last task of each
-        batch = np.full(n, -1, dtype=i64)
-        if len(T):
-            batch[T] = _ints(list(map(_BATCH_OF, tasks)))
-        in_batch = np.flatnonzero(batch >= 0)
+        # batches: whether a task is in one, the last task of its batch (from the record's batches;
+        # from the tasks when two batches of one program overlap)
+        batched = np.zeros(n, dtype=bool)
         batch_last = np.full(n, -1, dtype=it)
-        if len(in_batch):
+        last_seq = batch_ends(record.batches, cols["program"][T], self.graph._seq[T]) if len(T) else None
+        if last_seq is not None:
+            inside = last_seq >= 0
+            batched[T[inside]] = True
+            batch_last[T[inside]] = self.graph.locate(last_seq[inside])
+            del last_seq, inside
+        elif len(T):
+            batch = np.full(n, -1, dtype=i64)
+            batch[T] = _ints(list(map(_BATCH_OF, tasks)))
+            in_batch = np.flatnonzero(batch >= 0)
+            batched[in_batch] = True
             b = batch[in_batch]
-            top = int(b.max())
+            top = int(b.max(initial=0))
             if top < 4 * len(b) + 1024:     # ids from a counter: per batch, its largest index
                 last_of = np.full(top + 1, -1, dtype=i64)
                 np.maximum.at(last_of, b, in_batch)
@@ -203,6 +211,7 @@ class _Replay:
                 ends = np.append(b[1:] != b[:-1], True)
                 last = members[ends][np.cumsum(np.append(0, ends[:-1]))]     # per member: its batch's last
                 batch_last[members] = last
+            del batch
         # program order: each program's entries one after another (a program-less entry: its rank's
         # host thread or kernel)
         key = cols["program"].copy()
@@ -224,7 +233,7 @@ class _Replay:
         on_device[T] = cols["on_device"]
         if len(H):
             on_device[H] = np.fromiter((e.side == "device" for e in host), bool, len(H))
-        submit = np.where(on_device, np.where(batch >= 0, m.batch_submit, m.aicpu_submit), m.host_submit)
+        submit = np.where(on_device, np.where(batched, m.batch_submit, m.aicpu_submit), m.host_submit)
         submit[self.of_kind(_FREE)] = 0.0
         # notifies
         records = self.of_kind(_RECORDS)
