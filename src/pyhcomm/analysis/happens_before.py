@@ -144,7 +144,7 @@ class Graph:
         self._launcher: dict = {}       # KernelLaunch seq -> the program that queued it
         self._chain_state = None        # what the chains are computed from (see _chains)
         self._kernel_pairs = None       # what ``_kernel_of`` is made from
-        self._notify_parts = None       # (task indices, host indices) of notify records and waits
+        self._notify_parts = None       # what ``_notify_entries`` is made from
         self._notify_cols = None        # the notify uses that ran (NotifyColumns), for the notify checks
         self._locate = None
         #: whether the record held every entry (nothing dropped, recording never disabled)
@@ -210,17 +210,25 @@ class Graph:
         """The indices of the notify records and waits, in issue order."""
         out = self._lazy.get("notify")
         if out is None:
-            tasks, host = self._notify_parts
+            tasks, host = self._notify_split
             out = np.sort(np.concatenate([tasks, np.asarray(host, dtype=np.int64)])).tolist()
             self._lazy["notify"] = out
         return out
+
+    @property
+    def _notify_split(self) -> tuple:
+        """The notify records and waits (ran or not): ``(task indices, host effect indices)``."""
+        table, kc, T, host = self._notify_parts
+        return T[of_kinds(table, kc[T], _NOTIFY_TASKS)], host
 
     @property
     def _kernel_of(self) -> dict:
         """kernel program -> the seq of its KernelLaunch."""
         out = self._lazy.get("kernel_of")
         if out is None:
-            pid, kernel, tasks, programs, kernels = self._kernel_pairs
+            pid, kernel, T, on_device, programs, kernels = self._kernel_pairs
+            tasks = T[on_device]
+            tasks = tasks[kernel[tasks] != 0]
             out = {(p if p >= 0 else None): k for p, k in zip(pid[tasks].tolist(), kernel[tasks].tolist())}
             out.update(zip(programs, kernels))
             self._lazy["kernel_of"] = out
@@ -759,13 +767,12 @@ def _stream_edges(c: _Columns, streams: _Streams, host: _HostEffects) -> tuple:
 
 def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
     """The notify records and waits that ran, tasks and host effects: ``(keys, gens, entry
-    indices, is_wait)`` (``keys``: a number per notify, its ``(owner, index)``); the indices of
-    every notify task (ran or not); and what the notify checks read (:class:`NotifyColumns`)."""
+    indices, is_wait)`` (``keys``: a number per notify, its ``(owner, index)``), and what the
+    notify checks read (:class:`NotifyColumns`)."""
     i64 = np.int64
     T = c.T
     mine = np.flatnonzero(c.of_kind(_NOTIFY_TASKS)[T])        # positions in c.tasks
-    every = T[mine]
-    mine = mine[c.step[every] > 0]
+    mine = mine[c.step[T[mine]] > 0]
     ran = T[mine]
     picked = np.zeros(len(T), dtype=bool)
     picked[mine] = True
@@ -810,7 +817,7 @@ def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
         pid = c.pid[ran[nt:]]
         lanes = np.concatenate([lanes, -2 - pid])
     cols = NotifyColumns(keys, gens, ran, is_wait, lanes, nt, notify_of)
-    return (keys, gens, ran, is_wait), every, cols
+    return (keys, gens, ran, is_wait), cols
 
 
 class NotifyColumns(NamedTuple):
@@ -834,7 +841,7 @@ def _build(source) -> Graph:
     g._seq, g._step, g._xsteps, g._is_host = c.seq, c.step, c.xsteps, c.is_host
     streams = _Streams(c)
     host = _HostEffects(c, streams)
-    uses, notify_tasks, g._notify_cols = _notify_uses(c, host)
+    uses, g._notify_cols = _notify_uses(c, host)
     i64 = np.int64
     # every edge, per entry in the order: program (or a host effect's own), stream, kernel end, notify
     (st_dst, st_code), (kend_dst, kend_code) = _stream_edges(c, streams, host)
@@ -848,10 +855,9 @@ def _build(source) -> Graph:
         (kend_dst, kend_code, False),
         (nf_dst, nf_code, True),
     ])
-    g._notify_parts = (notify_tasks, host.notify)
+    g._notify_parts = (c.table, c.kc, c.T, host.notify)
     g._chain_state = (c.T, c.handle, host.keys)
-    dev = c.T[c.on_device]
-    g._kernel_pairs = (c.pid, c.kernel, dev[c.kernel[dev] != 0], host.kernel_programs, host.kernel_seqs)
+    g._kernel_pairs = (c.pid, c.kernel, c.T, c.on_device, host.kernel_programs, host.kernel_seqs)
     launches = np.flatnonzero(c.is_launch)
     g._launcher = {k: (p if p >= 0 else None) for k, p in zip(c.seq[launches].tolist(), c.pid[launches].tolist())}
     #: what a replay reads too: per entry its kind's code (``kind_table``: kind -> code), program

@@ -90,7 +90,7 @@ def _fast_columns(graph):
     cols = graph._notify_cols
     if cols is None:
         return None
-    tasks, host = graph._notify_parts
+    tasks, host = graph._notify_split
     if len(tasks) != cols.tasks or len(host) != len(cols.key) - cols.tasks:
         return None         # a notify task that did not run (or has no generation), a host use that did not
     if len(host):
