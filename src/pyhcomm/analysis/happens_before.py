@@ -607,8 +607,13 @@ def _steps(record, locate, n, seq) -> tuple:
     xlog = record.xlog
     xl = np.frombuffer(xlog, dtype=i64).copy() if len(xlog) else np.zeros(0, dtype=i64)
     dropped = record.step_count() - len(xl)
-    useq, first = _first_steps(np.where(xl > 0, xl, (-xl) & ~SKIP_FLAG), locate, seq)
-    signed = (dropped + 1 + first) * np.where(xl[first] > 0, 1, -1)
+    ran = xl > 0
+    failed = ~ran                           # -seq or -(seq | SKIP_FLAG): decoded in place
+    np.negative(xl, out=xl, where=failed)
+    np.bitwise_and(xl, ~SKIP_FLAG, out=xl, where=failed)
+    del failed
+    useq, first = _first_steps(xl, locate, seq)
+    signed = (dropped + 1 + first) * np.where(ran[first], 1, -1)
     if useq is seq:                         # every entry was logged
         return signed, (useq, signed)
     step = np.zeros(n, dtype=i64)
@@ -731,21 +736,40 @@ def _program_edges(c: _Columns, host: _HostEffects, batches) -> tuple:
     tp = c.pid[T]
     ev = np.array(host.events, dtype=i64).reshape(-1, 2)
     ev_keys = np.sort(ev[:, 0] * n1 + ev[:, 1])
-    pos = np.searchsorted(ev_keys, tp * n1 + T) - 1
+    # (in place where it can: each temporary is 8 bytes a task, and fresh memory costs system time)
+    key = tp * n1
+    key += T
+    pos = np.searchsorted(ev_keys, key)
+    del key
+    pos -= 1
     has_he = pos >= 0
     src = np.full(len(T), -1, dtype=i64)
     if len(ev_keys):
-        hit = ev_keys[np.maximum(pos, 0)]
+        np.maximum(pos, 0, out=pos)
+        hit = ev_keys[pos]
+        del pos
         has_he &= hit // n1 == tp
         src[has_he] = hit[has_he] % n1
+        del hit
     tk = c.kernel[T]
-    by_launch = ~has_he & (tk != 0)
+    by_launch = ~has_he
+    by_launch &= tk != 0
     if by_launch.any():
         src[by_launch] = c.launch_at(tk[by_launch])
+    del tk
     batched = _batched(batches, tp, c.seq[T], int(c.seq[-1]) + 1 if c.n else 1)
-    kind = np.where(batched, _CODE[BATCH], np.where(has_he, _CODE[PROGRAM], _CODE[LAUNCH]))
-    some = has_he | by_launch
-    return T[some], src[some] << _SHIFT | kind[some]
+    del tp
+    kind = np.where(has_he, _CODE[PROGRAM], _CODE[LAUNCH])
+    kind[batched] = _CODE[BATCH]
+    del batched
+    some = has_he
+    some |= by_launch
+    del by_launch
+    code = src[some]
+    del src
+    code <<= _SHIFT
+    code |= kind[some]
+    return T[some], code
 
 
 def _stream_edges(c: _Columns, streams: _Streams, host: _HostEffects) -> tuple:
