@@ -997,12 +997,14 @@ def _csr(n, parts):
     """Edges ``(ptr, codes)`` by destination from ``parts``: ``(dst, codes, many)`` in the order
     an entry's edges are listed; ``many``: a destination may have several (then grouped, in order)."""
     i64 = np.int64
-    dsts = [d for d, _c, _m in parts]
-    count = np.bincount(np.concatenate(dsts), minlength=n) if n else np.zeros(0, dtype=i64)
+    fill = np.zeros(n, dtype=i64)          # first the count per destination, then where the next goes
+    for d, _c, _m in parts:
+        if len(d):
+            fill += np.bincount(d, minlength=n)
     ptr = np.zeros(n + 1, dtype=i64)
-    np.cumsum(count, out=ptr[1:])
+    np.cumsum(fill, out=ptr[1:])
     codes = np.empty(int(ptr[-1]), dtype=i64)
-    fill = ptr[:-1].copy()
+    fill[:] = ptr[:-1]
     for dst, code, many in parts:
         if not len(dst):
             continue

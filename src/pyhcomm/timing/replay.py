@@ -152,7 +152,7 @@ class _Replay:
 
     # -- costs -------------------------------------------------------------------------------------
     def costs(self):
-        """Per entry: dispatch, body (fixed part, or a flow's latency), flow bytes and route, the
+        """Per entry: body (fixed part, or a flow's latency), flow bytes and route, the
         latency of the signal it sends, the submit cost its program pays after it; the program
         order (``prev``) and batches (``batch_last``)."""
         m, record, cols, n, it = self.m, self.record, self.cols, self.n, self.it
@@ -160,7 +160,6 @@ class _Replay:
         T, H = cols["tasks"], cols["host"]
         tasks, host = cols["task_entries"], cols["host_entries"]
         is_task = ~self.graph._is_host
-        dispatch = np.where(is_task, m.task_dispatch, 0.0)
         body = np.zeros(n)
         siglat = np.zeros(n)
         nbytes = np.zeros(n, dtype=i64)
@@ -323,11 +322,15 @@ class _Replay:
         flows = np.flatnonzero(route >= 0)
         duration = np.zeros(n)
         duration[flows] = nbytes[flows] / rate[route[flows]]
-        self.dispatch, self.body, self.nbytes, self.siglat, self.submit = dispatch, body, nbytes, siglat, submit
+        self.body, self.nbytes, self.siglat, self.submit = body, nbytes, siglat, submit
         self.route, self.routes, self.duration = route, routes, duration
         self.dest, self.origin = dest, origin
         self.prev, self.batch_last = prev, batch_last
         self.is_launch = self.of_kind(("KernelLaunch",))
+
+    def dispatch(self) -> np.ndarray:
+        """Per entry: what starting it costs (a task's dispatch; nothing for a host effect)."""
+        return np.where(self.graph._is_host, 0.0, self.m.task_dispatch)
 
     def capacity(self, r) -> float:
         m = self.m
@@ -455,7 +458,7 @@ class _Replay:
         end = np.full(n + 2 + len(launches), nan)
         end[NONE] = -inf_
         flow_start = np.full(n, nan)
-        dispatch, body, duration = self.dispatch, self.body, self.duration
+        body, duration, is_host, task_dispatch = self.body, self.duration, self.graph._is_host, m.task_dispatch
         kernel_launch = m.kernel_launch
         release = m.batch_submit + m.batch_fixed
         fmax = np.fmax
@@ -483,7 +486,7 @@ class _Replay:
                 else:
                     t = fmax(t, end[before[E]])
                 start[E] = t
-                t = fmax(t + dispatch[E], end[dep1[E]] + lat1[E])
+                t = fmax(t + np.where(is_host[E], 0.0, task_dispatch), end[dep1[E]] + lat1[E])
                 if has_more[E].any():
                     for j in np.flatnonzero(has_more[E]).tolist():
                         a, z = np.searchsorted(more_d, E[j]), np.searchsorted(more_d, E[j], side="right")
@@ -539,7 +542,7 @@ class _Replay:
         i64 = np.int64
         plan = Plan()
         routes = self.routes
-        plan.add_nodes(self.dispatch, self.body, self.nbytes,
+        plan.add_nodes(self.dispatch(), self.body, self.nbytes,
                        [routes[r] if r >= 0 else None for r in self.route.tolist()])
         for key in {k for rs in routes for k in rs}:
             plan.capacity[key] = self.capacity(key)
@@ -581,7 +584,7 @@ class _Replay:
         times = None if exact else self.walk()
         if times is None:
             times = self.engine()
-        issue, start, end = (array("d", t.tobytes()) for t in times)
+        issue, start, end = map(_doubles, times)
         graph = self.graph
 
         def events():
@@ -661,6 +664,13 @@ class _Replay:
                 out.append(CallTime(name, tuple(sorted(ranks)), float(issue[got][ok].min()), float(ends[ok].max()),
                                     tuple(got.tolist())))
         return out
+
+
+def _doubles(values) -> array:
+    """A numpy float64 array as an ``array("d")`` (one copy)."""
+    out = array("d")
+    out.frombytes(memoryview(np.ascontiguousarray(values, dtype=np.float64)).cast("B"))
+    return out
 
 
 def _transfer_views(record, objs, table, codes) -> tuple:
