@@ -7,8 +7,8 @@ record, then :func:`pyhcomm.timing.replay.replay` with that graph. Printed: entr
 (``time.process_time``) of the run, the graph and the replay, ``(graph + replay) / run`` (issue
 goal at 1024 ranks: <= 0.5), peak RSS after each step, the modeled time of the call; then the
 same ratio in user CPU time alone, and the system (kernel) CPU seconds of the run and of the
-graph + replay (on the development VM, mostly the kernel zeroing the pages of the memory each
-step adds).
+graph + replay (on the development VM, mostly page faults on the memory each step adds:
+docs/timing.md).
 
     python benchmarks/timing_cost.py [--ranks 256,1024] [--algorithm ring_allgather]
                                      [--product "Atlas A3"] [--bytes 1024]

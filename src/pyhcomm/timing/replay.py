@@ -41,7 +41,6 @@ after them in their program ran either.
 from __future__ import annotations
 
 import gc
-from array import array
 from math import inf
 from operator import attrgetter, itemgetter
 
@@ -55,7 +54,7 @@ from ..sim.memory import DEVICE_VA_BASE, DEVICE_VA_STRIDE, device_of_address
 from .adjacency import index_type, indegrees, successors
 from .costs import cost_model
 from .engine import (END_TO_DEP, END_TO_ISSUE, END_TO_START, ISSUE_TO_ISSUE, ISSUE_TO_START, START_TO_ISSUE,
-                     Plan)
+                     Plan, _arr)
 from .timeline import Arrow, CallTime, Timeline
 
 _RECORDS = frozenset(("ThreadNotifyRecord", "AclrtNotifyRecord", "ChannelNotifyRecord", "ChannelNotifyRecordNow"))
@@ -584,7 +583,7 @@ class _Replay:
         times = None if exact else self.walk()
         if times is None:
             times = self.engine()
-        issue, start, end = map(_doubles, times)
+        issue, start, end = (_arr("d", t) for t in times)
         graph = self.graph
 
         def events():
@@ -664,13 +663,6 @@ class _Replay:
                 out.append(CallTime(name, tuple(sorted(ranks)), float(issue[got][ok].min()), float(ends[ok].max()),
                                     tuple(got.tolist())))
         return out
-
-
-def _doubles(values) -> array:
-    """A numpy float64 array as an ``array("d")`` (one copy)."""
-    out = array("d")
-    out.frombytes(memoryview(np.ascontiguousarray(values, dtype=np.float64)).cast("B"))
-    return out
 
 
 def _transfer_views(record, objs, table, codes) -> tuple:
