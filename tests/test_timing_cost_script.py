@@ -16,7 +16,9 @@ def test_a_case_counts_the_record_and_models_the_closed_form(bench):
     # 4 ranks: the record holds every task and host effect; each step is a positive CPU time
     assert r["entries"] > 4 * 3 * 2
     assert all(r[k] > 0 for k in ("run", "graph", "replay"))
-    assert r["user"][0] > 0 and min(r["user"] + r["system"]) >= 0
+    # the kernel splits a process's CPU time into user and system by sampling at its clock tick, so
+    # a short run may show all of it as system time: only their sum is sure to grow
+    assert min(r["user"] + r["system"]) >= 0 and r["user"][0] + r["system"][0] > 0
     m = cost_model("Atlas A3")
     closed = cf.ring_allgather(m, 4, 1024, m.link("COMM_PROTOCOL_HCCS"), True)
     assert r["modeled_us"] == pytest.approx(closed * 1e6, rel=0.05)
