@@ -49,6 +49,27 @@ def test_where_is_the_line_of_each_call():
     assert wheres[3] in (f"{THIS}:{lines[3]}", f"{THIS}:{lines[3] + 1}")
 
 
+def _record_in_a_helper(thread, other):
+    line = _line()
+    pyhcomm.HcommThreadNotifyRecordOnThread(thread, other, 0)
+    return line
+
+
+def test_a_data_plane_call_is_the_line_of_its_caller_and_attributes_nothing_after_it():
+    comm, stream, thread = host_setup()
+    other_stream, _ = acl.rt.create_stream()
+    _, other = pyhcomm.HcclThreadAcquireWithStream(comm, pyhcomm.COMM_ENGINE_CPU_TS, other_stream, 2)
+    line = _line()
+    assert pyhcomm.HcommThreadNotifyRecordOnThread(thread, other, 1) == 0
+    helper = _record_in_a_helper(thread, other)
+    assert pyhcomm.HcommThreadNotifyRecordOnThread(thread, other, 99) != 0     # refused: issues nothing
+    a, b = malloc(64), malloc(64)
+    after = _line()
+    assert acl.rt.memcpy_async(b, 64, a, 64, D2D, stream) == 0            # walks its own frames
+    wheres = [t.where for t in pyhcomm.record.tasks()]
+    assert wheres == [f"{THIS}:{line}", f"{THIS}:{helper}", f"{THIS}:{after}"]
+
+
 def test_seq_is_the_global_enqueue_order_across_streams_and_kinds():
     _comm, stream, thread = host_setup()
     other, _ = acl.rt.create_stream()

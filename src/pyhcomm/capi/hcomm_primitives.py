@@ -16,6 +16,7 @@ from ..hcomm import thread_ops as _thread_ops
 from ..hcomm.comm_lock import acquire_comm, release_comm
 from ..hcomm.local import local_copy
 from ..hcomm.reduce import local_reduce
+from ..sim.task import end_attribution, enter_public_call
 from ._wrap import SUCCESS, c_api, failed
 
 __all__ = ["HcommLocalCopyOnThread", "HcommLocalReduceOnThread"]
@@ -297,12 +298,18 @@ def HcommAicpuTsTaskCacheClear(tag):
 
 
 def _recorded(fn):
-    """``fn`` (a data-plane call returning ``ret``) also recorded by an open task-cache recording."""
+    """``fn`` (a data-plane call returning ``ret``) also recorded by an open task-cache recording;
+    the tasks it issues attributed to the user's line at once (:func:`enter_public_call`)."""
     impl = fn.raising
 
     @functools.wraps(fn)
     def call(*args):
-        ret = fn(*args)
+        token = enter_public_call()
+        try:
+            ret = fn(*args)
+        finally:
+            if token is not None:
+                end_attribution(token)
         if _cache.recordings and ret == SUCCESS:
             _cache.capture(impl, args)
         return ret
