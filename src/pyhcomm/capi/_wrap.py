@@ -56,6 +56,7 @@ def c_api(*fail_outputs, quiet=(), ints=False):
             return (SUCCESS, *out) if n > 1 else (SUCCESS, out)
 
         wrapper.raising = impl
+        wrapper.fail_outputs, wrapper.quiet = fail_outputs, quiet
         if not ints:
             return wrapper
         plain_wrapper = functools.wraps(impl)(lambda *args: wrapper(*[plain(a) for a in args]))

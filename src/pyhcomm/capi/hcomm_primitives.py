@@ -298,21 +298,25 @@ def HcommAicpuTsTaskCacheClear(tag):
 
 
 def _recorded(fn):
-    """``fn`` (a data-plane call returning ``ret``) also recorded by an open task-cache recording;
-    the tasks it issues attributed to the user's line at once (:func:`enter_public_call`)."""
+    """``fn`` (a data-plane call returning ``ret`` alone: ``@c_api()``) as one wrapper that also
+    records it in an open task-cache recording and attributes the tasks it issues to the user's
+    line at once (:func:`enter_public_call`)."""
     impl = fn.raising
+    assert not fn.fail_outputs and not fn.quiet, fn.__name__
 
     @functools.wraps(fn)
     def call(*args):
         token = enter_public_call()
         try:
-            ret = fn(*args)
+            impl(*args)
+        except HcclError as exc:
+            return failed(exc)
         finally:
             if token is not None:
                 end_attribution(token)
-        if _cache.recordings and ret == SUCCESS:
+        if _cache.recordings:
             _cache.capture(impl, args)
-        return ret
+        return SUCCESS
 
     call.raising = impl
     return call
