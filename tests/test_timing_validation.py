@@ -5,9 +5,10 @@ its record and compares the modeled time of the call with the closed form of
 :mod:`pyhcomm.timing.closed_form` under the same cost model: within 5 %. The default set is small
 (CI); ``PYHCOMM_TIMING_SCALE=1`` adds 16..128 ranks and the sizes in between;
 ``PYHCOMM_TIMING_SCALE=2`` adds 256 ranks (every algorithm, both products; 1 GiB gathered for the
-A3 AllGathers) and 1024-rank ring AllGather and AllReduce, mesh AllGather and ReduceScatter (7 to
-14 GiB of memory and minutes of CPU each with ``PYHCOMM_SCHEDULER=coop``; several times as long
-with 1024 OS threads under the threaded scheduler).
+A3 AllGathers) and 1024-rank ring AllGather and AllReduce, mesh AllGather, ReduceScatter and
+AllReduce (7 to 14 GiB of memory and minutes of CPU each with ``PYHCOMM_SCHEDULER=coop``, the mesh
+AllReduce 22 to 23 GiB and 10 minutes; several times as long with 1024 OS threads under the threaded
+scheduler).
 """
 import os
 
@@ -44,6 +45,8 @@ if SCALE >= 2:
     CASES += [("Atlas A3", "ring_allgather", 1024, KIB), ("Atlas A3", "ring_allreduce", 1024, KIB)]
     # a million channels and some 10 million entries each: 12 to 14 GiB, 6 to 8 minutes
     CASES += [("Atlas A3", "mesh_allgather", 1024, KIB), ("Atlas A3", "mesh_reduce_scatter", 1024, KIB)]
+    # the two in one call, about 22 million entries: 22 to 23 GiB at its peak, 10 minutes (last: the largest)
+    CASES += [("Atlas A3", "mesh_allreduce", 1024, KIB)]
 
 
 @pytest.mark.timeout(3600 if SCALE else 300)     # a 128-rank A3 mesh of 16 MiB takes minutes of CPU
