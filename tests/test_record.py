@@ -3,6 +3,8 @@ user's call site and a global order."""
 import os
 import sys
 
+import pytest
+
 import pyhcomm
 from pyhcomm import HcommLocalCopyOnThread, acl
 from hcomm_testutil import D2D, KERNELS_PY, host_setup, malloc, pattern, write
@@ -206,3 +208,14 @@ def test_pythonic_calls_record_the_users_line():
         assert launch.where == f"{THIS}:{kline}" and launch.kind == "KernelLaunch"
         stream.synchronize()
         assert (b.read() == np.zeros(32)).all()
+
+
+def test_a_data_plane_call_that_is_the_outermost_frame_issues_its_task_without_a_line():
+    greenlet = pytest.importorskip("greenlet").greenlet
+    comm, stream, thread = host_setup()
+    other_stream, _ = acl.rt.create_stream()
+    _, other = pyhcomm.HcclThreadAcquireWithStream(comm, pyhcomm.COMM_ENGINE_CPU_TS, other_stream, 2)
+    # a greenlet's first frame has no caller: the entry point finds no user frame to attribute to
+    assert greenlet(pyhcomm.HcommThreadNotifyRecordOnThread).switch(thread, other, 0) == 0
+    (task,) = pyhcomm.record.tasks()
+    assert task.kind == "ThreadNotifyRecord" and task.site is None

@@ -35,10 +35,10 @@ def c_api(*fail_outputs, quiet=(), ints=False):
     The wrapper returns ``ret`` alone when ``fail_outputs`` is empty, else ``(ret, *outputs)``;
     on failure the outputs are ``fail_outputs``, fresh per call (a class is instantiated, as a
     binding returns its default-constructed struct; a list is copied); a failure whose code is in
-    ``quiet`` is logged at INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``. With
-    ``ints``, numpy integers among the arguments become ``int`` first (:func:`pyhcomm.args.plain`:
-    for calls that hand their scalars on, the collectives; the hot data-plane calls convert in
-    their own checks).
+    ``quiet`` is logged at INFO (see :func:`failed`). ``wrapper.raising`` is ``impl``;
+    ``wrapper.fail_outputs`` and ``wrapper.quiet`` are what it was given. With ``ints``, numpy
+    integers among the arguments become ``int`` first (:func:`pyhcomm.args.plain`: for calls that
+    hand their scalars on, the collectives; the hot data-plane calls convert in their own checks).
     """
 
     def deco(impl):
@@ -61,6 +61,7 @@ def c_api(*fail_outputs, quiet=(), ints=False):
             return wrapper
         plain_wrapper = functools.wraps(impl)(lambda *args: wrapper(*[plain(a) for a in args]))
         plain_wrapper.raising = impl
+        plain_wrapper.fail_outputs, plain_wrapper.quiet = fail_outputs, quiet
         return plain_wrapper
 
     return deco

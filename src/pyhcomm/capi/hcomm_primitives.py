@@ -302,7 +302,8 @@ def _recorded(fn):
     records it in an open task-cache recording and attributes the tasks it issues to the user's
     line at once (:func:`enter_public_call`)."""
     impl = fn.raising
-    assert not fn.fail_outputs and not fn.quiet, fn.__name__
+    if fn.fail_outputs or fn.quiet:
+        raise TypeError(f"{fn.__name__}: only a call that returns ret alone can be recorded this way")
 
     @functools.wraps(fn)
     def call(*args):

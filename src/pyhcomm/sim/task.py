@@ -188,7 +188,10 @@ def enter_public_call():
     or None (nothing set: ``call_site`` walks as before)."""
     if _site_var.get() is not None:
         return None
-    f = sys._getframe(2)
+    try:
+        f = sys._getframe(2)
+    except ValueError:          # the entry point is the outermost frame (started from C)
+        return None
     code = f.f_code
     mine = _own_code.get(code)
     if mine is None:
