@@ -74,9 +74,14 @@ def take_error(streams, api: str):
 def sync_streams(streams, api: str, timeout_s=None):
     """Block until ``streams`` are idle (or ``timeout_s`` passed); raise the first error any hit."""
     streams = list(streams)
+    if len(streams) == 1:       # (the common case: the scheduler's loop asks this at every turn)
+        (one,) = streams
 
-    def done():
-        return all(st.idle or st.error is not None for st in streams)
+        def done():
+            return one.idle or one.error is not None
+    else:
+        def done():
+            return all(st.idle or st.error is not None for st in streams)
 
     status = _sim().scheduler.run_until(done, timeout_s, api, streams)
     first = next((st.error for st in streams if st.error is not None), None)
