@@ -898,10 +898,18 @@ def _batched(batches, programs, seqs, big):
         return np.zeros(len(seqs), dtype=bool)
     bp, lo, hi = _batch_table(batches)
     reach = np.maximum.accumulate(hi + bp * big) - bp * big      # the furthest end of the program's batches so far
+    pos, ok = _last_batch_before(bp, lo, programs, seqs, big)
+    return ok & (reach[pos] >= seqs)
+
+
+def _last_batch_before(bp, lo, programs, seqs, big):
+    """Per task, the last batch of its program (in ``_batch_table`` order) that starts at or
+    before its seq: ``(positions, found)`` (a position is 0 where none is found). ``big``: more
+    than any seq."""
     pos = np.searchsorted(bp * big + lo, programs * big + seqs, side="right") - 1
     ok = pos >= 0
     pos = np.maximum(pos, 0)
-    return ok & (bp[pos] == programs) & (reach[pos] >= seqs)
+    return pos, ok & (bp[pos] == programs)
 
 
 def _batch_table(batches):
@@ -925,11 +933,8 @@ def batch_ends(batches, programs, seqs):
     same = bp[1:] == bp[:-1]
     if (lo[1:][same] <= hi[:-1][same]).any():
         return None
-    big = int(max(int(seqs.max()), int(hi.max()))) + 1
-    pos = np.searchsorted(bp * big + lo, programs * big + seqs, side="right") - 1
-    ok = pos >= 0
-    pos = np.maximum(pos, 0)
-    ok &= (bp[pos] == programs) & (hi[pos] >= seqs)
+    pos, ok = _last_batch_before(bp, lo, programs, seqs, int(max(int(seqs.max()), int(hi.max()))) + 1)
+    ok &= hi[pos] >= seqs
     out[ok] = hi[pos[ok]]
     return out
 
