@@ -234,13 +234,14 @@ _lines: dict = {}
 
 def site_location(site) -> tuple:
     """``(filename, lineno)`` of a site from :func:`call_site`."""
-    loc = _lines.get(site)
-    if loc is None or loc[0] != site[0].co_filename:   # equal code objects may come from two files
-        code, lasti = site
+    code, lasti = site
+    key = (id(code), lasti)     # (not the code object: its hash is computed from its contents each time)
+    loc = _lines.get(key)
+    if loc is None or loc[0] is not code:   # the entry holds its code object: the id is not reused meanwhile
         line = code.co_firstlineno
         for start, end, lineno in code.co_lines():
             if start <= lasti < end and lineno is not None:
                 line = lineno
                 break
-        loc = _lines[site] = (code.co_filename, line)
-    return loc
+        loc = _lines[key] = (code, code.co_filename, line)
+    return loc[1], loc[2]
