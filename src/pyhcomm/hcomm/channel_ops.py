@@ -155,9 +155,8 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
     dt = op = None
     if reduce is not None:
         dt, op, _eng = check_dtype_op(reduce[0], reduce[1], bool(host_ctx().kernels), api)
-    if now:
-        t = None
-        ch = get_channel(channel, api)
+    if now:     # (NBI: ``channel`` is the end :func:`nbi` checked)
+        t, ch = None, channel
         v.product_supports_hcomm(api)
         peer = connected_peer(ch, api)
         ctx = host_ctx()
@@ -195,10 +194,10 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         fn, args = _run_reduce, (api, peer.ref, remote, alloc, off, count, NUMPY_DTYPE[dt], int(op), notify, write)
     if now:  # NBI: the host CPU posts the request and it completes at once here
         gen = fn(*args)
-        _sim().record.host_effect(("WriteWithNotifyNbi" if notify is not None else "WriteNbi") if write else "ReadNbi",
-                                  api, rank=ch.comm.rank, device=device, engine=ch.engine.name,
-                                  reads=((src, nbytes),), writes=((dst, nbytes),), channel=ch.handle,
-                                  peer=peer.ref.rank, nbytes=nbytes, notify=notify, gen=gen)
+        ctx.sim.record.effect(("WriteWithNotifyNbi" if notify is not None else "WriteNbi") if write else "ReadNbi",
+                              api, True, ch.comm.rank, device, ch.engine.name, None, None, ((src, nbytes),),
+                              ((dst, nbytes),), {"channel": ch.handle, "peer": peer.ref.rank, "nbytes": nbytes,
+                                                 "notify": notify, "gen": gen}, ctx)
         return
     reads = ((src, nbytes),) if reduce is None else ((src, nbytes), (dst, nbytes))
     side = "device" if ctx.kernels else "host"
@@ -263,10 +262,10 @@ def nbi(api, channel, dst, src, n, write_: bool, notify_idx=NO_NOTIFY):
     """The NBI family: the transfer is done when the call returns (completion = fence)."""
     dst = v.nonnull(dst, api, "dst")
     src = v.nonnull(src, api, "src")
-    _nbi_check(channel, api)
+    ch = _nbi_check(channel, api)
     if isinstance(n, int) and not isinstance(n, bool) and n == 0:
         raise para(api, "len must be greater than 0")
-    _transfer("Nbi", api, 0, channel, dst, src, n, write_, notify_idx=notify_idx, now=True)
+    _transfer("Nbi", api, 0, ch, dst, src, n, write_, notify_idx=notify_idx, now=True)
 
 
 # -- channel notifies --------------------------------------------------------------------------------

@@ -189,16 +189,25 @@ class Record:
         """Record a host effect that just happened (``ok`` False: the call failed); returns it
         (None while recording is disabled). ``reads``/``writes``: ``(addr, size)`` or
         ``(addr, size, allocation)`` (the allocation tells host memory from device memory)."""
+        return self.effect(kind, api, ok, rank, device, engine, thread, stream, tuple(reads), tuple(writes), extra,
+                           None)
+
+    def effect(self, kind, api, ok, rank, device, engine, thread, stream, reads: tuple, writes: tuple, extra: dict,
+               ctx):
+        """:meth:`host_effect` with every field given in order (``reads`` and ``writes`` tuples,
+        ``extra`` a dict) and the caller's host context (None: looked up): for the calls whose
+        whole work is an effect (NBI transfers, host notify waits), where binding keywords cost
+        as much as the rest."""
         seq = next(self.counter)
         if not self.enabled:
             return None
-        ctx = host_ctx()
+        if ctx is None:
+            ctx = host_ctx()
         kernels = ctx.kernels
         if device is None:
             device = ctx.device
         e = HostEffect(kind, api, DONE if ok else FAILED, rank, device, "device" if kernels else "host", engine,
-                       thread, stream, kernels[-1].seq if kernels else None, call_site(), tuple(reads),
-                       tuple(writes), extra)
+                       thread, stream, kernels[-1].seq if kernels else None, call_site(), reads, writes, extra)
         e.seq = seq
         e.program = ctx.program
         self._host.append(e)
