@@ -11,10 +11,12 @@ read the ratios).
      into a window of S bytes (``Win.Allocate``, lock / put / unlock), k times, then a message the
      peer answers. GB/s and the ratio.
    * small-message latency: a ping-pong of an 8-byte ``HcommWriteOnThread`` + channel notify record,
-     answered the same way after a ``NotifyWait`` (every task enqueued first, one synchronize: the
-     data plane alone), against an ``MPI.Comm.Send`` /
+     answered the same way after a ``NotifyWait`` (every task enqueued, then one synchronize: no
+     host round trip per message), against an ``MPI.Comm.Send`` /
      ``Recv`` ping-pong of 8 bytes (``MPI_PINGS`` times as many round trips: both run about as
-     long). Microseconds per one-way trip and the ratio.
+     long). Microseconds per one-way trip and the ratio; then the data plane alone: the same
+     tasks enqueued by both ranks before either synchronizes, only the synchronize timed (what a
+     device that runs behind its host would see).
    For reference, the same ping-pong between two ranks of one process (no MPI: the tasks' own
    cost). Each is measured five times (after a warm-up), pyhcomm's and mpi4py's rounds in turn so that
    both see the same load; the best of each is kept.
@@ -105,8 +107,9 @@ def _puts(MPI, world, win, buf, k, flag) -> float:
     return time.perf_counter() - t0
 
 
-def _pings(P, acl, world, stream, thread, ch, remote, src, pings) -> float:
-    """Seconds per one-way trip of an 8-byte write + channel notify ping-pong (all enqueued first)."""
+def _pings(P, acl, world, stream, thread, ch, remote, src, pings, data_plane=False) -> float:
+    """Seconds per one-way trip of an 8-byte write + channel notify ping-pong (all enqueued first).
+    ``data_plane``: both ranks enqueue everything before either synchronizes; only that is timed."""
     world.Barrier()
     t0 = time.perf_counter()
     for _ in range(pings):
@@ -118,6 +121,9 @@ def _pings(P, acl, world, stream, thread, ch, remote, src, pings) -> float:
             P.HcommChannelNotifyWaitOnThread(thread, ch, 0, 1836)
             P.HcommWriteOnThread(thread, ch, remote, src, 8)
             P.HcommChannelNotifyRecordOnThread(thread, ch, 1)
+    if data_plane:
+        world.Barrier()
+        t0 = time.perf_counter()
     _sync(acl, stream)
     return (time.perf_counter() - t0) / pings / 2
 
@@ -159,13 +165,14 @@ def pair_job(sizes, reps, pings, rounds) -> None:
         rows.append((size, k, k * size / min(ours[1:]) / 1e9, k * size / min(theirs[1:]) / 1e9))
         acl.rt.free(src)
     src, _ = acl.rt.malloc(64, P.ACL_MEM_MALLOC_HUGE_FIRST)
-    lat, mlat = [], []
+    lat, dlat, mlat = [], [], []
     for _round in range(rounds + 1):
         lat.append(_pings(P, acl, world, stream, thread, ch, remote, src, pings))
+        dlat.append(_pings(P, acl, world, stream, thread, ch, remote, src, pings, data_plane=True))
         mlat.append(_mpi_pings(world, pings * MPI_PINGS))
     P.HcclCommDestroy(comm)
     if rank == 0:
-        print(json.dumps({"bw": rows, "lat": [min(lat[1:]), min(mlat[1:])]}), flush=True)
+        print(json.dumps({"bw": rows, "lat": [min(lat[1:]), min(mlat[1:]), min(dlat[1:])]}), flush=True)
 
 
 def pingpong_body(comm, pings: int, rounds: int) -> float:
@@ -249,11 +256,13 @@ def main() -> None:
     print(f"{'window':>10} {'writes':>7} {'pyhcomm GB/s':>13} {'mpi4py Put GB/s':>16} {'ratio':>7}")
     for size, k, ours, theirs in out["bw"]:
         print(f"{size >> 20:>7} MiB {k:>7} {ours:>13.2f} {theirs:>16.2f} {ours / theirs:>7.2f}")
-    ours, theirs = out["lat"]
+    ours, theirs, plane = out["lat"]
     import pyhcomm
     alone = min(pyhcomm.launch(pingpong_body, 2, pings, rounds, product="Atlas 800T A2", mpi=False))
     print(f"8-byte ping-pong, one way: pyhcomm {ours * 1e6:.1f} us, mpi4py Send/Recv {theirs * 1e6:.1f} us, "
           f"ratio {ours / theirs:.1f} (the same ping-pong between two ranks of one process: {alone * 1e6:.1f} us)")
+    print(f"  the data plane alone (every task enqueued before the synchronize): {plane * 1e6:.1f} us, "
+          f"ratio {plane / theirs:.1f}")
     n, mib = ns.ranks, 1
     one = pyhcomm.launch(allreduce_body, n, mib, mpi=False)
     got, wall = _run(n, ["--job", "allreduce", str(n), str(mib)], nice=True)
