@@ -117,7 +117,8 @@ class ThreadedScheduler(Scheduler):
         """A change the scheduler is not told the object of (messages of other processes):
         wake every sleeper whose wait is over. The library's own changes name their object
         (:meth:`settle`); this looks at every sleeper's wait, but wakes only those it ends."""
-        self._recheck(list(self.sleepers.values()))
+        if self.sleepers:
+            self._recheck(list(self.sleepers.values()))
 
     def hint(self, stream) -> None:
         """``stream`` may be able to run: when no thread drives, wake one sleeper to run it."""

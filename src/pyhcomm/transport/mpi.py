@@ -559,10 +559,12 @@ class MpiTransport(Transport):
             n.record()
             return n.gen
         proc = peer.end >> 32
+        link_ = self.link
         try:
-            self.link.fence_others(proc)
-            if not self.link.ring(proc, peer.end, index):
-                self.link.send_data(proc, NOTIFY, peer.end, 0, 0, index)
+            if link_.dirty:     # (direct writes and rings land at once: usually nothing to fence)
+                link_.fence_others(proc)
+            if not link_.ring(proc, peer.end, index):
+                link_.send_data(proc, NOTIFY, peer.end, 0, 0, index)
         except LinkError as why:
             raise TransportError(str(why)) from None
         key = (peer.end, index)
@@ -593,15 +595,20 @@ class MpiTransport(Transport):
                 return _bytes_of(self.sim.backend, alloc.storage, addr - alloc.addr, size)
         return None
 
+    def on_ring(self, src, tid, index) -> None:
+        """A remote notify of process ``src`` for notify ``index`` of end ``tid`` (a ring of this
+        process's doorbell, or a NOTIFY message): set it (an end closed meanwhile drops it)."""
+        end = self.ends.get(tid)
+        if end is not None and not end.closed:
+            n = end.notifies[index]
+            n.record()
+            self.arrivals.setdefault((src, tid, index), []).append(n.gen)
+            self.sim.scheduler.poke()
+
     def on_data(self, src, op, tid, addr, size, aux, reqid, where, extra, inline) -> None:
         link_ = self.link
         if op == NOTIFY:
-            end = self.ends.get(tid)
-            if end is not None and not end.closed:
-                n = end.notifies[aux]
-                n.record()
-                self.arrivals.setdefault((src, tid, aux), []).append(n.gen)
-                self.sim.scheduler.poke()
+            self.on_ring(src, tid, aux)
             return
         if op == GET:
             dst = self._target_bytes(tid, addr, size)

@@ -414,7 +414,7 @@ class Link:
             tid, index = got
             t = self.routes_end.get(tid)
             if t is not None:
-                t.on_data(src, NOTIFY, tid, 0, 0, index, 0, 0, 0, None)
+                t.on_ring(src, tid, index)
 
     def _dispatch_data(self, src, buf, n) -> None:
         op, tid, addr, size, aux, reqid, where, extra = (int(x) for x in buf[8:HDR].view(np.int64))
