@@ -5,9 +5,10 @@ list of ``(src, dst, grouped)``, ``src`` and ``dst`` numpy integer arrays (nodes
 ``grouped`` true when equal sources are next to each other in ``src``; the result ``(ptr, succ)``
 lists node ``v``'s successors as ``succ[ptr[v]:ptr[v + 1]]``, each edge once, in the order of
 ``parts`` (and within a part, in the part's order). ``indegrees(size, parts)`` counts each
-node's incoming edges. ``successors`` gives int32 arrays (half the memory: a 1024-rank replay has
-some 12 million nodes) unless a node or an edge count does not fit one, then int64; ``indegrees``
-int64 (the walk decrements it with ``np.subtract.at``, slower on int32).
+node's incoming edges. Both give int32 arrays (half the memory: a 1024-rank replay has some 12
+million nodes) unless a node or an edge count does not fit one, then int64. (The walk decrements
+the in-degrees with ``np.subtract.at`` and a scalar of their own type, :func:`one`: with a Python
+int numpy's ``ufunc.at`` takes a casting path 25 times as slow on int32.)
 
 A part whose sources are all distinct (a node's successor on its program, on its stream, its own
 execution ...: most edges) is placed by one scatter, a grouped one by one scatter too; only a part
@@ -55,12 +56,20 @@ def successors(size: int, parts) -> tuple:
     return ptr, succ
 
 
+def one(a: np.ndarray):
+    """1 as a scalar of ``a``'s type (the increment ``np.add.at`` / ``np.subtract.at`` need)."""
+    return a.dtype.type(1)
+
+
 def indegrees(size: int, parts) -> np.ndarray:
-    """Per node, how many edges of ``parts`` end there."""
-    dsts = [d for _s, d, _g in parts if len(d)]
-    if not dsts:
-        return np.zeros(size, dtype=np.int64)
-    return np.bincount(np.concatenate(dsts), minlength=size).astype(np.int64, copy=False)
+    """Per node, how many edges of ``parts`` end there (counted part by part: no concatenation
+    of every edge)."""
+    deg = np.zeros(size, dtype=index_type(size, sum(len(d) for _s, d, _g in parts)))
+    inc = one(deg)
+    for _s, d, _g in parts:
+        if len(d):
+            np.add.at(deg, d, inc)
+    return deg
 
 
-__all__ = ["successors", "indegrees", "index_type"]
+__all__ = ["successors", "indegrees", "index_type", "one"]

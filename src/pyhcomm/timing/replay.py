@@ -51,7 +51,7 @@ from ..analysis.happens_before import _ints, batch_ends, of_kinds
 from ..analysis.keysort import stable_argsort
 from ..sim.events import local_bytes, transfer_view
 from ..sim.memory import DEVICE_VA_BASE, DEVICE_VA_STRIDE, device_of_address
-from .adjacency import index_type, indegrees, successors
+from .adjacency import index_type, indegrees, one, successors
 from .costs import cost_model
 from .engine import (END_TO_DEP, END_TO_ISSUE, END_TO_START, ISSUE_TO_ISSUE, ISSUE_TO_START, START_TO_ISSUE,
                      Plan, _arr)
@@ -446,6 +446,7 @@ class _Replay:
                  (head_of[bsrc], n + b, False), (n + ss, n + sd, False), (n + ds, n + dd, False)]
         del hk, oe, b, bsrc, pd, psrc, sd, ss, dd, ds, head_of
         indeg = indegrees(2 * n, parts)
+        dec = one(indeg)
         sptr, succ = successors(2 * n, parts)
         del parts
         psub_o = np.append(self.submit, [0.0, 0.0])[prev2[o]]      # the submit cost before each entry, in run order
@@ -505,7 +506,7 @@ class _Replay:
             if not total:
                 break
             targets = succ[np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(total, dtype=i64)].astype(i64)
-            np.subtract.at(indeg, targets, 1)
+            np.subtract.at(indeg, targets, dec)
             fresh = targets[indeg[targets] == 0]
             fresh.sort()
             front = fresh[np.append(True, fresh[1:] != fresh[:-1])] if len(fresh) > 1 else fresh
