@@ -341,10 +341,12 @@ def notify_wait_now(channel, local_notify_idx, timeout):
     if timeout == 0:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     n = ch.notifies[local_notify_idx]
-    status = _sim().scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{ch.handle:x})", (n,))
-    _sim().record.host_effect("ChannelNotifyWaitNow", api, ok=status == DONE_OK, rank=ch.comm.rank,
-                              device=ch.comm.device, engine=ch.engine.name, channel=ch.handle, notify=n,
-                              gen=n.gen if status == DONE_OK else None, timeout=float(timeout), waits=True)
+    sim = _sim()
+    status = sim.scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{ch.handle:x})", (n,))
+    ok = status == DONE_OK
+    sim.record.effect("ChannelNotifyWaitNow", api, ok, ch.comm.rank, ch.comm.device, ch.engine.name, None, None, (),
+                      (), {"channel": ch.handle, "notify": n, "gen": n.gen if ok else None, "timeout": float(timeout),
+                           "waits": True}, None)
     if status == TIMED_OUT:
         raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"notify {local_notify_idx} was not recorded in {timeout} s")
     if status == ABORTED:
