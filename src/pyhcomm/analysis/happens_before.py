@@ -1000,15 +1000,19 @@ def _notify_edges(key, gens, at, is_wait, coalesced, code):
 
 def _csr(n, parts):
     """Edges ``(ptr, codes)`` by destination from ``parts``: ``(dst, codes, many)`` in the order
-    an entry's edges are listed; ``many``: a destination may have several (then grouped, in order)."""
+    an entry's edges are listed; ``many``: a destination may have several (then grouped, in order).
+    Both int32 when every code and edge count fits one (half the memory of the graph's largest
+    arrays: a 1024-rank ring has 14 million edges), else int64."""
     i64 = np.int64
     fill = np.zeros(n, dtype=i64)          # first the count per destination, then where the next goes
     for d, _c, _m in parts:
         if len(d):
             fill += np.bincount(d, minlength=n)
-    ptr = np.zeros(n + 1, dtype=i64)
-    np.cumsum(fill, out=ptr[1:])
-    codes = np.empty(int(ptr[-1]), dtype=i64)
+    total = int(fill.sum())
+    it = np.int32 if max(n << _SHIFT | 15, total) <= np.iinfo(np.int32).max else i64
+    ptr = np.zeros(n + 1, dtype=it)
+    ptr[1:] = np.cumsum(fill)
+    codes = np.empty(total, dtype=it)
     fill[:] = ptr[:-1]
     for dst, code, many in parts:
         if not len(dst):
