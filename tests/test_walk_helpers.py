@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pyhcomm.analysis.keysort import stable_argsort
-from pyhcomm.timing.adjacency import index_type, indegrees, successors
+from pyhcomm.timing.adjacency import index_type, indegrees, one, successors
 
 
 @pytest.mark.parametrize("keys", [
@@ -65,4 +65,15 @@ def test_successors_of_int64_edges_are_int32_and_the_same():
     ptr, succ = successors(4, parts)
     assert ptr.dtype == np.int32 and succ.dtype == np.int32
     assert ptr.tolist() == [0, 1, 3, 3, 5] and succ.tolist() == [2, 3, 0, 1, 0]
-    assert indegrees(4, parts).dtype == np.int64
+    deg = indegrees(4, parts)
+    assert deg.dtype == np.int32 and deg.tolist() == [2, 1, 1, 1]
+
+
+def test_the_walks_decrement_keeps_the_in_degrees_type():
+    """The walk decrements with ``one(deg)``: a scalar of the counters' own type, so that numpy's
+    ``subtract.at`` neither casts (the slow path of a Python int on int32) nor changes the dtype."""
+    deg = indegrees(3, [(np.array([0, 0, 1]), np.array([2, 2, 1]), True)])
+    dec = one(deg)
+    assert type(dec) is np.int32 and dec == 1
+    np.subtract.at(deg, np.array([2, 1, 2]), dec)
+    assert deg.dtype == np.int32 and deg.tolist() == [0, 0, 0]
