@@ -257,6 +257,7 @@ def test_on_the_collectives_edges_go_forward_and_every_wait_has_its_record(produ
         assert order[src] < order[dst], (src, dst, kind)
     waits = [e for e in sim.record.entries() if getattr(e, "waits", False)]
     assert waits and all(any(p.kind == "notify" for p in g.preds(w.seq)) for w in waits)
+    _notify_waits_are_the_tasks(g)
     kinds = {k for _s, _d, k in g.edges()}
     assert {"stream", "notify", "program", "sync"} <= kinds
     if product_name != "Atlas 800T A2":
@@ -299,6 +300,17 @@ def test_a_write_with_notify_orders_the_peers_wait_and_a_drain_waits_for_the_thr
     assert Edge(wwn.seq, "drain") in _preds(g, drains[0]) and Edge(copy.seq, "drain") in _preds(g, drains[1])
     assert g.happens_before(wwn.seq, copy.seq) and not g.happens_before(copy.seq, drains[0].seq)
     assert analyze(sim) == []
+    _notify_waits_are_the_tasks(g)
+
+
+def _notify_waits_are_the_tasks(g):
+    """The graph tells a notify task's waiting from its kind (``_NOTIFY_WAIT_TASKS``): the same as
+    the task's own ``waits`` for every record and wait that ran."""
+    cols = g._notify_cols
+    at = cols.at[:cols.tasks]
+    flags = [g.entry(int(s)).waits for s in g._seq[at]]
+    assert True in flags and False in flags
+    assert cols.waits[:cols.tasks].tolist() == flags
 
 
 @pytest.mark.parametrize("product_name", ["Atlas A3", "Atlas 350"])

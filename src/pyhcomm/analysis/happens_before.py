@@ -85,11 +85,13 @@ NBI_KINDS = frozenset(("WriteNbi", "ReadNbi", "WriteWithNotifyNbi"))
 #: Task kinds that record or wait for a notify (``notify``, ``gen``, ``waits``).
 _NOTIFY_TASKS = frozenset(("ThreadNotifyRecord", "ThreadNotifyWait", "AclrtNotifyRecord", "AclrtNotifyWait",
                            "ChannelNotifyRecord", "ChannelNotifyWait", "WriteWithNotify", "WriteReduceWithNotify"))
+#: Those of them that wait (their tasks' ``waits``: told by the kind, not read from each task)
+_NOTIFY_WAIT_TASKS = frozenset(("ThreadNotifyWait", "AclrtNotifyWait", "ChannelNotifyWait"))
 #: Results of a blocking call after which the streams it waited for had ended.
 _NOT_ENDED = frozenset(("timeout", "stuck", "aborted"))
 _SEQ, _KIND, _PROGRAM, _KERNEL = (attrgetter(a) for a in ("seq", "kind", "program", "kernel"))
 _KIND_SIDE = attrgetter("kind", "side")
-_HANDLE, _GEN, _WAITS = (attrgetter(a) for a in ("stream.handle", "gen", "waits"))
+_HANDLE, _GEN = (attrgetter(a) for a in ("stream.handle", "gen"))
 _NOTIFY = attrgetter("notify")
 _DEVICE_SIDE = "device"
 
@@ -824,7 +826,7 @@ def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
         key_by_id[i] = key
     keys = np.fromiter(map(key_by_id.__getitem__, ids), i64, len(ids))
     del ids, key_by_id, mine
-    is_wait = np.fromiter(map(_WAITS, objs), bool, len(objs))
+    is_wait = c.of_kind(_NOTIFY_WAIT_TASKS)[ran]
     nt = len(keys)
     if host.records or host.waits:
         more = host.records + host.waits
