@@ -401,6 +401,13 @@ class _Replay:
         more_d, more_s, more_l = dd[~firsts], ds[~firsts], dlat[~firsts]
         has_more = np.zeros(n, dtype=bool)
         has_more[more_d] = True
+        # what most walks have none of is neither kept nor looked for at every level (a level
+        # costs its numpy calls more than its elements; a 1024-rank ring has some 6,000 levels)
+        any_two, any_more, any_launch = bool(has_two.any()), len(more_d) > 0, len(launches) > 0
+        if not any_two:
+            before2 = has_two = None
+        if not any_more:
+            has_more = None
         # the nodes' dependency graph: issue k is node k, execution i is node n + i. Two kinds of
         # edges order nothing more, as a longer path holds them: a program-kind edge into an issue
         # whose program predecessor has one from the same source (through that predecessor's
@@ -481,13 +488,13 @@ class _Replay:
             if split < len(front):
                 E = front[split:] - n
                 t = fmax(issue[E], issue[bl2[E]] + release)
-                if has_two[E].any():
+                if any_two and has_two[E].any():
                     t = fmax(t, np.maximum(end[before[E]], end[before2[E]]))
                 else:
                     t = fmax(t, end[before[E]])
                 start[E] = t
                 t = fmax(t + np.where(is_host[E], 0.0, task_dispatch), end[dep1[E]] + lat1[E])
-                if has_more[E].any():
+                if any_more and has_more[E].any():
                     for j in np.flatnonzero(has_more[E]).tolist():
                         a, z = np.searchsorted(more_d, E[j]), np.searchsorted(more_d, E[j], side="right")
                         for s_, l_ in zip(more_s[a:z].tolist(), more_l[a:z].tolist()):
@@ -496,10 +503,11 @@ class _Replay:
                                 t[j] = v
                 flow_start[E] = t
                 end[E] = (t + duration[E]) + body[E]
-                sl = slot[E]
-                if sl.max() >= 0:
-                    at = sl >= 0
-                    end[sl[at]] = start[E[at]] + kernel_launch
+                if any_launch:
+                    sl = slot[E]
+                    if sl.max() >= 0:
+                        at = sl >= 0
+                        end[sl[at]] = start[E[at]] + kernel_launch
             lo = sptr[front]
             cnt = sptr[front + 1] - lo
             total = int(cnt.sum())
