@@ -33,3 +33,14 @@ def test_the_table_has_a_row_per_rank_count(bench, capsys):
         assert entries > 0 and modeled > 0 and float(row[5]) >= 0     # ratio: (graph + replay) / run
         assert float(row[8]) >= 0                                       # the same in user time
         assert all(float(x) >= 0 for x in row[9].split("/"))          # system seconds: run / graph + replay
+
+
+def test_repeat_prints_a_row_per_run_and_the_median_ratios(bench, capsys):
+    assert bench.main(["--ranks", "2", "--repeat", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = [line.split() for line in out if line and not line.startswith(("#", " ranks"))]
+    assert [row[0] for row in rows] == ["2", "2", "2"]
+    medians = [line for line in out if line.startswith("# 2 ranks, median of 3 runs:")]
+    assert len(medians) == 1
+    ratio = float(medians[0].split("ratio ")[1].split(",")[0])
+    assert ratio == pytest.approx(sorted(float(row[5]) for row in rows)[1], abs=0.006)   # printed to 0.01
