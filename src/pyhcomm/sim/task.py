@@ -164,11 +164,7 @@ def _user_frame(f):
     """The first frame from ``f`` outwards that is not pyhcomm's own (None: there is none)."""
     own = _own_file
     while f is not None:
-        name = f.f_code.co_filename
-        mine = own.get(name)
-        if mine is None:
-            mine = _is_own(name)
-        if not mine:
+        if not own[f.f_code.co_filename]:
             return f
         f = f.f_back
     return None
@@ -194,10 +190,7 @@ def enter_public_call():
     except ValueError:          # the entry point is the outermost frame (started from C)
         return None
     code = f.f_code
-    mine = _own_file.get(code.co_filename)
-    if mine is None:
-        mine = _is_own(code.co_filename)
-    return None if mine else _site_var.set((code, f.f_lasti))
+    return None if _own_file[code.co_filename] else _site_var.set((code, f.f_lasti))
 
 
 def attribute_to(site):
@@ -210,15 +203,18 @@ def end_attribution(token) -> None:
     _site_var.reset(token)
 
 
-#: file name -> whether it is pyhcomm's own (cheaper than comparing prefixes on every frame; keyed by
-#: the name, whose hash a str keeps, not by the code object, whose hash is computed from its
-#: contents at every lookup: 0.1 to 0.3 us, more for a long module's code)
-_own_file: dict = {}
+class _OwnFiles(dict):
+    """file name -> whether it is pyhcomm's own, worked out on first lookup (cheaper than comparing
+    prefixes on every frame; keyed by the name, whose hash a str keeps, not by the code object,
+    whose hash is computed from its contents at every lookup: 0.1 to 0.3 us, more for a long
+    module's code)."""
+
+    def __missing__(self, filename: str) -> bool:
+        mine = self[filename] = filename.startswith(_PKG_DIR)
+        return mine
 
 
-def _is_own(filename: str) -> bool:
-    mine = _own_file[filename] = filename.startswith(_PKG_DIR)
-    return mine
+_own_file = _OwnFiles()
 
 
 def site_text(site) -> str:

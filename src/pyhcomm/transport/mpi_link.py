@@ -326,6 +326,8 @@ class Link:
         """Every write of this process to a process other than ``proc`` has landed (one round trip
         to each; nothing when none is outstanding). Called before every notify and control
         message, so that whoever learns of it through ``proc`` sees those writes."""
+        if not self.dirty:      # (direct writes and rings land at once: usually nothing to fence)
+            return
         others = [p for p in self.dirty if p != proc]
         if others:
             self.fence(others)
