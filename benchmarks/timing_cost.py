@@ -29,7 +29,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "tests")))
 
 
 def _rss_gib() -> float:
