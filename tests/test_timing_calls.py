@@ -1,4 +1,7 @@
 """Collective calls mark themselves in the record (the timing model times each call)."""
+from array import array
+
+import numpy as np
 import pytest
 
 import pyhcomm
@@ -45,3 +48,19 @@ def test_the_replay_refuses_a_record_that_lost_entries():
     tl = replay(whole)
     assert [c.name for c in tl.calls] == ["HcclAllReduce", "HcclAllReduce"]
     assert tl.calls[0].end <= tl.calls[1].end and all(c.seconds > 0 for c in tl.calls)
+
+
+def test_a_call_lists_its_tasks_as_compact_indices():
+    sim = pyhcomm.Sim(data=False)
+    pyhcomm.launch(_allreduce_twice, 2, sim=sim)
+    tl = replay(sim)
+    entries = sim.record.entries()      # the timeline's order: issue order
+    events = sim.record.events()
+    for k, call in enumerate(tl.calls):
+        assert isinstance(call.entries, array) and call.entries.typecode == "q"
+        idx = np.frombuffer(call.entries, np.int64)
+        assert (np.diff(idx) > 0).all()
+        marks = sorted((e for e in events if e.kind == "Collective"), key=lambda e: e.seq)[k::2]
+        want = [i for i, e in enumerate(entries) if e.entry == "task"
+                and any(m.rank == e.rank and m.first <= e.seq < m.seq for m in marks)]
+        assert idx.tolist() == want

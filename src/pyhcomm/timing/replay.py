@@ -41,6 +41,7 @@ after them in their program ran either.
 from __future__ import annotations
 
 import gc
+from array import array
 from math import inf
 from operator import attrgetter, itemgetter
 
@@ -669,8 +670,10 @@ class _Replay:
             ends = end[got]
             ok = ends == ends
             if ok.any():
+                entries = array("q")
+                entries.frombytes(np.ascontiguousarray(got, dtype=np.int64).view(np.uint8))
                 out.append(CallTime(name, tuple(sorted(ranks)), float(issue[got][ok].min()), float(ends[ok].max()),
-                                    tuple(got.tolist())))
+                                    entries))
         return out
 
 
