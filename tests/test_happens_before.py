@@ -117,6 +117,7 @@ def test_a_kernel_gives_launch_join_and_kernel_end_edges(product):
     assert not g.happens_before(late.seq, sync.seq)      # the host synchronized the launch stream only
     prog = g.programs[g.program(copy.seq)]
     assert prog.kernel == launch.seq and prog.label == f"kernel kernel of rank 0 (launch #{launch.seq})"
+    _kernels_are_the_tasks(g)
     assert g.programs[g.program(launch.seq)].label == "rank 0's host program"     # its acl calls, on rank 0's device
 
 
@@ -258,6 +259,7 @@ def test_on_the_collectives_edges_go_forward_and_every_wait_has_its_record(produ
     waits = [e for e in sim.record.entries() if getattr(e, "waits", False)]
     assert waits and all(any(p.kind == "notify" for p in g.preds(w.seq)) for w in waits)
     _notify_waits_are_the_tasks(g)
+    _kernels_are_the_tasks(g, some=product_name != "Atlas 800T A2")
     kinds = {k for _s, _d, k in g.edges()}
     assert {"stream", "notify", "program", "sync"} <= kinds
     if product_name != "Atlas 800T A2":
@@ -301,6 +303,17 @@ def test_a_write_with_notify_orders_the_peers_wait_and_a_drain_waits_for_the_thr
     assert g.happens_before(wwn.seq, copy.seq) and not g.happens_before(copy.seq, drains[0].seq)
     assert analyze(sim) == []
     _notify_waits_are_the_tasks(g)
+    _kernels_are_the_tasks(g)
+
+
+def _kernels_are_the_tasks(g, some=True):
+    """The graph reads a device-side task's kernel from one task of its program (a kernel's
+    tasks are its own program's): the same as every task's own ``kernel``."""
+    cols = g._cols
+    tasks = cols["task_entries"]
+    got = cols["kernel"][cols["tasks"]].tolist()
+    want = [(t.kernel or 0) if t.side == "device" else 0 for t in tasks]
+    assert got == want and (any(want) or not some)
 
 
 def _notify_waits_are_the_tasks(g):

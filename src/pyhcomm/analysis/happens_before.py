@@ -504,6 +504,25 @@ def _ints(values, missing=-1):
         return np.fromiter(map({None: missing}.get, values, values), np.int64, n)
 
 
+def _kernels(tasks, on_device, programs):
+    """The kernel (KernelLaunch seq, 0: none) of the device-side ``tasks`` (``on_device``: a mask
+    of them; ``programs``: their programs, -1: none), a numpy int64 array. A kernel issues its
+    tasks from the host context its launch made (``sim.kernel.start_kernel``), a program of its
+    own, and the enqueue sets a task's kernel and program from that one context
+    (``hcomm.launch.enqueue``; a merge of MPI records renumbers both per process): so each
+    program's kernel is read from one of its tasks, not from millions. Tasks without a program
+    are read one by one."""
+    at = np.flatnonzero(on_device)
+    if len(programs) and int(programs.min()) >= 0:
+        one = np.full(int(programs.max()) + 1, -1, dtype=np.int64)
+        one[programs] = at                      # a task of each program (whichever is written last)
+        have = np.flatnonzero(one >= 0)
+        of_program = np.zeros(len(one), dtype=np.int64)
+        of_program[have] = _ints([tasks[i].kernel for i in one[have].tolist()], 0)
+        return of_program[programs]
+    return _ints(list(map(_KERNEL, compress(tasks, on_device.tolist()))), 0)
+
+
 def _program_ids(entries):
     """The ``program`` of each entry as a numpy int64 array (-1: None)."""
     try:
@@ -553,11 +572,7 @@ class _Columns:
         self.kernel = np.zeros(n, dtype=i64)
         dev = self.T[self.on_device]
         if len(dev):
-            picked = self.on_device.tolist()
-            try:        # every device-side task has a kernel (the common case)
-                self.kernel[dev] = np.fromiter(map(_KERNEL, compress(tasks, picked)), i64, len(dev))
-            except TypeError:
-                self.kernel[dev] = _ints(list(map(_KERNEL, compress(tasks, picked))), 0)
+            self.kernel[dev] = _kernels(tasks, self.on_device, self.pid[dev])
         self.is_launch = self.of_kind(("KernelLaunch",))
         self.step, self.xsteps = _steps(record, self.locate, n, self.seq)
 
