@@ -90,8 +90,8 @@ _NOTIFY_WAIT_TASKS = frozenset(("ThreadNotifyWait", "AclrtNotifyWait", "ChannelN
 #: Results of a blocking call after which the streams it waited for had ended.
 _NOT_ENDED = frozenset(("timeout", "stuck", "aborted"))
 _SEQ, _KIND, _PROGRAM, _KERNEL = (attrgetter(a) for a in ("seq", "kind", "program", "kernel"))
-_KIND_SIDE = attrgetter("kind", "side")
-_HANDLE, _GEN = (attrgetter(a) for a in ("stream.handle", "gen"))
+_TASK_KEY = attrgetter("kind", "side", "program", "stream")
+_GEN = attrgetter("gen")
 _NOTIFY = attrgetter("notify")
 _DEVICE_SIDE = "device"
 
@@ -556,19 +556,24 @@ class _Columns:
         self.is_host[self.H] = True
         self.table: dict = {}          # kind -> a code (any int: the position it was first seen at)
         self.kc = np.empty(n, dtype=i64)
-        # tasks: one read of (kind, side); a kind's code is where it was first seen, as for host effects
-        pairs: dict = {}
-        pair_at = np.fromiter(map(pairs.setdefault, map(_KIND_SIDE, tasks), count()), i64, nt)
-        firsts = np.fromiter(pairs.values(), i64, len(pairs))           # increasing
-        which = np.searchsorted(firsts, pair_at)
-        self.kc[self.T] = np.array([self.table.setdefault(k, at) for (k, _s), at in pairs.items()], dtype=i64)[which]
-        self.on_device = np.array([side == _DEVICE_SIDE for _k, side in pairs], dtype=bool)[which]
-        del pairs, pair_at, which
-        self.kc[self.H] = np.fromiter(map(self.table.setdefault, map(_KIND, host), count(nt)), i64, nh)
+        # tasks: one read of (kind, side, program, stream), whose combinations are few (a pass over
+        # millions of tasks costs its iteration more than the fields it reads): each combination
+        # is decoded once. A kind's code is where it was first seen, as for host effects. (The
+        # combinations are kept while the build runs, with the collector paused: see build.)
+        combos: dict = {}
+        combo_at = np.fromiter(map(combos.setdefault, map(_TASK_KEY, tasks), count()), i64, nt)
+        firsts = np.fromiter(combos.values(), i64, len(combos))          # increasing
+        which = np.searchsorted(firsts, combo_at)
+        del combo_at
+        self.kc[self.T] = np.array([self.table.setdefault(k, at) for (k, _s, _p, _st), at in combos.items()],
+                                   dtype=i64)[which]
+        self.on_device = np.array([side == _DEVICE_SIDE for _k, side, _p, _st in combos], dtype=bool)[which]
         self.pid = np.empty(n, dtype=i64)
-        self.pid[self.T] = _program_ids(tasks)
+        self.pid[self.T] = np.array([-1 if p is None else p for _k, _s, p, _st in combos], dtype=i64)[which]
+        self.handle = np.array([st.handle for _k, _s, _p, st in combos], dtype=i64)[which]
+        del combos, which
+        self.kc[self.H] = np.fromiter(map(self.table.setdefault, map(_KIND, host), count(nt)), i64, nh)
         self.pid[self.H] = _program_ids(host)
-        self.handle = np.fromiter(map(_HANDLE, tasks), i64, nt)
         self.kernel = np.zeros(n, dtype=i64)
         dev = self.T[self.on_device]
         if len(dev):
