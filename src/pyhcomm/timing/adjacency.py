@@ -28,12 +28,14 @@ def index_type(*sizes):
 
 def successors(size: int, parts) -> tuple:
     """``(ptr, succ)``: the successors of each node, grouped by node (see the module docstring)."""
-    srcs = [s for s, _d, _g in parts if len(s)]
-    it = index_type(size, sum(map(len, srcs)))
+    it = index_type(size, sum(len(s) for s, _d, _g in parts))
     ptr = np.zeros(size + 1, dtype=it)
-    if srcs:
-        np.cumsum(np.bincount(np.concatenate(srcs), minlength=size), out=ptr[1:])
-    del srcs
+    counts = ptr[1:]                            # per source, counted part by part (no concatenation
+    inc = one(counts)                           # of every edge, no int64 count), then summed in place
+    for s, _d, _g in parts:
+        if len(s):
+            np.add.at(counts, s, inc)
+    np.cumsum(counts, out=counts)
     succ = np.empty(int(ptr[-1]), dtype=it)
     fill = ptr[:-1].copy()
     last = np.empty(size, dtype=it)             # scratch: per source, the last position naming it
@@ -49,9 +51,13 @@ def successors(size: int, parts) -> tuple:
         if not grouped:
             o = np.argsort(s, kind="stable")
             s, d = s[o], d[o]
-        starts = np.flatnonzero(np.append(True, s[1:] != s[:-1]))
-        runs = np.diff(np.append(starts, len(s)))
-        succ[fill[s] + (where - np.repeat(starts, runs))] = d
+        starts = np.flatnonzero(np.append(True, s[1:] != s[:-1])).astype(it)
+        runs = np.diff(np.append(starts, it(len(s))))
+        at = np.repeat(starts, runs)            # (in place and in ``it``: the walk's peak of memory)
+        np.subtract(where, at, out=at)          # each edge's rank among its source's
+        at += fill[s]
+        succ[at] = d
+        del at
         fill[s[starts]] += runs
     return ptr, succ
 
