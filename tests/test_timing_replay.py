@@ -134,3 +134,23 @@ def test_a_timeline_does_not_keep_the_replays_arrays_alive(monkeypatch):
     gc.collect()
     assert len(made) == 1 and made[0]() is None
     assert tl.arrows and tl.calls and len(tl.end) == len(tl.issue) > 0
+
+
+@pytest.mark.parametrize("servers", [1, 2])
+def test_a_channel_notify_record_s_signal_takes_its_channel_s_link_latency(servers):
+    """One protocol for every channel (one server: HCCS) gives the latency without reading the
+    records; two servers (HCCS inside each, RoCE between them) read each record's channel."""
+    from verify_programs import collective
+    config = Config.from_env().with_values(devices_per_server=8 // servers)
+    sim = pyhcomm.Sim(config, scheduler="coop", seed=3, product="Atlas 800T A2", data=False)
+    pyhcomm.launch(collective("allgather", 64), 8, sim=sim, timeout=60)
+    record, model = sim.record, cost_model(sim.runtime.product)
+    protocols = {p for p, _peer in record.channel_info.values()}
+    assert len(protocols) == servers
+    rp = _Replay(model, happens_before.build(record), record)
+    rp.costs()
+    records = [(i, e) for i, e in enumerate(record.entries()) if e.kind == "ChannelNotifyRecord"]
+    assert records
+    want = [model.link(record.channel_info[e.target[0]][0]).latency for _i, e in records]
+    assert rp.siglat[[i for i, _e in records]].tolist() == want
+    assert len(set(want)) == servers
