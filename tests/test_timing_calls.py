@@ -50,17 +50,30 @@ def test_the_replay_refuses_a_record_that_lost_entries():
     assert tl.calls[0].end <= tl.calls[1].end and all(c.seconds > 0 for c in tl.calls)
 
 
-def test_a_call_lists_its_tasks_as_compact_indices():
-    sim = pyhcomm.Sim(data=False)
+@pytest.mark.parametrize("product", ["Atlas 800T A2", "Atlas A3"])
+def test_a_call_lists_its_tasks_as_compact_indices(product):
+    """A call's entries: its program's tasks from ``first`` to the marker, and on A3 every task
+    of the AI CPU kernels it launched (a kernel launch has no rank; its tasks are the call's)."""
+    sim = pyhcomm.Sim(data=False, product=product)
     pyhcomm.launch(_allreduce_twice, 2, sim=sim)
     tl = replay(sim)
     entries = sim.record.entries()      # the timeline's order: issue order
-    events = sim.record.events()
+    marks = sorted((e for e in entries if e.kind == "Collective"), key=lambda e: e.seq)
+    launches = {e.seq: e for e in entries if e.kind == "KernelLaunch"}
+    assert bool(launches) == (product == "Atlas A3")
+    seen = []
     for k, call in enumerate(tl.calls):
         assert isinstance(call.entries, array) and call.entries.typecode == "q"
         idx = np.frombuffer(call.entries, np.int64)
         assert (np.diff(idx) > 0).all()
-        marks = sorted((e for e in events if e.kind == "Collective"), key=lambda e: e.seq)[k::2]
-        want = [i for i, e in enumerate(entries) if e.entry == "task"
-                and any(m.rank == e.rank and m.first <= e.seq < m.seq for m in marks)]
+        mine = marks[k::2]
+
+        def in_call(e):
+            if e.kernel:
+                e = launches[e.kernel]
+            return any(m.program == e.program and m.extra["first"] <= e.seq < m.seq for m in mine)
+        want = [i for i, e in enumerate(entries) if e.entry == "task" and in_call(e)]
         assert idx.tolist() == want
+        seen += want
+    tasks = [i for i, e in enumerate(entries) if e.entry == "task"]
+    assert sorted(seen) == tasks            # every task belongs to one call

@@ -73,7 +73,7 @@ _HOST_LINK = frozenset(("ACL_MEMCPY_HOST_TO_DEVICE", "ACL_MEMCPY_DEVICE_TO_HOST"
 # the graph's edge kinds, by code (pyhcomm.analysis.happens_before.EDGE_KINDS)
 _STREAM, _KERNEL_END, _NOTIFY, _PROGRAM, _BATCH, _LAUNCH = range(6)
 _EPS = 1e-12
-_BATCH_OF, _RANK, _N, _DEVICE = (attrgetter(a) for a in ("batch", "rank", "n", "device"))
+_BATCH_OF, _N, _DEVICE = (attrgetter(a) for a in ("batch", "n", "device"))
 _WRITES_OF, _READS_OF, _ARGS, _DETAIL = (attrgetter(a) for a in ("writes", "reads", "args", "detail"))
 _SIZE_ARG, _CHANNEL, _TARGET, _ENTRY = itemgetter(5), itemgetter(0), attrgetter("target"), attrgetter("entry")
 #: Transfer tasks (transfer_view reads their channel from ``detail[0]``, their size from ``args[5]``
@@ -632,22 +632,20 @@ class _Replay:
 
     def calls(self, issue, end) -> list:
         """A :class:`CallTime` per collective call: the ``Collective`` host effects mark them
-        (``first``: the first seq of the call on its rank); a call's entries are its rank's entries
-        outside kernels from ``first`` up to the marker, and everything the kernels launched among
-        them issued. The n-th call of one name on every rank is one call."""
-        kc, cols, n = self.kc, self.cols, self.n
+        (``first``: the first seq of the call in its program); a call's entries are the entries
+        its program issued outside kernels from ``first`` up to the marker (a kernel launch among
+        them too, which has no rank), and everything the kernels launched among them issued. The
+        n-th call of one name on every rank is one call."""
+        kc, cols = self.kc, self.cols
         code = cols["kind_table"].get("Collective")
         if code is None:
             return []
         marks = np.flatnonzero(kc == code)
         seq = self.graph._seq
-        kernel = cols["kernel"]
-        plain = np.flatnonzero((kernel == 0) & (kc != code))
-        rank = np.full(n, -1, dtype=np.int64)
-        rank[plain] = _ints(list(map(_RANK, self.objects(plain))))
-        plain = plain[rank[plain] >= 0]
-        o = np.argsort(rank[plain], kind="stable")
-        by_rank = _groups(rank[plain][o], plain[o])
+        kernel, program = cols["kernel"], cols["program"]
+        plain = np.flatnonzero((kernel == 0) & (kc != code) & (program >= 0))
+        o = np.argsort(program[plain], kind="stable")
+        by_program = _groups(program[plain][o], plain[o])
         inside = np.flatnonzero(kernel != 0)
         o = np.argsort(kernel[inside], kind="stable")
         by_kernel = _groups(kernel[inside][o], inside[o])
@@ -657,7 +655,7 @@ class _Replay:
         for i, e in zip(marks.tolist(), self.objects(marks)):
             extra = e.extra or {}
             name, first = extra.get("name", e.api), extra.get("first", e.seq)
-            mine = by_rank.get(e.rank)
+            mine = by_program.get(e.program)
             got = []
             if mine is not None:
                 got.append(mine[np.searchsorted(seq[mine], first):np.searchsorted(seq[mine], e.seq)])
@@ -672,14 +670,18 @@ class _Replay:
             parts.extend(got)
         out = []
         for (name, _k), (ranks, parts) in calls.items():
-            got = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-            ends = end[got]
-            ok = ends == ends
-            if ok.any():
-                entries = array("q")
-                entries.frombytes(np.ascontiguousarray(got, dtype=np.int64).view(np.uint8))
-                out.append(CallTime(name, tuple(sorted(ranks)), float(issue[got][ok].min()), float(ends[ok].max()),
-                                    entries))
+            begin, last = inf, -inf        # part by part (a kernel's entries each): no call-sized copies
+            for part in parts:
+                ends = end[part]
+                ok = ends == ends
+                if ok.any():
+                    begin = min(begin, float(issue[part][ok].min()))
+                    last = max(last, float(ends[ok].max()))
+            if last == -inf:                # nothing of it ran
+                continue
+            entries = array("q")
+            entries.frombytes(_union(parts, self.n).view(np.uint8))
+            out.append(CallTime(name, tuple(sorted(ranks)), begin, last, entries))
         return out
 
 
@@ -751,6 +753,18 @@ def _implied(dst, src, via, n, src_of=None) -> tuple:
     v = via[dst]
     keep = (v < 0) | (src_of[np.maximum(v, 0)] != src)
     return dst[keep], src[keep]
+
+
+def _union(parts, n: int) -> np.ndarray:
+    """The indices in any of ``parts`` (arrays of indices below ``n``), sorted, once each, as a
+    contiguous int64 array: through a mask of ``n`` when they are many (no sort of millions)."""
+    total = sum(map(len, parts))
+    if total * 8 < n:
+        return np.unique(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+    mask = np.zeros(n, dtype=bool)
+    for part in parts:
+        mask[part] = True
+    return np.flatnonzero(mask)
 
 
 def _groups(keys, values) -> dict:
