@@ -357,3 +357,14 @@ def test_batch_edges_are_exactly_the_tasks_their_program_batched(product_name):
         assert ("batch" in kinds) == want and len(kinds) == 1, (e.seq, e.kind, kinds)
         checked += want
     assert checked > 0
+
+
+@pytest.mark.parametrize("logged", [[3, 1, 2, 5, 4], [3, 1, 5], [3, 1, 3, 2, 5, 4], [2, 2], [7, 1, 9, 4]])
+def test_the_first_step_of_each_logged_seq_is_numpys_unique(logged):
+    """Every entry once (no sort), some of them, one twice (a task that ran, then failed), a seq
+    that is no entry's: the same as ``np.unique(logged, return_index=True)``."""
+    import numpy as np
+    seq = np.array([1, 2, 3, 4, 5], dtype=np.int64)
+    logged = np.array(logged, dtype=np.int64)
+    got, want = hb._first_steps(logged, hb._locator(seq), seq), np.unique(logged, return_index=True)
+    assert [a.tolist() for a in got] == [a.tolist() for a in want]

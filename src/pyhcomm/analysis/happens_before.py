@@ -611,13 +611,12 @@ def _first_steps(logged, locate, seq) -> tuple:
     at = locate(logged)
     if len(at) and (at >= 0).all():
         n = len(seq)
-        seen = np.bincount(at, minlength=n)
-        if int(seen.max()) <= 1:
-            first = np.full(n, -1, dtype=np.int64)
-            first[at] = np.arange(len(at), dtype=np.int64)
+        first = np.full(n, -1, dtype=np.int64)
+        first[at] = np.arange(len(at), dtype=np.int64)
+        present = first >= 0
+        if int(np.count_nonzero(present)) == len(at):     # as many entries as log lines: each once
             if len(at) == n:                # every entry, once
                 return seq, first
-            present = seen > 0
             return seq[present], first[present]
     return np.unique(logged, return_index=True)
 
