@@ -368,3 +368,24 @@ def test_the_first_step_of_each_logged_seq_is_numpys_unique(logged):
     logged = np.array(logged, dtype=np.int64)
     got, want = hb._first_steps(logged, hb._locator(seq), seq), np.unique(logged, return_index=True)
     assert [a.tolist() for a in got] == [a.tolist() for a in want]
+
+
+def test_a_kernel_s_launch_is_found_by_its_seq_and_anything_else_is_a_key_error(product):
+    import numpy as np
+    product("Atlas 350")
+    _comm, stream, u = device_thread_setup()
+    src, dst = malloc(64), malloc(64)
+
+    def kernel():
+        assert HcommLocalCopyOnThread(u, dst, src, 64) == 0
+
+    pyhcomm.Stream(stream, owned=False).launch(kernel)
+    assert acl.rt.synchronize_stream(stream) == 0
+    c = hb._Columns(pyhcomm.record)
+    entries = pyhcomm.record.entries()
+    launch = next(i for i, e in enumerate(entries) if e.kind == "KernelLaunch")
+    copy = next(i for i, e in enumerate(entries) if e.kind == "LocalCopy")
+    assert c.launch_at(np.array([entries[launch].seq] * 3)).tolist() == [launch] * 3
+    for bad in (entries[copy].seq, 10 ** 9):
+        with pytest.raises(KeyError, match=str(bad)):
+            c.launch_at(np.array([entries[launch].seq, bad]))

@@ -589,8 +589,8 @@ class _Columns:
         """The positions of the KernelLaunch tasks of ``kernels`` (seqs); KeyError for one that is
         not in the record."""
         at = self.locate(kernels)
-        bad = (at < 0) | ~self.is_launch[np.maximum(at, 0)]
-        if bad.any():
+        if len(at) and (int(at.min()) < 0 or not self.is_launch[at].all()):
+            bad = (at < 0) | ~self.is_launch[np.maximum(at, 0)]
             raise KeyError(int(kernels[bad][0]))
         return at
 
@@ -757,21 +757,30 @@ def _program_edges(c: _Columns, host: _HostEffects, batches) -> tuple:
     tp = c.pid[T]
     ev = np.array(host.events, dtype=i64).reshape(-1, 2)
     ev_keys = np.sort(ev[:, 0] * n1 + ev[:, 1])
-    # (in place where it can: each temporary is 8 bytes a task, and fresh memory costs system time)
-    key = tp * n1
-    key += T
-    pos = np.searchsorted(ev_keys, key)
-    del key
-    pos -= 1
-    has_he = pos >= 0
+    has_he = np.zeros(len(T), dtype=bool)
     src = np.full(len(T), -1, dtype=i64)
     if len(ev_keys):
+        # only a task of a program with host effects can follow one: the search is for those (an
+        # AI CPU kernel's program usually has none, and millions of tasks). ``with_ev`` has a slot
+        # past every program: index -1 (a task or host effect without a program) lands there.
+        with_ev = np.zeros(int(max(tp.max(initial=-1), ev[:, 0].max())) + 2, dtype=bool)
+        with_ev[ev[:, 0]] = True
+        cand = np.flatnonzero(with_ev[tp])
+        del with_ev
+        ctp = tp[cand]
+        key = ctp * n1
+        key += T[cand]
+        pos = np.searchsorted(ev_keys, key)
+        del key
+        pos -= 1
+        ok = pos >= 0
         np.maximum(pos, 0, out=pos)
         hit = ev_keys[pos]
         del pos
-        has_he &= hit // n1 == tp
-        src[has_he] = hit[has_he] % n1
-        del hit
+        ok &= hit // n1 == ctp
+        has_he[cand[ok]] = True
+        src[cand[ok]] = hit[ok] % n1
+        del hit, ok, cand, ctp
     tk = c.kernel[T]
     by_launch = ~has_he
     by_launch &= tk != 0
