@@ -1,6 +1,7 @@
 """The happens-before graph of a record, edge by edge, on small hand-written programs; and, on the
 collectives, that every edge goes forward in execution order and every wait that ran has the
 record it consumed."""
+import numpy as np
 import pytest
 
 import pyhcomm
@@ -363,7 +364,6 @@ def test_batch_edges_are_exactly_the_tasks_their_program_batched(product_name):
 def test_the_first_step_of_each_logged_seq_is_numpys_unique(logged):
     """Every entry once (no sort), some of them, one twice (a task that ran, then failed), a seq
     that is no entry's: the same as ``np.unique(logged, return_index=True)``."""
-    import numpy as np
     seq = np.array([1, 2, 3, 4, 5], dtype=np.int64)
     logged = np.array(logged, dtype=np.int64)
     got, want = hb._first_steps(logged, hb._locator(seq), seq), np.unique(logged, return_index=True)
@@ -371,7 +371,6 @@ def test_the_first_step_of_each_logged_seq_is_numpys_unique(logged):
 
 
 def test_a_kernel_s_launch_is_found_by_its_seq_and_anything_else_is_a_key_error(product):
-    import numpy as np
     product("Atlas 350")
     _comm, stream, u = device_thread_setup()
     src, dst = malloc(64), malloc(64)
