@@ -30,11 +30,8 @@ def successors(size: int, parts) -> tuple:
     """``(ptr, succ)``: the successors of each node, grouped by node (see the module docstring)."""
     it = index_type(size, sum(len(s) for s, _d, _g in parts))
     ptr = np.zeros(size + 1, dtype=it)
-    counts = ptr[1:]                            # per source, counted part by part (no concatenation
-    inc = one(counts)                           # of every edge, no int64 count), then summed in place
-    for s, _d, _g in parts:
-        if len(s):
-            np.add.at(counts, s, inc)
+    counts = ptr[1:]                            # per source (no int64 count), then summed in place
+    _count(counts, (s for s, _d, _g in parts))
     np.cumsum(counts, out=counts)
     succ = np.empty(int(ptr[-1]), dtype=it)
     fill = ptr[:-1].copy()
@@ -71,11 +68,17 @@ def indegrees(size: int, parts) -> np.ndarray:
     """Per node, how many edges of ``parts`` end there (counted part by part: no concatenation
     of every edge)."""
     deg = np.zeros(size, dtype=index_type(size, sum(len(d) for _s, d, _g in parts)))
-    inc = one(deg)
-    for _s, d, _g in parts:
-        if len(d):
-            np.add.at(deg, d, inc)
+    _count(deg, (d for _s, d, _g in parts))
     return deg
+
+
+def _count(out: np.ndarray, arrays) -> None:
+    """Add to ``out[v]`` how often ``v`` occurs in ``arrays``, array by array (no concatenation of
+    every edge; the increment of ``out``'s own type, see :func:`one`)."""
+    inc = one(out)
+    for a in arrays:
+        if len(a):
+            np.add.at(out, a, inc)
 
 
 __all__ = ["successors", "indegrees", "index_type", "one"]

@@ -760,7 +760,7 @@ def _union(parts, n: int) -> np.ndarray:
     contiguous int64 array: through a mask of ``n`` when they are many (no sort of millions)."""
     total = sum(map(len, parts))
     if total * 8 < n:
-        return np.unique(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+        return np.unique(np.concatenate(parts)).astype(np.int64, copy=False) if parts else np.zeros(0, dtype=np.int64)
     mask = np.zeros(n, dtype=bool)
     for part in parts:
         mask[part] = True
