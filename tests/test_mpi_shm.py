@@ -1,11 +1,15 @@
 """The doorbells of the MPI transport on their own (no MPI): a mailbox, rings written through a
 second mapping of it, handled in the order of the sender's messages, and the checks that keep a
-process from ringing a mailbox that is not the one its hello named."""
+process from ringing a mailbox that is not the one its hello named; the link's serve order with a
+stand-in for MPI."""
+import threading
+
+import numpy as np
 import pytest
 
 from pyhcomm.backend import CpuBackend
 from pyhcomm.backend import cpu as cpu_mod
-from pyhcomm.transport import mpi_shm
+from pyhcomm.transport import mpi_link, mpi_shm
 from pyhcomm.transport.mpi_shm import RING, Doorbell, Mailbox
 
 pytestmark = pytest.mark.skipif(not cpu_mod._MEMFD, reason="needs memfd_create and /proc (Linux)")
@@ -64,3 +68,103 @@ def test_a_doorbell_is_refused_for_another_machine_or_mailbox():
 def test_the_host_key_names_this_boot_of_this_machine():
     key = mpi_shm.host_key()
     assert key == mpi_shm.host_key() and "/" in key
+
+
+# -- the link's serve order (a stand-in for MPI: messages queued in a list) -------------------------
+class _FakeMPI:
+    ANY_SOURCE, BYTE = -1, "byte"
+
+
+class _Status:
+    def Get_source(self):
+        return self.src
+
+    def Get_count(self, _type):
+        return self.n
+
+
+class _Msg:
+    def __init__(self, data):
+        self.data = data
+
+    def Recv(self, spec):
+        buf, n, _t = spec
+        buf[:n] = np.frombuffer(self.data, np.uint8)
+
+
+class _Comm:
+    """Messages from other processes, in order; counts the probes."""
+
+    def __init__(self):
+        self.queue, self.probes = [], 0
+
+    def Iprobe(self, _src, _tag):
+        self.probes += 1
+        return bool(self.queue)
+
+    def Improbe(self, _src, _tag, st):
+        if not self.queue:
+            return None
+        st.src, data = self.queue.pop(0)
+        st.n = len(data)
+        return _Msg(data)
+
+
+class _Ends:
+    """The transport a ring or a notify message is routed to: notes what arrived, in order."""
+
+    def __init__(self):
+        self.got = []
+
+    def on_ring(self, src, tid, index):
+        self.got.append(("ring", src, index))
+
+    def on_data(self, src, op, tid, addr, size, aux, *_rest):
+        self.got.append(("message", src, aux))
+
+
+def _notify_message(tid, index) -> bytes:
+    buf = np.zeros(mpi_link.HDR, np.uint8)
+    buf[0] = ord("D")
+    buf[8:].view(np.int64)[:] = (mpi_link.NOTIFY, tid, 0, 0, index, 0, 0, 0)
+    return buf.tobytes()
+
+
+@pytest.fixture
+def served(box):
+    """Process 0's link of a job of 3 (no MPI), with process 2 ringing its mailbox."""
+    mine, bell = box
+    ln = mpi_link.Link.__new__(mpi_link.Link)
+    ends = _Ends()
+    ln.MPI, ln.comm, ln.status, ln.me, ln.lock = _FakeMPI, _Comm(), _Status(), 0, threading.RLock()
+    ln.rbuf = np.empty(mpi_link.HDR + 64, np.uint8)
+    ln.mailbox, ln.ringers, ln.recv_from, ln.received, ln.last_seen = mine, [2], [0, 0, 0], 0, {}
+    ln.routes_end, ln.beat, ln.sends, ln.pending_confirm, ln.rang_last = {9: ends}, None, [], None, False
+    ln.idle_spins, ln.paused_at, ln.waiting_since = 0, 0.0, 0.0
+    return ln, bell, ends
+
+
+def test_a_serve_that_handled_rings_leaves_the_messages_for_the_next_one_never_twice(served):
+    ln, bell, ends = served
+    bell.ring(9, 0, 0)                                  # process 2 rings, process 1 sends a message
+    ln.comm.queue.append((1, _notify_message(9, 1)))
+    assert ln.serve() == 1 and ends.got == [("ring", 2, 0)] and ln.comm.probes == 0
+    bell.ring(9, 2, 0)                                  # process 2 rings again
+    assert ln.serve() == 2                              # ... but the message is not left twice
+    assert ends.got == [("ring", 2, 0), ("ring", 2, 2), ("message", 1, 1)] and ln.comm.probes == 2
+    assert ln.serve() == 0 and ln.received == 3
+
+
+def test_a_ring_after_a_message_waits_for_it_whichever_is_seen_first(served):
+    ln, bell, ends = served
+    bell.ring(9, 5, 1)                                  # after one message, still on its way
+    assert ln.serve() == 0 and ends.got == []
+    ln.comm.queue.append((2, _notify_message(9, 4)))
+    assert ln.serve() == 2 and ends.got == [("message", 2, 4), ("ring", 2, 5)]
+
+
+def test_watch_handles_what_arrives_and_gives_up_after_a_few_microseconds(served):
+    ln, bell, ends = served
+    assert ln.watch() == 0 and ends.got == []           # nothing comes: it returns (after _SPIN)
+    bell.ring(9, 3, 0)
+    assert ln.watch() == 1 and ends.got == [("ring", 2, 3)]

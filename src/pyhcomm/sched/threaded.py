@@ -319,6 +319,8 @@ class ThreadedScheduler(Scheduler):
                 return DONE_OK
             if self.sim.transport.progress():   # messages of other processes (local: none)
                 continue
+            if self.sim.transport.watch():      # ... or about to come
+                continue
             now = _monotonic()
             if self._expire(now):
                 continue

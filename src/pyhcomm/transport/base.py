@@ -239,6 +239,12 @@ class Transport:
         May wait a short poll interval, never longer."""
         return False
 
+    def watch(self) -> bool:
+        """Called by a scheduler that can run nothing and found nothing to progress: wait a few
+        microseconds at most, cheaply, for something to arrive, and progress it; True when
+        something happened (local: nothing will come, False at once)."""
+        return False
+
     #: True when ranks of other processes may send messages (schedulers then poll: they never
     #: sleep long waiting for a wake-up nobody in this process will give)
     remote = False

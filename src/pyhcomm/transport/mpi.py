@@ -561,7 +561,8 @@ class MpiTransport(Transport):
         proc = peer.end >> 32
         link_ = self.link
         try:
-            link_.fence_others(proc)
+            if link_.dirty:         # (direct writes and rings land at once: usually nothing to fence)
+                link_.fence_others(proc)
             if not link_.ring(proc, peer.end, index):
                 link_.send_data(proc, NOTIFY, peer.end, 0, 0, index)
         except LinkError as why:
@@ -642,6 +643,9 @@ class MpiTransport(Transport):
     # -- progress --------------------------------------------------------------------------------
     def progress(self) -> bool:
         return self.link.serve() > 0
+
+    def watch(self) -> bool:
+        return self.link.watch() > 0
 
     def world_idle(self) -> bool:
         return self.link.world_idle()

@@ -176,6 +176,7 @@ class Link:
         self.bells: dict = {}          # process -> Doorbell this process rings
         self.ringers: list = []        # processes that ring this one (their rings are polled)
         self.rung = 0                  # rings this process wrote
+        self.rang_last = False         # the last serve handled rings only (see _serve)
         self.dirty: set = set()        # processes written to since their last fence
         self.reqids = 0
         self.done: set = set()         # request ids answered (fences, reads)
@@ -310,7 +311,7 @@ class Link:
         its ring is full (send a message instead: ``proc`` handles it after the rings before it,
         and never blocks this process as a wait for room could)."""
         bell = self.bells.get(proc)
-        if bell is None or not bell.room():
+        if bell is None or bell.head - bell.words[bell.tail_at] >= mpi_shm.RING:   # (no room)
             return False
         with self.lock:
             bell.ring(tid, index, self.sent_to[proc])
@@ -346,7 +347,9 @@ class Link:
 
     # -- receiving -------------------------------------------------------------------------------
     def serve(self) -> int:
-        """Handle every message that has arrived, in order; returns how many."""
+        """Handle what has arrived, in order; returns how many. Rings first: a call that handled
+        rings leaves the messages for the next call (never twice in a row), so what a ring wakes
+        runs sooner."""
         if not self.lock.acquire(blocking=False):
             return 0   # another thread of this process serves now
         try:
@@ -358,6 +361,17 @@ class Link:
         MPI, comm, st = self.MPI, self.comm, self.status
         handled = 0
         before = self.received
+        mailbox = self.mailbox
+        for p in self.ringers:      # rings first (one whose messages are still to come waits for them)
+            if mailbox.pending(p):
+                handled += self._rings(p)
+        if handled and not self.rang_last:
+            # rings handled: what they wake runs first, messages wait for the next call (a probe
+            # less on a notify's path; never twice in a row, so messages wait one call at most)
+            self.rang_last = True
+            self._served(handled, before)
+            return handled
+        self.rang_last = False
         probe = comm.Iprobe         # a third of Improbe's cost when nothing came (the usual case)
         while probe(MPI.ANY_SOURCE, TAG):
             msg = comm.Improbe(MPI.ANY_SOURCE, TAG, st)
@@ -382,9 +396,15 @@ class Link:
             else:
                 raise LinkError(f"process {self.me}: unexpected message kind {kind} from process {src}")
             handled += 1
-        for p in self.ringers:
-            if self.mailbox.pending(p):
-                handled += self._rings(p)
+        if handled:                 # (rings that waited for the messages just received)
+            for p in self.ringers:
+                if mailbox.pending(p):
+                    handled += self._rings(p)
+        self._served(handled, before)
+        return handled
+
+    def _served(self, handled: int, before: int) -> None:
+        """The end of a :meth:`serve`: heartbeats, idleness, sends complete."""
         if self.beat is not None:
             now = time.monotonic()
             if now - self.beats_heard >= _HEAR_BEATS:
@@ -396,7 +416,6 @@ class Link:
                 self._answer_confirm(False)   # work arrived: not idle any more
         if self.sends:
             self._reap()
-        return handled
 
     def recv_bulk(self, src: int, into) -> None:
         """Receive the payload that follows a header from ``src`` into ``into`` (a uint8 array)."""
@@ -405,18 +424,17 @@ class Link:
 
     def _rings(self, src: int) -> int:
         """Handle the rings of ``src`` whose messages before them all arrived; returns how many."""
-        mailbox, received = self.mailbox, self.recv_from[src]
+        take, received, routes = self.mailbox.take, self.recv_from[src], self.routes_end
         n = 0
         while True:
-            got = mailbox.take(src, received)
+            got = take(src, received)
             if got is None:
                 return n
             n += 1
             self.received += 1
-            tid, index = got
-            t = self.routes_end.get(tid)
+            t = routes.get(got[0])
             if t is not None:
-                t.on_ring(src, tid, index)
+                t.on_ring(src, got[0], got[1])
 
     def _dispatch_data(self, src, buf, n) -> None:
         op, tid, addr, size, aux, reqid, where, extra = (int(x) for x in buf[8:HDR].view(np.int64))
@@ -510,6 +528,27 @@ class Link:
             if since is None:
                 since = now
             _pause(now - since, busy)
+
+    def watch(self) -> int:
+        """Spin until a message or ring arrives, while the current wait is young (less than
+        ``_SPIN`` idle, as :meth:`poll_pause` counts it), and handle what came (:meth:`serve`);
+        returns how many. A turn costs a fraction of a scheduler's idle round (which also looks
+        for timeouts and hangs), so an answer that comes within microseconds is handled sooner."""
+        now = time.monotonic()
+        if self.idle_spins and now - self.paused_at <= _NEW_IDLE:
+            until = self.waiting_since + _SPIN
+        else:
+            until = now + _SPIN
+        mailbox, ringers = self.mailbox, self.ringers
+        probe, anysrc, monotonic = self.comm.Iprobe, self.MPI.ANY_SOURCE, time.monotonic
+        while now < until:
+            for p in ringers:
+                if mailbox.pending(p):
+                    return self.serve()
+            if probe(anysrc, TAG):
+                return self.serve()
+            now = monotonic()
+        return 0
 
     def poll_pause(self) -> None:
         """An idle caller's pause (see :func:`_pause`), by how long this process has been waiting:
@@ -622,7 +661,8 @@ class Link:
                 self.send_ctrl(p, ("bye",), counted=False, fence=False)
             while not all(p in self.byes for p in self._others()):
                 self._idle_wait()
-            self.serve()
+            while self.serve():     # (one call may leave messages for the next: see _serve)
+                pass
             self._hear_beats()
             deadline = time.monotonic() + 5.0
             while self.sends and time.monotonic() < deadline:

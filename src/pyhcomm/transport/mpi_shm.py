@@ -126,7 +126,8 @@ class Doorbell:
         self.me = me
         self.head = self.words[self.layout.head(me)]
         self._head_at = self.layout.head(me)
-        self._tail_at = self.layout.tail(me)
+        self.tail_at = self.layout.tail(me)     # (Link.ring reads the room left from here)
+        self._slots = self.layout.slot(me, 0)
 
     @classmethod
     def attach(cls, hello: tuple, me: int, nprocs: int, backend: CpuBackend):
@@ -145,12 +146,13 @@ class Doorbell:
         return cls(storage, me, backend)
 
     def room(self) -> bool:
-        return self.head - self.words[self._tail_at] < RING
+        return self.head - self.words[self.tail_at] < RING
 
     def ring(self, tid: int, index: int, order: int) -> None:
         """Write a ring (the caller checked :meth:`room`)."""
         w = self.words
-        s = self.layout.slot(self.me, self.head)
+        head = self.head
+        s = self._slots + 3 * (head % RING)
         w[s], w[s + 1], w[s + 2] = tid, index, order
-        self.head += 1
-        w[self._head_at] = self.head        # last: the owner reads the slot only after this
+        self.head = head = head + 1
+        w[self._head_at] = head             # last: the owner reads the slot only after this
