@@ -9,8 +9,9 @@ and never matches a message of the program's own.
 Messages are byte buffers whose first byte says what they are: ``C`` a pickled control tuple,
 ``D`` a data-plane header (eight int64 words, then the payload when it is small), ``B`` the payload
 of a large transfer, received in place right after its header (MPI keeps the order of the
-messages of one sender). Everything a process receives is handled in arrival order, by
-:meth:`Link.serve`, called from the scheduler's ``progress`` and from every wait of the link.
+messages of one sender). Everything a process receives is handled in the order its sender sent
+it, by :meth:`Link.serve`, called from the scheduler's ``progress`` and ``watch`` and from every
+wait of the link.
 
 Same machine (:mod:`.mpi_shm`): at start every process says hello to the others with the handle of
 its mailbox; a process on the same machine maps it (it is then *near*: exposed memory is written
