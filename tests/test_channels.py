@@ -450,6 +450,39 @@ def test_read_copies_the_peer_hccl_buffer_into_local_memory(a2):
     assert (read(dst, 512) == theirs).all()
 
 
+def test_a_transfer_task_is_one_object_and_reads_as_the_tuples_it_had(a2):
+    """Write, Read and WriteReduce tasks keep their operands in slots: one object for the garbage
+    collector, where a task with an argument tuple, spans and detail had eight; what the record's
+    readers use reads as before."""
+    import gc
+    peer, dst = a2.buf[1][0], malloc(64)
+    fp32, add = DT.HCOMM_DATA_TYPE_FP32, OP.HCOMM_REDUCE_SUM
+    assert HcommWriteOnThread(a2.t, a2.ch[0], peer + 8, a2.src, 64) == 0
+    assert HcommReadOnThread(a2.t, a2.ch[0], dst, peer + 8, 64) == 0
+    assert HcommWriteReduceOnThread(a2.t, a2.ch[0], peer + 8, a2.src, 16, fp32, add) == 0
+    w, r, wr = pyhcomm.record.tasks()[-3:]
+    assert (w.kind, r.kind, wr.kind) == ("Write", "Read", "WriteReduce")
+    assert w.args[2:] == (peer + 8, w.args[3], 0, 64, None, True) and w.args[0] == "HcommWriteOnThread"
+    assert w.reads == ((a2.src, 64),) and w.writes == ((peer + 8, 64),) and w.detail == (a2.ch[0], 1)
+    assert r.reads == ((peer + 8, 64),) and r.writes == ((dst, 64),) and r.args[2] == peer + 8
+    assert r.args[5:] == (64, None, False)
+    assert wr.args[5:] == (16, np.dtype(np.float32), int(add), None, True)
+    assert wr.reads == ((a2.src, 64), (peer + 8, 64)) and wr.writes == ((peer + 8, 64),)
+    assert getattr(w, "notify", None) is None and getattr(w, "gen", None) is None
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        for _ in range(200):
+            assert HcommWriteOnThread(a2.t, a2.ch[0], peer + 8, a2.src, 64) == 0
+        tracked = (len(gc.get_objects()) - before) / 200
+    finally:
+        gc.enable()
+    assert tracked < 1.5, tracked
+    assert acl.rt.synchronize_stream(a2.stream) == 0
+    assert (read(peer + 8, 64) == a2.data[:64]).all()
+
+
 def test_transfers_on_one_thread_run_in_fifo_order(a2):
     peer = a2.buf[1][0]
     dst = malloc(256)

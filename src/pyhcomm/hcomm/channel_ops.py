@@ -22,7 +22,7 @@ from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx, host_var
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..sim.record import outcome
-from ..sim.task import NotifyingTask, Task, call_site
+from ..sim.task import SiteTask, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine
 from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para, ptr
 from ..hccl.channel import connected_peer, get_channel
@@ -89,33 +89,19 @@ def remote_range(peer, addr, n, api, name) -> None:
                     f"({shown})")
 
 
-def _run_copy(api, peer, remote, alloc, off, n, notify=None, write=True):
-    """Task body of a write (local -> the peer's ``remote``) or a read (the peer's ``remote`` ->
-    local), then the peer's ``notify`` if any: through the transport. Returns the generation the
-    notify got (when known)."""
+def _land(api, transport, peer, remote, alloc, off, n, write, np_dtype=None, op=None) -> None:
+    """A transfer through ``transport``: ``n`` bytes, local ``alloc + off`` -> the peer's ``remote``
+    (``write``) or back; with ``np_dtype``, ``n`` elements reduced with ``op`` into the peer's
+    (``write``) or into the local ones."""
     if alloc.storage is None:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
-    transport = _sim().transport
     try:
-        (transport.put if write else transport.get)(peer, remote, alloc, off, n)
+        if np_dtype is None:
+            (transport.put if write else transport.get)(peer, remote, alloc, off, n)
+        else:
+            transport.accumulate(peer, remote, alloc, off, n, np_dtype, op, write)
     except TransportError as why:
         raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, f"the transfer did not land: {why}") from None
-    if notify is not None:
-        return transport.remote_notify(peer, notify.index)
-    return None
-
-
-def _run_reduce(api, peer, remote, alloc, off, count, np_dtype, op, notify=None, into_peer=True):
-    if alloc.storage is None:
-        raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, "memory was freed before the transfer ran")
-    transport = _sim().transport
-    try:
-        transport.accumulate(peer, remote, alloc, off, count, np_dtype, op, into_peer)
-    except TransportError as why:
-        raise HcclRuntimeError(HcclResult.HCCL_E_MEMORY, api, f"the transfer did not land: {why}") from None
-    if notify is not None:
-        return transport.remote_notify(peer, notify.index)
-    return None
 
 
 def _peer_notify(peer, idx, api, name="remoteNotifyIdx"):
@@ -125,6 +111,69 @@ def _peer_notify(peer, idx, api, name="remoteNotifyIdx"):
         raise para(api, f"{name} {idx} is out of range: the channel end of rank {peer.ref.rank} has "
                         f"{len(peer.notifies)} notifies")
     return peer.notifies[idx]
+
+
+class TransferTask(SiteTask):
+    """A one-sided transfer (``Write``, ``Read``, ``WriteReduce``, ``ReadReduce``): the operands in
+    slots, no tuple per task (the hot path of every algorithm: one object for the garbage collector
+    to track instead of eight). ``args``, ``reads``, ``writes`` and ``detail`` are made when read,
+    as the record's readers know them (:mod:`pyhcomm.sim.events`); the timing replay reads
+    ``nbytes``, ``channel`` and ``remote`` (the peer's address) straight from the slots."""
+
+    __slots__ = ("kind", "api", "peer", "remote", "alloc", "off", "nbytes", "count", "dtype", "op", "write",
+                 "src", "dst", "channel", "peer_rank", "transport")
+    transfer_slots = True       # (timing.replay: read the slots, not the tuples)
+    notify = None               # (the WithNotify kinds have their own)
+
+    def __init__(self, kind, api, t, side, peer, remote, alloc, off, nbytes, write, src, dst, channel, peer_rank,
+                 transport, site, count=None, dtype=None, op=None):
+        self.kind, self.api = kind, api
+        self.on_thread(t, side)
+        self.peer, self.remote, self.alloc, self.off, self.nbytes, self.write = peer, remote, alloc, off, nbytes, write
+        self.src, self.dst, self.channel, self.peer_rank, self.transport = src, dst, channel, peer_rank, transport
+        self.count, self.dtype, self.op = count, dtype, op
+        self.code, self.lasti = site if site is not None else (None, None)
+
+    @property
+    def args(self) -> tuple:
+        """A copy: ``(api, peer, remote, alloc, off, nbytes, notify, write)``; a reduce:
+        ``(api, peer, remote, alloc, off, count, np_dtype, op, notify, into_peer)``."""
+        if self.dtype is None:
+            return (self.api, self.peer, self.remote, self.alloc, self.off, self.nbytes, self.notify, self.write)
+        return (self.api, self.peer, self.remote, self.alloc, self.off, self.count, self.dtype, self.op, self.notify,
+                self.write)
+
+    @property
+    def reads(self) -> tuple:
+        if self.dtype is None:
+            return ((self.src, self.nbytes),)
+        return ((self.src, self.nbytes), (self.dst, self.nbytes))
+
+    @property
+    def writes(self) -> tuple:
+        return ((self.dst, self.nbytes),)
+
+    @property
+    def detail(self) -> tuple:
+        return (self.channel, self.peer_rank)
+
+    def run(self) -> None:
+        dtype = self.dtype
+        _land(self.api, self.transport, self.peer, self.remote, self.alloc, self.off,
+              self.nbytes if dtype is None else self.count, self.write, dtype, self.op)
+
+
+class NotifyingTransferTask(TransferTask):
+    """A :class:`TransferTask` that ends by recording the peer's ``notify`` (``WriteWithNotify``,
+    ``WriteReduceWithNotify``): a recorder of that notify, like a notify record task; ``gen`` is the
+    generation it set (when known), stored when it ran."""
+
+    __slots__ = ("notify", "gen")
+    waits = False
+
+    def run(self) -> None:
+        TransferTask.run(self)
+        self.gen = self.transport.remote_notify(self.peer, self.notify.index)
 
 
 class RemoteRecordTask(NotifyRecordTask):
@@ -188,25 +237,28 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         alloc, off = (v.thread_src(t, src, nbytes, api) if t is not None
                       else v.device_range(src, nbytes, device, api, "src"))
     notify = _peer_notify(peer, notify_idx, api) if notify_idx is not NO_NOTIFY else None
-    if reduce is None:  # (the record reads these arguments: pyhcomm.sim.events)
-        fn, args = _run_copy, (api, peer.ref, remote, alloc, off, nbytes, notify, write)
-    else:
-        fn, args = _run_reduce, (api, peer.ref, remote, alloc, off, count, NUMPY_DTYPE[dt], int(op), notify, write)
     if now:  # NBI: the host CPU posts the request and it completes at once here
-        gen = fn(*args)
+        transport = ctx.sim.transport
+        if reduce is None:
+            _land(api, transport, peer.ref, remote, alloc, off, nbytes, write)
+        else:
+            _land(api, transport, peer.ref, remote, alloc, off, count, write, NUMPY_DTYPE[dt], int(op))
+        gen = transport.remote_notify(peer.ref, notify.index) if notify is not None else None
         ctx.sim.record.effect(("WriteWithNotifyNbi" if notify is not None else "WriteNbi") if write else "ReadNbi",
                               api, True, ch.comm.rank, device, ch.engine.name, None, None, ((src, nbytes),),
                               ((dst, nbytes),), {"channel": ch.handle, "peer": peer.ref.rank, "nbytes": nbytes,
                                                  "notify": notify, "gen": gen}, ctx)
         return
-    reads = ((src, nbytes),) if reduce is None else ((src, nbytes), (dst, nbytes))
     side = "device" if ctx.kernels else "host"
-    if notify is None:
-        task = Task(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(), None, None,
-                    0.0, (ch.handle, ch.peer_rank), side)
-    else:  # the notify it sets is a field: hang reports see the task as a recorder
-        task = NotifyingTask(kind, t.stream, fn, args, reads, ((dst, nbytes),), t.handle, t.rank, call_site(),
-                             detail=(ch.handle, ch.peer_rank), side=side, notify=notify)
+    cls = TransferTask if notify is None else NotifyingTransferTask
+    if reduce is None:
+        task = cls(kind, api, t, side, peer.ref, remote, alloc, off, nbytes, write, src, dst, ch.handle, ch.peer_rank,
+                   ctx.sim.transport, call_site())
+    else:
+        task = cls(kind, api, t, side, peer.ref, remote, alloc, off, nbytes, write, src, dst, ch.handle, ch.peer_rank,
+                   ctx.sim.transport, call_site(), count, NUMPY_DTYPE[dt], int(op))
+    if notify is not None:  # the notify it sets is a field: hang reports see the task as a recorder
+        task.notify = notify
     if defer:
         return task
     if not ctx.kernels and ctx.batch is None:   # (enqueue's common case, inline)

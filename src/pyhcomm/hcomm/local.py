@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
 from ..backend.cpu import SMALL_COPY
-from ..sim.task import PENDING, SiteTask
+from ..sim.task import SiteTask
 from ..errors import HcclResult, HcclRuntimeError
 from ..hccl.thread import get_thread
 from . import validate as v
@@ -31,13 +31,7 @@ class LocalCopyTask(SiteTask):
     kind = "LocalCopy"
 
     def __init__(self, t, side, d, d_off, s, s_off, n):
-        self.stream = t.stream
-        self.device = t.device
-        self.thread = t.handle
-        self.rank = t.rank
-        self.t_head = None
-        self.state = PENDING
-        self.side = side
+        self.on_thread(t, side)
         self.dst_alloc, self.dst_off, self.src_alloc, self.src_off, self.n = d, d_off, s, s_off, n
         self.set_site(4)  # set_site <- __init__ <- local_copy <- C tier / Pythonic method <- user
 

@@ -93,23 +93,6 @@ class Task(TaskBase):
         self.fn(*self.args)
 
 
-class NotifyingTask(Task):
-    """A :class:`Task` whose effect ends by recording ``notify`` (``WriteWithNotify``,
-    ``WriteReduceWithNotify``): a recorder of that notify, like a notify record task. ``notify``
-    is a value naming the peer's notify (it has ``owner`` and ``index``); ``fn`` returns the
-    generation it set, stored in ``gen`` when it ran."""
-
-    __slots__ = ("notify", "gen")
-    waits = False
-
-    def __init__(self, *args, notify, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.notify = notify
-
-    def run(self) -> None:
-        self.gen = self.fn(*self.args)
-
-
 class SiteTask(TaskBase):
     """Base of the hot-path task kinds: no per-task tuples (fewer objects for the GC to scan).
 
@@ -118,6 +101,17 @@ class SiteTask(TaskBase):
     """
 
     __slots__ = ("code", "lasti")
+
+    def on_thread(self, t, side: str) -> None:
+        """Set where the task runs: HCCL thread ``t``'s stream, device, handle and rank, issued
+        from ``side`` (``"host"`` or ``"device"``); pending, not blocked yet."""
+        self.stream = t.stream
+        self.device = t.device
+        self.thread = t.handle
+        self.rank = t.rank
+        self.t_head = None
+        self.state = PENDING
+        self.side = side
 
     @property
     def site(self):

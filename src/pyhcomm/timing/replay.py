@@ -76,6 +76,7 @@ _EPS = 1e-12
 _BATCH_OF, _N, _DEVICE = (attrgetter(a) for a in ("batch", "n", "device"))
 _WRITES_OF, _READS_OF, _ARGS, _DETAIL = (attrgetter(a) for a in ("writes", "reads", "args", "detail"))
 _SIZE_ARG, _CHANNEL, _TARGET, _ENTRY = itemgetter(5), itemgetter(0), attrgetter("target"), attrgetter("entry")
+_NBYTES, _CHANNEL_OF, _REMOTE = (attrgetter(a) for a in ("nbytes", "channel", "remote"))
 #: Transfer tasks (transfer_view reads their channel from ``detail[0]``, their size from ``args[5]``
 #: or, for a reduce, the written span).
 _TASK_TRANSFERS = frozenset(("Write", "Read", "WriteReduce", "ReadReduce", "WriteWithNotify",
@@ -690,7 +691,8 @@ def _transfer_views(record, objs, table, codes) -> tuple:
     ``codes``), as sizes (a numpy int64 array), protocol names (a list) and remote devices (a numpy
     int64 array, -1: None): the task kinds read kind by kind, the same fields (the channel in
     ``detail``, the size in ``args`` or the written span, the remote device from the first written
-    or read span), the host effects (NBI) one by one."""
+    or read span; a transfer task of this Sim gives its ``nbytes``, ``channel`` and ``remote``
+    slots instead), the host effects (NBI) one by one."""
     n = len(objs)
     sizes, protocols, remotes = np.zeros(n, dtype=np.int64), [None] * n, np.full(n, -1, dtype=np.int64)
     kinds = {c: k for k, c in table.items()}
@@ -699,17 +701,23 @@ def _transfer_views(record, objs, table, codes) -> tuple:
         kind = kinds[code]
         at = np.flatnonzero(codes == code)
         mine = list(map(objs.__getitem__, at.tolist()))
-        if kind not in _TASK_TRANSFERS or set(map(_ENTRY, mine)) != {"task"}:
+        # transfer tasks of this Sim (not a merged record's entries) give their slots, no tuples
+        slots = kind in _TASK_TRANSFERS and all(getattr(c, "transfer_slots", False) for c in set(map(type, mine)))
+        if not slots and (kind not in _TASK_TRANSFERS or set(map(_ENTRY, mine)) != {"task"}):
             for j, e in zip(at.tolist(), mine):
                 size, protocols[j], remote = transfer_view(record, e)
                 sizes[j], remotes[j] = size, -1 if remote is None else remote
             continue
-        spans = list(map(_WRITES_OF if kind.startswith("Write") else _READS_OF, mine))
-        if "Reduce" in kind:
-            sizes[at] = np.fromiter((sp[0][1] for sp in map(_WRITES_OF, mine)), np.int64, len(mine))
+        if slots:
+            sizes[at] = np.fromiter(map(_NBYTES, mine), np.int64, len(mine))
+            channels = list(map(_CHANNEL_OF, mine))
         else:
-            sizes[at] = _ints(list(map(_SIZE_ARG, map(_ARGS, mine))))
-        channels = list(map(_CHANNEL, map(_DETAIL, mine)))
+            spans = list(map(_WRITES_OF if kind.startswith("Write") else _READS_OF, mine))
+            if "Reduce" in kind:
+                sizes[at] = np.fromiter((sp[0][1] for sp in map(_WRITES_OF, mine)), np.int64, len(mine))
+            else:
+                sizes[at] = _ints(list(map(_SIZE_ARG, map(_ARGS, mine))))
+            channels = list(map(_CHANNEL, map(_DETAIL, mine)))
         protocol_of = {}
         for ch in dict.fromkeys(channels):
             info = info_of(ch)
@@ -720,7 +728,9 @@ def _transfer_views(record, objs, table, codes) -> tuple:
         else:
             for j, b in zip(at.tolist(), protocol):
                 protocols[j] = b
-        if all(spans) and set(map(len, map(_CHANNEL, spans))) == {2}:      # no allocation: by address
+        if slots:                                                           # the peer's address
+            remotes[at] = _devices_of(list(map(_REMOTE, mine)))
+        elif all(spans) and set(map(len, map(_CHANNEL, spans))) == {2}:    # no allocation: by address
             remotes[at] = _devices_of(list(map(_CHANNEL, map(_CHANNEL, spans))))
         else:
             remote = []
