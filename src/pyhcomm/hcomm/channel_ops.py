@@ -237,12 +237,10 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         alloc, off = (v.thread_src(t, src, nbytes, api) if t is not None
                       else v.device_range(src, nbytes, device, api, "src"))
     notify = _peer_notify(peer, notify_idx, api) if notify_idx is not NO_NOTIFY else None
+    np_dtype, op = (None, None) if reduce is None else (NUMPY_DTYPE[dt], int(op))
+    transport = ctx.sim.transport
     if now:  # NBI: the host CPU posts the request and it completes at once here
-        transport = ctx.sim.transport
-        if reduce is None:
-            _land(api, transport, peer.ref, remote, alloc, off, nbytes, write)
-        else:
-            _land(api, transport, peer.ref, remote, alloc, off, count, write, NUMPY_DTYPE[dt], int(op))
+        _land(api, transport, peer.ref, remote, alloc, off, nbytes if reduce is None else count, write, np_dtype, op)
         gen = transport.remote_notify(peer.ref, notify.index) if notify is not None else None
         ctx.sim.record.effect(("WriteWithNotifyNbi" if notify is not None else "WriteNbi") if write else "ReadNbi",
                               api, True, ch.comm.rank, device, ch.engine.name, None, None, ((src, nbytes),),
@@ -250,13 +248,9 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
                                                  "notify": notify, "gen": gen}, ctx)
         return
     side = "device" if ctx.kernels else "host"
-    cls = TransferTask if notify is None else NotifyingTransferTask
-    if reduce is None:
-        task = cls(kind, api, t, side, peer.ref, remote, alloc, off, nbytes, write, src, dst, ch.handle, ch.peer_rank,
-                   ctx.sim.transport, call_site())
-    else:
-        task = cls(kind, api, t, side, peer.ref, remote, alloc, off, nbytes, write, src, dst, ch.handle, ch.peer_rank,
-                   ctx.sim.transport, call_site(), count, NUMPY_DTYPE[dt], int(op))
+    task = (TransferTask if notify is None else NotifyingTransferTask)(
+        kind, api, t, side, peer.ref, remote, alloc, off, nbytes, write, src, dst, ch.handle, ch.peer_rank, transport,
+        call_site(), count if reduce is not None else None, np_dtype, op)
     if notify is not None:  # the notify it sets is a field: hang reports see the task as a recorder
         task.notify = notify
     if defer:

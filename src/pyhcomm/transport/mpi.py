@@ -561,8 +561,7 @@ class MpiTransport(Transport):
         proc = peer.end >> 32
         link_ = self.link
         try:
-            if link_.dirty:         # (direct writes and rings land at once: usually nothing to fence)
-                link_.fence_others(proc)
+            link_.fence_others(proc)
             if not link_.ring(proc, peer.end, index):
                 link_.send_data(proc, NOTIFY, peer.end, 0, 0, index)
         except LinkError as why:

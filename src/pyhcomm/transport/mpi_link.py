@@ -312,7 +312,7 @@ class Link:
         its ring is full (send a message instead: ``proc`` handles it after the rings before it,
         and never blocks this process as a wait for room could)."""
         bell = self.bells.get(proc)
-        if bell is None or bell.head - bell.words[bell.tail_at] >= mpi_shm.RING:   # (no room)
+        if bell is None or not bell.room():
             return False
         with self.lock:
             bell.ring(tid, index, self.sent_to[proc])
@@ -383,7 +383,7 @@ class Link:
             buf = self.rbuf if n <= len(self.rbuf) else np.empty(n, np.uint8)
             msg.Recv([buf, n, MPI.BYTE])
             self.last_seen[src] = time.monotonic()
-            if self.ringers and self.mailbox.pending(src):
+            if self.ringers and mailbox.pending(src):
                 handled += self._rings(src)     # rung before this message was sent
             self.recv_from[src] += 1
             kind = buf[0]

@@ -126,7 +126,7 @@ class Doorbell:
         self.me = me
         self.head = self.words[self.layout.head(me)]
         self._head_at = self.layout.head(me)
-        self.tail_at = self.layout.tail(me)     # (Link.ring reads the room left from here)
+        self._tail_at = self.layout.tail(me)
         self._slots = self.layout.slot(me, 0)
 
     @classmethod
@@ -146,7 +146,7 @@ class Doorbell:
         return cls(storage, me, backend)
 
     def room(self) -> bool:
-        return self.head - self.words[self.tail_at] < RING
+        return self.head - self.words[self._tail_at] < RING
 
     def ring(self, tid: int, index: int, order: int) -> None:
         """Write a ring (the caller checked :meth:`room`)."""
