@@ -16,7 +16,10 @@ read the ratios).
      ``Recv`` ping-pong of 8 bytes (``MPI_PINGS`` times as many round trips: both run about as
      long). Microseconds per one-way trip and the ratio; then the data plane alone: the same
      tasks enqueued by both ranks before either synchronizes, only the synchronize timed (what a
-     device that runs behind its host would see).
+     device that runs behind its host would see); then the transport alone: the same channel
+     notifies set with the MPI transport's ``remote_notify`` (a doorbell ring between processes of
+     one machine) and awaited by serving its link, no task, stream or scheduler (what the transport
+     adds to a trip; the rest is the simulator's cost of the three tasks a trip runs).
    For reference, the same ping-pong between two ranks of one process (no MPI: the tasks' own
    cost). Each is measured five times (after a warm-up), pyhcomm's and mpi4py's rounds in turn so that
    both see the same load; the best of each is kept.
@@ -128,6 +131,29 @@ def _pings(P, acl, world, stream, thread, ch, remote, src, pings, data_plane=Fal
     return (time.perf_counter() - t0) / pings / 2
 
 
+def _transport_pings(world, ch, pings) -> float:
+    """Seconds per one-way trip of a channel notify through the MPI transport alone (see the module
+    docstring): rank 0 sets the peer's notify 0 and waits for its own notify 1, rank 1 answers."""
+    from pyhcomm.hccl.channel import connected_peer, get_channel
+    from pyhcomm.sim import current_sim
+    transport = current_sim().transport
+    end = get_channel(ch, "benchmarks/mpi.py")
+    out = connected_peer(end, "benchmarks/mpi.py").notifies[world.rank]
+    mine = end.notifies[1 - world.rank]
+    send, serve = transport.remote_notify, transport.link.serve
+    world.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(pings):
+        if world.rank == 0:
+            send(out.peer, out.index)
+        while not mine.value:
+            serve()
+        mine.consume()
+        if world.rank == 1:
+            send(out.peer, out.index)
+    return (time.perf_counter() - t0) / pings / 2
+
+
 def _mpi_pings(world, pings) -> float:
     b = np.zeros(8, np.uint8)
     world.Barrier()
@@ -165,14 +191,15 @@ def pair_job(sizes, reps, pings, rounds) -> None:
         rows.append((size, k, k * size / min(ours[1:]) / 1e9, k * size / min(theirs[1:]) / 1e9))
         acl.rt.free(src)
     src, _ = acl.rt.malloc(64, P.ACL_MEM_MALLOC_HUGE_FIRST)
-    lat, dlat, mlat = [], [], []
+    lat, dlat, tlat, mlat = [], [], [], []
     for _round in range(rounds + 1):
         lat.append(_pings(P, acl, world, stream, thread, ch, remote, src, pings))
         dlat.append(_pings(P, acl, world, stream, thread, ch, remote, src, pings, data_plane=True))
+        tlat.append(_transport_pings(world, ch, pings * MPI_PINGS // 4))
         mlat.append(_mpi_pings(world, pings * MPI_PINGS))
     P.HcclCommDestroy(comm)
     if rank == 0:
-        print(json.dumps({"bw": rows, "lat": [min(lat[1:]), min(mlat[1:]), min(dlat[1:])]}), flush=True)
+        print(json.dumps({"bw": rows, "lat": [min(lat[1:]), min(mlat[1:]), min(dlat[1:]), min(tlat[1:])]}), flush=True)
 
 
 def pingpong_body(comm, pings: int, rounds: int) -> float:
@@ -256,13 +283,15 @@ def main() -> None:
     print(f"{'window':>10} {'writes':>7} {'pyhcomm GB/s':>13} {'mpi4py Put GB/s':>16} {'ratio':>7}")
     for size, k, ours, theirs in out["bw"]:
         print(f"{size >> 20:>7} MiB {k:>7} {ours:>13.2f} {theirs:>16.2f} {ours / theirs:>7.2f}")
-    ours, theirs, plane = out["lat"]
+    ours, theirs, plane, alone_transport = out["lat"]
     import pyhcomm
     alone = min(pyhcomm.launch(pingpong_body, 2, pings, rounds, product="Atlas 800T A2", mpi=False))
     print(f"8-byte ping-pong, one way: pyhcomm {ours * 1e6:.1f} us, mpi4py Send/Recv {theirs * 1e6:.1f} us, "
           f"ratio {ours / theirs:.1f} (the same ping-pong between two ranks of one process: {alone * 1e6:.1f} us)")
     print(f"  the data plane alone (every task enqueued before the synchronize): {plane * 1e6:.1f} us, "
           f"ratio {plane / theirs:.1f}")
+    print(f"  the MPI transport alone (a channel notify's ring and its arrival, no task): "
+          f"{alone_transport * 1e6:.1f} us, ratio {alone_transport / theirs:.1f}")
     n, mib = ns.ranks, 1
     one = pyhcomm.launch(allreduce_body, n, mib, mpi=False)
     got, wall = _run(n, ["--job", "allreduce", str(n), str(mib)], nice=True)

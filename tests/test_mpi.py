@@ -193,6 +193,19 @@ def test_a_full_doorbell_sends_messages_in_order_and_never_waits_for_room():
         assert receiver[1:] == [RING + 300, [1]], line           # every record arrived
 
 
+def test_the_two_process_benchmark_reports_every_figure():
+    """``benchmarks/mpi.py``'s two-process job, small: a bandwidth row per window size, and the
+    four latencies (ping-pong, mpi4py's, data plane, transport alone) each a time a trip took (a
+    notify lost in any of the four ping-pongs hangs it: the job then fails on its timeout)."""
+    bench = HERE.parent / "benchmarks" / "mpi.py"
+    code, lines, out = _job(2, [str(bench), "--job", "pair", "4096,65536", "2", "20", "1"])
+    assert code == 0, out
+    (got,) = lines
+    assert [row[:2] for row in got["bw"]] == [[4096, 2], [65536, 2]], got
+    assert all(gbps > 0 for row in got["bw"] for gbps in row[2:]), got
+    assert len(got["lat"]) == 4 and all(0 < s < 1 for s in got["lat"]), got
+
+
 def test_hccl_example_ports_and_seed_examples_give_the_same_bytes_over_mpi(monkeypatch):
     code, lines, out = _job(2, [str(HERE / "mpi_worker.py")], PYHCOMM_DEVICE_COUNT="2")
     assert code == 0, out
