@@ -133,9 +133,11 @@ def _pings(P, acl, world, stream, thread, ch, remote, src, pings, data_plane=Fal
 
 def _transport_pings(world, ch, pings) -> float:
     """Seconds per one-way trip of a channel notify through the MPI transport alone (see the module
-    docstring): rank 0 sets the peer's notify 0 and waits for its own notify 1, rank 1 answers."""
+    docstring): rank 0 sets the peer's notify 0 and waits for its own notify 1, rank 1 answers.
+    Aborts the job when an answer takes longer than 30 s (no scheduler here to report a hang)."""
     from pyhcomm.hccl.channel import connected_peer, get_channel
     from pyhcomm.sim import current_sim
+    from pyhcomm.transport.mpi_link import _unlink_mpi_segments
     transport = current_sim().transport
     end = get_channel(ch, "benchmarks/mpi.py")
     out = connected_peer(end, "benchmarks/mpi.py").notifies[world.rank]
@@ -146,8 +148,13 @@ def _transport_pings(world, ch, pings) -> float:
     for _ in range(pings):
         if world.rank == 0:
             send(out.peer, out.index)
-        while not mine.value:
-            serve()
+        if not mine.value:
+            deadline = time.monotonic() + 30
+            while not mine.value:
+                if not serve() and time.monotonic() > deadline:
+                    print(f"process {world.rank}: no answer to a channel notify in 30 s", file=sys.stderr, flush=True)
+                    _unlink_mpi_segments()  # (MPI_Abort leaves MPICH's shared-memory files behind)
+                    world.Abort(1)          # (the peer may be blocked in MPI: end the whole job)
         mine.consume()
         if world.rank == 1:
             send(out.peer, out.index)
