@@ -360,12 +360,9 @@ class Link:
 
     def _serve(self) -> int:
         MPI, comm, st = self.MPI, self.comm, self.status
-        handled = 0
         before = self.received
         mailbox = self.mailbox
-        for p in self.ringers:      # rings first (one whose messages are still to come waits for them)
-            if mailbox.pending(p):
-                handled += self._rings(p)
+        handled = self._all_rings()  # rings first (one whose messages are still to come waits for them)
         if handled and not self.rang_last:
             # rings handled: what they wake runs first, messages wait for the next call (a probe
             # less on a notify's path; never twice in a row, so messages wait one call at most)
@@ -398,9 +395,7 @@ class Link:
                 raise LinkError(f"process {self.me}: unexpected message kind {kind} from process {src}")
             handled += 1
         if handled:                 # (rings that waited for the messages just received)
-            for p in self.ringers:
-                if mailbox.pending(p):
-                    handled += self._rings(p)
+            handled += self._all_rings()
         self._served(handled, before)
         return handled
 
@@ -422,6 +417,15 @@ class Link:
         """Receive the payload that follows a header from ``src`` into ``into`` (a uint8 array)."""
         self.comm.Recv(into, src, TAG)
         self.recv_from[src] += 1
+
+    def _all_rings(self) -> int:
+        """Handle the rings of every process that rings this one (see :meth:`_rings`); returns how many."""
+        handled = 0
+        mailbox = self.mailbox
+        for p in self.ringers:
+            if mailbox.pending(p):
+                handled += self._rings(p)
+        return handled
 
     def _rings(self, src: int) -> int:
         """Handle the rings of ``src`` whose messages before them all arrived; returns how many."""
