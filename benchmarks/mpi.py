@@ -135,7 +135,7 @@ def _transport_pings(world, ch, pings) -> float:
     """Seconds per one-way trip of a channel notify through the MPI transport alone (see the module
     docstring): rank 0 sets the peer's notify 0 and waits for its own notify 1, rank 1 answers.
     Aborts the job when an answer takes longer than 30 s (no scheduler here to report a hang)."""
-    from pyhcomm.hccl.channel import connected_peer, get_channel
+    from pyhcomm.hcomm.resources.channel import connected_peer, get_channel
     from pyhcomm.sim import current_sim
     from pyhcomm.transport.mpi_link import _unlink_mpi_segments
     transport = current_sim().transport

@@ -140,7 +140,7 @@ class _SkipOnRank0:
         self.calls, self.sim = 0, None
 
     def __call__(self, t, left, right, write=None, read=None):
-        from pyhcomm.hccl.thread import get_thread
+        from pyhcomm.hcomm.resources.thread import get_thread
         sim = pyhcomm.current_sim()
         if sim is not self.sim:
             self.sim, self.calls = sim, 0

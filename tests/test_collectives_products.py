@@ -9,8 +9,8 @@ import pytest
 import pyhcomm
 from pyhcomm import acl
 from pyhcomm.collectives import support
-from pyhcomm.hccl import channel as channel_mod
-from pyhcomm.hccl.channel import HcclChannelDesc
+from pyhcomm.hcomm.resources import channel as channel_mod
+from pyhcomm.hcomm.resources.channel import HcclChannelDesc
 from pyhcomm.topology import CommProtocol as P
 from test_collectives_reduce import (MAX, SUM, check_all_reduce, check_reduce, check_reduce_scatter, from_device,
                                      make_input, sentinel, to_device)

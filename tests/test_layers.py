@@ -1,19 +1,40 @@
-"""The packages import downward only: no import cycle between pyhcomm's packages.
+"""The stack in CANN's order: a layer imports only the layers below it, and nothing imports upward.
 
 Every ``import`` / ``from ... import`` in every module counts, also the ones inside functions
 (a lazy import is a dependency all the same). The root package (the public facade) may import
-anything and is left out.
+anything and is left out. :data:`LAYERS` is the order, bottom first (docs/architecture.md draws
+it); a module belongs to the layer of its longest listed prefix. Inside one layer the packages
+may use each other, but no import cycle may join two packages.
 """
 import ast
 import pathlib
+
+import pytest
 
 import pyhcomm
 
 ROOT = pathlib.Path(pyhcomm.__file__).parent
 
+#: The layers, bottom first: (name, the module prefixes it holds).
+LAYERS = (
+    ("codes", ("pyhcomm.errors", "pyhcomm.enums")),
+    ("definitions", ("pyhcomm.config", "pyhcomm.products", "pyhcomm.defs")),
+    ("machine parts", ("pyhcomm.backend", "pyhcomm.sched", "pyhcomm.transport")),
+    ("simulated machine", ("pyhcomm.sim", "pyhcomm.topology", "pyhcomm.args")),
+    ("acl runtime", ("pyhcomm.aclrt",)),
+    ("HCOMM resources", ("pyhcomm.hcomm.resources",)),
+    ("HCOMM data plane", ("pyhcomm.hcomm",)),
+    ("HCCL", ("pyhcomm.hccl",)),
+    ("collective library", ("pyhcomm.collectives",)),
+    ("tiers", ("pyhcomm.capi", "pyhcomm.acl", "pyhcomm.pythonic")),
+    ("launching ranks", ("pyhcomm.spmd", "pyhcomm.spmd_child")),
+    ("tools", ("pyhcomm.analysis", "pyhcomm.verify", "pyhcomm.timing", "pyhcomm.cli", "pyhcomm.demo",
+               "pyhcomm.demo_kernels", "pyhcomm.__main__")),
+)
 
-def _module(path: pathlib.Path) -> str:
-    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+
+def _module(path: pathlib.Path, root: pathlib.Path = ROOT) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -21,12 +42,26 @@ def _package(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
 
-def package_graph() -> dict:
-    files = list(ROOT.rglob("*.py"))
-    modules = {_module(p) for p in files}
-    edges: dict = {}
+def layer_of(module: str) -> int:
+    """The index in :data:`LAYERS` of ``module``'s layer (its longest listed prefix)."""
+    best, depth = None, -1
+    for i, (_name, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and p.count(".") > depth:
+                best, depth = i, p.count(".")
+    if best is None:
+        raise KeyError(f"{module} is in no layer of tests/test_layers.py: add it to LAYERS")
+    return best
+
+
+def import_edges(root: pathlib.Path = ROOT) -> list:
+    """``(importer, imported, line)`` for every import of a pyhcomm module by another (modules as
+    dotted names; a ``from package import name`` names the submodule when ``name`` is one)."""
+    files = list(root.rglob("*.py"))
+    modules = {_module(p, root) for p in files}
+    edges = []
     for path in files:
-        me = _module(path)
+        me = _module(path, root)
         if me == "pyhcomm":
             continue
         base = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
@@ -43,9 +78,25 @@ def package_graph() -> dict:
                 targets = [a.name for a in node.names]
             else:
                 continue
-            for t in targets:
-                if t.startswith("pyhcomm.") and _package(t) != _package(me):
-                    edges.setdefault(_package(me), set()).add(_package(t))
+            edges.extend((me, t, node.lineno) for t in targets if t.startswith("pyhcomm.") and t != "pyhcomm")
+    return edges
+
+
+def upward_imports(edges) -> list:
+    """``file:line importer -> imported`` for each import of a higher layer."""
+    out = []
+    for me, target, line in edges:
+        lo, hi = layer_of(me), layer_of(target)
+        if hi > lo:
+            out.append(f"{me}:{line} ({LAYERS[lo][0]}) imports {target} ({LAYERS[hi][0]})")
+    return out
+
+
+def package_graph() -> dict:
+    edges: dict = {}
+    for me, target, _line in import_edges():
+        if _package(target) != _package(me):
+            edges.setdefault(_package(me), set()).add(_package(target))
     return edges
 
 
@@ -62,6 +113,29 @@ def _cycle_through(edges, start):
     return None
 
 
+def test_every_module_has_a_layer():
+    for path in ROOT.rglob("*.py"):
+        if _module(path) != "pyhcomm":
+            layer_of(_module(path))
+
+
+def test_no_layer_imports_a_higher_one():
+    bad = upward_imports(import_edges())
+    assert not bad, "upward imports:\n" + "\n".join(sorted(bad))
+
+
+def test_the_check_sees_an_upward_import(tmp_path):
+    """A deliberately added upward import (the acl runtime importing HCCL) is caught."""
+    pkg = tmp_path / "pyhcomm"
+    (pkg / "aclrt").mkdir(parents=True)
+    (pkg / "hccl").mkdir()
+    for f in ("__init__.py", "aclrt/__init__.py", "hccl/__init__.py", "hccl/comm.py"):
+        (pkg / f).write_text("")
+    (pkg / "aclrt" / "stream.py").write_text("from ..hccl import comm\n")
+    bad = upward_imports(import_edges(pkg))
+    assert bad == ["pyhcomm.aclrt.stream:1 (acl runtime) imports pyhcomm.hccl.comm (HCCL)"]
+
+
 def test_no_import_cycle_between_packages():
     edges = package_graph()
     cycles = [c for c in (_cycle_through(edges, p) for p in sorted(edges)) if c]
@@ -71,6 +145,13 @@ def test_no_import_cycle_between_packages():
 def test_the_graph_is_read_from_the_sources():
     edges = package_graph()
     assert "pyhcomm.sim" in edges["pyhcomm.hcomm"] and "pyhcomm.errors" in edges["pyhcomm.sim"]
+
+
+@pytest.mark.parametrize("module, layer", [("pyhcomm.hcomm.resources.thread", "HCOMM resources"),
+                                           ("pyhcomm.hcomm.local", "HCOMM data plane"),
+                                           ("pyhcomm.sim.task", "simulated machine")])
+def test_a_module_takes_its_longest_prefix_layer(module, layer):
+    assert LAYERS[layer_of(module)][0] == layer
 
 
 _MODULES = ("np", "numpy", "array")     # np.array, array.array: not a storage's bytes

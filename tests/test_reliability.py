@@ -170,7 +170,7 @@ def test_batch_end_after_its_stream_was_destroyed_launches_nothing():
 
 def test_a_task_reaching_a_stream_destroyed_meanwhile_is_skipped_never_run(monkeypatch):
     """Another host thread destroys the stream between End's check and its launch."""
-    from pyhcomm.hcomm import launch
+    from pyhcomm.hcomm import enqueue as launch
     comm, stream, thread = host_setup()
     other, _ = acl.rt.create_stream()
     ret, t2 = HcclThreadAcquireWithStream(comm, CPU_TS, other, 1)
@@ -322,7 +322,7 @@ def test_free_between_the_checks_and_the_copy_of_memcpy_is_harmless(monkeypatch)
 
 @pytest.mark.threads
 def test_engine_ctx_copy_and_destroy_are_serialised(monkeypatch):
-    from pyhcomm.hccl import engine_ctx
+    from pyhcomm.hcomm.resources import engine_ctx
     comm, stream, thread = host_setup()
     ret, ctx = HcclEngineCtxCreate(comm, "t", AICPU_TS, 64)
     assert ret == 0

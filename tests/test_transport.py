@@ -94,7 +94,7 @@ def test_a_channel_end_holds_a_value_naming_its_peer():
     sim = pyhcomm.Sim(scheduler="coop")
 
     def peers(comm):
-        ends = pyhcomm.hccl.channel.acquire(comm.handle, pyhcomm.COMM_ENGINE_CPU_TS, [_desc(1 - comm.rank)], 1)
+        ends = pyhcomm.hcomm.resources.channel.acquire(comm.handle, pyhcomm.COMM_ENGINE_CPU_TS, [_desc(1 - comm.rank)], 1)
         if comm.rank == 1:
             pyhcomm.current_sim().scheduler.run_until(lambda: ends[0].peer_ref is not None)
         return ends[0].peer_ref, ends[0].peer

@@ -13,12 +13,20 @@ Python ``int`` or refused the same way everywhere:
   passes the error factory: ``HCCL_E_PARA`` for HCCL, ``ACL_ERROR_INVALID_PARAM`` ... for acl).
 
 Hot paths test ``type(x) is int`` themselves and call these helpers only for anything else.
+
+Arrays and object handles (:func:`int_array`, :func:`sequence`, :func:`live_object`): an array is a
+Python sequence, or (as in C) a host pointer. pyhccl passes C arrays inside structs as pointers
+(``HcclChannelDesc.memHandles``, ``HcclTeamCreateDesc.rankIds``): an int address of host memory
+holding the elements. pyhcomm accepts that, and a plain Python list, which is what most callers write.
 """
 from __future__ import annotations
 
 import operator
+import struct
 
-from .errors import para
+from .errors import not_found, para, ptr
+from .sim import current_sim as _sim
+from .sim import memory
 
 UINT32_MAX = (1 << 32) - 1
 UINT64_MAX = (1 << 64) - 1
@@ -72,3 +80,52 @@ def plain(value):
 def hexa(value) -> str:
     """``0x...`` for an int, ``repr`` for anything else: message text that cannot raise."""
     return f"0x{value:x}" if type(value) is int else repr(value)
+
+
+
+def int_array(value, count: int, api: str, name: str, width: int = 8) -> list[int]:
+    """``count`` unsigned integers of ``width`` bytes from ``value`` (a sequence, or a host
+    pointer); NULL with ``count > 0`` is ``HCCL_E_PTR``, a short sequence or an unreadable
+    pointer ``HCCL_E_PARA``."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise para(api, f"the count of {name} ({count!r}) must be a non-negative int")
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value == 0):
+        if count:
+            raise ptr(api, f"{name} is NULL but {count} elements are expected")
+        return []
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            raw = memory.read_host(value, count * width)
+        except memory.BadRange as why:
+            raise para(api, f"{name}: {why}") from None
+        code = {1: "B", 2: "H", 4: "I", 8: "Q"}[width]
+        return list(struct.unpack(f"<{count}{code}", raw))
+    items = list(value)
+    if len(items) < count:
+        raise para(api, f"{name} holds {len(items)} elements, fewer than {count}")
+    return items[:count]
+
+
+def sequence(value, api: str, name: str) -> list:
+    """The elements of a list argument (pyhccl's ``object`` parameters: a list, tuple or other
+    iterable); anything else (an int, a str) is a ``TypeError`` naming the call and the argument, as
+    a binding's. The caller handles None (NULL) first."""
+    if not isinstance(value, (str, bytes, bytearray, dict)):
+        try:
+            return list(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{api}: {name} must be a list, not {type(value).__name__}")
+
+
+def live_object(value, cls, api: str, name: str, what: str, missing=not_found):
+    """The live object of class ``cls`` behind an opaque handle of the Sim's ``misc`` table
+    (teams, windows, endpoints, configs, MC2 arguments): 0 is ``HCCL_E_PTR``; anything else that
+    is not a live ``cls`` is ``missing`` (``HCCL_E_NOT_FOUND`` by default), naming ``what``."""
+    h = handle(value, api, name)
+    if not h:
+        raise ptr(api, f"{name} is NULL")
+    obj = _sim().handles.misc.get(h)
+    if not isinstance(obj, cls) or not getattr(obj, "live", True):
+        raise missing(api, f"{name} {h!r} is not {what}")
+    return obj

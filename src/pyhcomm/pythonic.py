@@ -30,8 +30,8 @@ from .enums import HcommReduceOp as _HcommReduceOp
 from .errors import AclError, acl_error, para
 from .errors import not_found as _not_found
 from .hccl import comm as _comm
-from .hccl import engine_ctx as _ectx
-from .hccl import thread as _thread
+from .hcomm.resources import engine_ctx as _ectx
+from .hcomm.resources import thread as _thread
 from .hcomm import comm_lock as _comm_lock
 from .hcomm import notify as _notify
 from .hcomm.local import local_copy

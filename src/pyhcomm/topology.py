@@ -33,6 +33,23 @@ COMM_PROTOCOL_UB_CTP = CommProtocol.COMM_PROTOCOL_UB_CTP
 TRAINING_GROUP = 4
 
 
+#: The network layers of every communicator: 0, the fabric inside a node (a server, or a super pod on
+#: Atlas A3 / 350); 1, RoCE between every rank (see :mod:`pyhcomm.hccl.rank_graph`).
+LAYERS = (0, 1)
+_NODE_PROTOCOLS = {
+    "A2": (P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_HCCS_ONLY),
+    "A3": (P.COMM_PROTOCOL_SIO, P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_HCCS_ONLY),
+    "950": (P.COMM_PROTOCOL_UB_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM, P.COMM_PROTOCOL_UBOE),
+}
+
+
+def layer_protocols(layer: int) -> tuple:
+    """The protocols of a layer's fabric on this product."""
+    if layer == 1:
+        return (P.COMM_PROTOCOL_ROCE,)
+    return _NODE_PROTOCOLS.get(_sim().runtime.product.family, (P.COMM_PROTOCOL_PCIE,))
+
+
 def devices_per_server() -> int:
     """Devices per server: ``PYHCOMM_DEVICES_PER_SERVER``, else the product's."""
     sim = _sim()

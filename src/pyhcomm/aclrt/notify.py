@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim.notify import Notify
-from ..hcomm.notify import NotifyRecordTask, NotifyWaitTask
+from ..sim.notify import NotifyRecordTask, NotifyWaitTask
 from ..sim.runtime import finalize_hooks, host_ctx
 from ..errors import AclError, acl_error
 from .device import current_device

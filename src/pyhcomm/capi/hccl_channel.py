@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ..defs.hccl_channel import HcclChannelConfigType  # noqa: F401
-from ..hccl import channel as _ch
-from ..hccl import channel_config as _cfg
+from ..hcomm.resources import channel as _ch
+from ..hcomm.resources import channel_config as _cfg
 from ._wrap import c_api
 
 __all__ = ["HcclChannelDesc", "HcclChannelDescInit", "HcclChannelAcquire", "HcclChannelGetHcclBuffer",

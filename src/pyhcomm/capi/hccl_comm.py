@@ -15,7 +15,7 @@ from ..errors import HcclGetErrorString  # noqa: F401  (re-exported: it lives in
 from ..errors import para as _para
 from ..errors import ptr as _ptr
 from ..hccl import comm_config as _cfg
-from ..hccl.args import sequence
+from ..args import sequence
 from ..hccl import subcomm as _subcomm
 from ..hccl import comm as _comm
 from ..hccl import comm_state as _state

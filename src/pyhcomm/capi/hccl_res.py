@@ -8,8 +8,8 @@ from ..enums import ThreadResType  # noqa: F401
 from ..errors import HcclResult
 from ..hccl import comm as _comm
 from ..sim import current_sim as _sim
-from ..hccl import engine_ctx as _ectx
-from ..hccl import thread as _thread
+from ..hcomm.resources import engine_ctx as _ectx
+from ..hcomm.resources import thread as _thread
 from ._wrap import c_api
 
 __all__ = ["HcclThreadAcquire", "HcclThreadAcquireWithStream", "HcclGetHcclBuffer"]
@@ -106,7 +106,7 @@ def HcclGetHcclBufferCleared(comm):
 @c_api([])
 def HcclThreadAcquireWithConfig(comm, engine, threadNum, type, config):  # noqa: A002,N803
     """``ret, threads``: threads with one ``ThreadConfig`` each (see
-    :func:`pyhcomm.hccl.thread.acquire_with_config`)."""
+    :func:`pyhcomm.hcomm.resources.thread.acquire_with_config`)."""
     return [t.handle for t in _thread.acquire_with_config(comm, engine, threadNum, type, config)]
 
 

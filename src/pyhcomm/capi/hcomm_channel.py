@@ -1,10 +1,10 @@
 """``hcomm_channel.h``: HCOMM channels on endpoints, without a communicator, in the flat C tier
-(model: :mod:`pyhcomm.hccl.hcomm_channel`)."""
+(model: :mod:`pyhcomm.hcomm.resources.hcomm_channel`)."""
 from __future__ import annotations
 
 from ..defs.res_defs import HcommChannelConfigType, HcommChannelDesc, HcommChannelStatus  # noqa: F401
-from ..hccl import channel_config as _cfg
-from ..hccl import hcomm_channel as _hch
+from ..hcomm.resources import channel_config as _cfg
+from ..hcomm.resources import hcomm_channel as _hch
 from ._wrap import c_api
 
 __all__ = ["HcommChannelDescInit", "HcommChannelCreate", "HcommChannelCreateWithConfig", "HcommChannelGetStatus",
@@ -14,7 +14,7 @@ __all__ = ["HcommChannelDescInit", "HcommChannelCreate", "HcommChannelCreateWith
 
 @c_api()
 def HcommChannelDescInit(channelDesc):  # noqa: N803
-    """Set an ``HcommChannelDesc`` to the C defaults (see :func:`pyhcomm.hccl.hcomm_channel.desc_init`)."""
+    """Set an ``HcommChannelDesc`` to the C defaults (see :func:`pyhcomm.hcomm.resources.hcomm_channel.desc_init`)."""
     _hch.desc_init(channelDesc)
 
 

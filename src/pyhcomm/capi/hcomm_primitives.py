@@ -10,7 +10,7 @@ import functools
 from ..errors import HcclError
 from ..hcomm import task_cache as _cache
 from ..hcomm import channel_ops as _chops
-from ..hcomm import launch as _launch
+from ..hcomm import enqueue as _enqueue
 from ..hcomm import notify as _notify
 from ..hcomm import thread_ops as _thread_ops
 from ..hcomm.comm_lock import acquire_comm, release_comm
@@ -117,13 +117,13 @@ def HcommAclrtNotifyWaitOnThread(thread, notifyId, timeOut):  # noqa: N803
 @c_api()
 def HcommBatchModeStart(batchTag):  # noqa: N803
     """Keep this OS thread's tasks until ``HcommBatchModeEnd``."""
-    _launch.batch_start(batchTag)
+    _enqueue.batch_start(batchTag)
 
 
 @c_api()
 def HcommBatchModeEnd(batchTag):  # noqa: N803
     """Launch the tasks kept since ``HcommBatchModeStart``."""
-    _launch.batch_end(batchTag)
+    _enqueue.batch_end(batchTag)
 
 
 @c_api()

@@ -1,13 +1,13 @@
 """``hcomm_res.h`` / ``hcomm_res_defs.h``: endpoints, their memories and threads without a
-communicator, in the flat C tier (model: :mod:`pyhcomm.hccl.endpoint`)."""
+communicator, in the flat C tier (model: :mod:`pyhcomm.hcomm.resources.endpoint`)."""
 from __future__ import annotations
 
 from ..defs.cstruct import struct_arg
 from ..defs.res_defs import (CommAbiHeader, CommAddr, CommAddrType, CommMem, EndpointDesc, EndpointLoc,  # noqa: F401
                              EndpointLocType, HcommEndpointFeatureType, HcommSocketRole, endpoint_desc_init)
 from ..errors import ptr
-from ..hccl import endpoint as _ep
-from ..hccl import thread as _thread
+from ..hcomm.resources import endpoint as _ep
+from ..hcomm.resources import thread as _thread
 from ._wrap import c_api
 
 __all__ = ["EndpointDescInit", "HcommEndpointGetDescNum", "HcommEndpointGetDescs", "HcommEndpointCreate",

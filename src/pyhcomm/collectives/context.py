@@ -46,11 +46,11 @@ from ..sim.runtime import host_ctx, library_calls
 from ..sim.task import attribute_to, call_site, end_attribution
 from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error
-from ..hccl import channel as channel_mod
+from ..hcomm.resources import channel as channel_mod
 from ..hccl.comm_config import exec_timeout
 from ..hccl import comm as comm_mod
-from ..hccl import thread as thread_mod
-from ..hcomm import launch as launch_mod
+from ..hcomm.resources import thread as thread_mod
+from ..hcomm import enqueue as enqueue_mod
 from ..hcomm import notify as notify_mod
 from ..topology import CommProtocol
 from .patterns import ACK, DATA, FIN, WAIT_TIMEOUT  # noqa: F401  (re-exported)
@@ -242,12 +242,12 @@ def _run(comm_handle, stream, nslaves, algo, args, tag, peers, site) -> None:
     def kernel():
         token = attribute_to(site)
         try:
-            launch_mod.batch_start(tag)
+            enqueue_mod.batch_start(tag)
             notify_mod.wait(main, sync, timeout)
             ctx.main, ctx.slaves = main, slaves
             algo(ctx, *args)
             notify_mod.record(main, cpu_on_aicpu, 0)
-            launch_mod.batch_end(tag)
+            enqueue_mod.batch_end(tag)
         finally:
             end_attribution(token)
 

@@ -17,6 +17,9 @@ from ..sim import memory
 from ..enums import HCCL_ROOT_INFO_BYTES
 from ..errors import HcclResult, hccl_error, not_found, para, ptr
 from ..transport.base import TransportError
+from ..hcomm import comm_lock
+from ..hcomm.resources import teardown
+from ..hcomm.resources.owner import ResourceOwner, get_owner, hccl_buffer  # noqa: F401  (hccl_buffer re-exported)
 from . import comm_config
 
 ROOT_MAGIC = b"PYHCOMM-ROOT\0"
@@ -58,29 +61,24 @@ class World:
         return body + b"\0" * (HCCL_ROOT_INFO_BYTES - len(body))
 
 
-class Communicator:
-    """One rank of a communicator (``HcclComm``)."""
-
-    l3 = False      # resources of a communicator (HCOMM's comm-less owners say True)
+class Communicator(ResourceOwner):
+    """One rank of a communicator (``HcclComm``): the owner of its HCOMM resources
+    (:class:`~pyhcomm.hcomm.resources.owner.ResourceOwner`) in a world of ranks."""
 
     def __init__(self, world: World, rank: int, device: int):
+        super().__init__(device, 2 * _sim().config.buffsize_mb * (1 << 20))
         self.world = world
         self.rank = rank
-        self.device = device
-        self.buffer_size = 2 * _sim().config.buffsize_mb * (1 << 20)
-        self.hccl_buffer = None         # Allocation, created on first HcclGetHcclBuffer
-        self.buffer_region = None       # its transport Region, shared by every channel end exposing it
-        self.threads: list = []         # HcommThread objects acquired on this communicator
-        self.notify_total = 0
-        self.engine_ctx: dict = {}
-        self.channels: list = []        # ChannelEnd objects acquired on this rank
-        self.channel_ends: dict = {}    # channel key -> this rank's live end
-        self.mems: list = []            # MemHandle objects registered with HcclCommMemReg
-        self.destroyed = False
         self.holds_device = False       # HcclCommInitAll opened the device for it: close it on destroy
         self.settings = None            # comm_config.CommSettings of a ...Config init, else None
         self.suspended = False          # HcclCommSuspend (comm_state)
         self.handle = _sim().handles.comms.add(self)
+
+    def check_usable(self, api: str) -> None:
+        """A suspended communicator answers ``HCCL_E_SUSPENDING`` (but for :data:`USABLE_WHILE_SUSPENDED`)."""
+        if self.suspended and api not in USABLE_WHILE_SUSPENDED:
+            raise hccl_error(HcclResult.HCCL_E_SUSPENDING, api, f"{self.name} rank {self.rank} is suspended "
+                                                                "(HcclCommResume first)")
 
     @property
     def nranks(self) -> int:
@@ -331,31 +329,7 @@ USABLE_WHILE_SUSPENDED = frozenset({
 def get_comm(handle, api: str) -> Communicator:
     """Look a communicator up: NULL is ``HCCL_E_PTR``, unknown or destroyed ``HCCL_E_NOT_FOUND``,
     suspended ``HCCL_E_SUSPENDING`` (but for :data:`USABLE_WHILE_SUSPENDED`)."""
-    handle = args.handle(handle, api, "comm")
-    if not handle:
-        raise ptr(api, "comm is NULL")
-    comm = _sim().handles.comms.get(handle)
-    if comm is None:
-        raise not_found(api, f"comm 0x{handle:x} is not a live communicator")
-    if comm.suspended and api not in USABLE_WHILE_SUSPENDED:
-        raise hccl_error(HcclResult.HCCL_E_SUSPENDING, api, f"{comm.name} rank {comm.rank} is suspended "
-                                                            "(HcclCommResume first)")
-    return comm
-
-
-def hccl_buffer(comm: Communicator, api: str):
-    """The rank's HCCL buffer (allocated on first use, the same on every call)."""
-    if comm.hccl_buffer is None:
-        with _sim().lock:
-            if comm.hccl_buffer is None:
-                alloc = memory.alloc_device(comm.device, comm.buffer_size, owner="hccl")
-                if alloc is None:
-                    raise hccl_error(HcclResult.HCCL_E_MEMORY, api, f"cannot allocate {comm.buffer_size} bytes")
-                comm.hccl_buffer = alloc
-    return comm.hccl_buffer
-
-
-_destroy_hooks: list = []
+    return get_owner(handle, api)
 
 
 def destroy(comm: Communicator, device_released: bool = False) -> None:
@@ -363,11 +337,8 @@ def destroy(comm: Communicator, device_released: bool = False) -> None:
     reference ``HcclCommInitAll`` took)."""
     if comm.destroyed:
         return
-    for hook in _destroy_hooks:
-        hook(comm)
-    if comm.hccl_buffer is not None:
-        memory.free_device(comm.hccl_buffer)
-        comm.hccl_buffer = None
+    teardown.release(comm)
+    comm_lock.forget(comm)
     comm.destroyed = True
     _sim().handles.comms.remove(comm.handle)
     comm.world.comms.pop(comm.rank, None)

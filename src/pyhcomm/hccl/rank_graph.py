@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 
 from .. import topology
+from ..topology import LAYERS, layer_protocols
 from ..defs.rank_graph import CommTopo, EndpointAttr
 from ..defs.res_defs import CommProtocol, EndpointDesc
 from .. import args
@@ -31,17 +32,11 @@ from ..sim import current_sim as _sim
 from . import comm as comm_mod
 
 P = CommProtocol
-_NODE_PROTOCOLS = {
-    "A2": (P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_HCCS_ONLY),
-    "A3": (P.COMM_PROTOCOL_SIO, P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_HCCS_ONLY),
-    "950": (P.COMM_PROTOCOL_UB_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM, P.COMM_PROTOCOL_UBOE),
-}
 _NODE_TOPO = {"A2": CommTopo.COMM_TOPO_1DMESH, "A3": CommTopo.COMM_TOPO_910_93, "950": CommTopo.COMM_TOPO_1DMESH,
               "310P": CommTopo.COMM_TOPO_310P, "310B": CommTopo.COMM_TOPO_310P, "910": CommTopo.COMM_TOPO_CUSTOM}
 BW_COEFF = {P.COMM_PROTOCOL_HCCS: 4, P.COMM_PROTOCOL_HCCS_ONLY: 4, P.COMM_PROTOCOL_SIO: 8, P.COMM_PROTOCOL_PCIE: 1,
             P.COMM_PROTOCOL_ROCE: 2, P.COMM_PROTOCOL_UB_CTP: 4, P.COMM_PROTOCOL_UBC_TP: 4, P.COMM_PROTOCOL_UB_MEM: 4,
             P.COMM_PROTOCOL_UBOE: 2}
-LAYERS = (0, 1)
 ATTR_SIZE = 4
 
 
@@ -52,13 +47,6 @@ def _family() -> str:
 def _node_of(place) -> int:
     """The layer-0 instance key of a rank's place: its super pod (A3, 350) or its server."""
     return place.super_pod if _family() in ("A3", "950") else place.server
-
-
-def layer_protocols(layer: int) -> tuple:
-    """The protocols of a layer's fabric on this product."""
-    if layer == 1:
-        return (P.COMM_PROTOCOL_ROCE,)
-    return _NODE_PROTOCOLS.get(_family(), (P.COMM_PROTOCOL_PCIE,))
 
 
 def check_layer(api: str, layer) -> int:

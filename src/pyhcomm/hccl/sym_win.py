@@ -20,7 +20,7 @@ from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
 from ..sim import current_sim as _sim
 from ..sim import memory
 from . import comm as comm_mod
-from .args import live_object
+from ..args import live_object
 
 GB = 1 << 30
 SUPPORTED = ("A3", "950")

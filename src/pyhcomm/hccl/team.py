@@ -15,7 +15,7 @@ from .. import args
 from ..errors import para, ptr
 from ..sim import current_sim as _sim
 from . import comm as comm_mod
-from .args import int_array, live_object
+from ..args import int_array, live_object
 from .rank_graph import LAYERS, instances
 
 NOTIFY_MAX = 64

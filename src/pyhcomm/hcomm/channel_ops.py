@@ -25,12 +25,12 @@ from ..sim.record import outcome
 from ..sim.task import SiteTask, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine
 from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para, ptr
-from ..hccl.channel import connected_peer, get_channel
+from .resources.channel import connected_peer, get_channel
 from ..defs.primitives import HcommBatchTransferDesc, HcommTransferType  # noqa: F401
 from ..topology import CommProtocol
 from ..transport.base import TransportError
 from . import validate as v
-from .launch import enqueue
+from .enqueue import enqueue
 from .notify import DEFAULT_TIMEOUT, NotifyRecordTask, NotifyWaitTask, _check_timeout, default_timeout
 from .notify import UINT32_MAX as _TIMEOUT_MAX
 from .reduce import check_dtype_op

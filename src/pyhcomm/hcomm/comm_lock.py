@@ -31,7 +31,6 @@ from ..sim import kernel as kernel_mod
 from ..sim.kernel import current_kernel
 from ..enums import COMM_NAME_MAX_LENGTH
 from ..errors import HcclResult, hccl_error, log, not_support, para, ptr
-from ..hccl import comm as comm_mod
 from .validate import product_supports_hcomm
 
 __all__ = ["acquire_comm", "release_comm", "holder", "release_kernel_locks"]
@@ -141,10 +140,10 @@ def release_kernel_locks(kctx) -> None:
                     "before the kernel returns", kctx.name, c.name, c.rank)
 
 
-def _on_comm_destroyed(comm) -> None:
+def forget(comm) -> None:
+    """``comm`` is being destroyed: no kernel holds it any more."""
     with _sim().lock:
         _holders().pop(comm, None)
 
 
 kernel_mod.end_hooks.append(release_kernel_locks)
-comm_mod._destroy_hooks.append(_on_comm_destroyed)

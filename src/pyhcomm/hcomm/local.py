@@ -15,9 +15,9 @@ from ..sim.runtime import host_ctx
 from ..backend.cpu import SMALL_COPY
 from ..sim.task import SiteTask
 from ..errors import HcclResult, HcclRuntimeError
-from ..hccl.thread import get_thread
+from .resources.thread import get_thread
 from . import validate as v
-from .launch import enqueue
+from .enqueue import enqueue
 from .validate import UINT64_MAX
 
 API = "HcommLocalCopyOnThread"

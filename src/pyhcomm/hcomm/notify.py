@@ -21,86 +21,16 @@ import math
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
-from ..sched.base import hang_report
-from ..sim.task import PENDING, SiteTask, site_var
+from ..sim.notify import NotifyRecordTask, NotifyWaitTask  # noqa: F401  (the tasks these calls issue)
 from ..errors import para, ptr
-from ..hccl.thread import get_thread
+from .resources.thread import get_thread
 from . import validate as v
-from .launch import enqueue
+from .enqueue import enqueue
 
 NOTIFY_WAIT_TIMEOUT_DEFAULT = 1836
 NOTIFY_WAIT_TIMEOUT_OFFSET = 27
 UINT32_MAX = (1 << 32) - 1
 ENV_EXEC_TIMEOUT = "HCCL_EXEC_TIMEOUT"
-
-
-class NotifyRecordTask(SiteTask):
-    """Set ``notify`` (a record of a thread notify, a runtime notify or a channel notify)."""
-
-    __slots__ = ("kind", "notify", "target", "gen")   # gen: the generation set (or consumed), once run
-    waits = False
-
-    def __init__(self, kind, stream, thread, rank, side, notify, target, depth=3):
-        self.kind = kind
-        self.stream = stream
-        self.device = stream.device
-        self.thread = thread
-        self.rank = rank
-        self.t_head = None
-        self.state = PENDING
-        self.side = side
-        self.notify = notify
-        self.target = target
-        fixed = site_var.get()     # (set_site inlined for the attributed case: every task of a collective)
-        if fixed is not None:
-            self.code, self.lasti = fixed
-        else:
-            self.set_site(depth)
-
-    @property
-    def detail(self):
-        return self.target
-
-    def run(self) -> None:
-        n = self.notify
-        n.record()
-        self.gen = n.gen
-
-
-class NotifyWaitTask(NotifyRecordTask):
-    """Wait until ``notify`` is set, then clear it; fails its stream after ``timeout`` seconds."""
-
-    __slots__ = ("timeout",)
-    waits = True
-
-    def __init__(self, kind, stream, thread, rank, side, notify, target, timeout, depth=3):
-        self.kind = kind            # (NotifyRecordTask.__init__ inlined: one call less per wait)
-        self.stream = stream
-        self.device = stream.device
-        self.thread = thread
-        self.rank = rank
-        self.t_head = None
-        self.state = PENDING
-        self.side = side
-        self.notify = notify
-        self.target = target
-        fixed = site_var.get()
-        if fixed is not None:
-            self.code, self.lasti = fixed
-        else:
-            self.set_site(depth)
-        self.timeout = float(timeout)
-
-    def ready(self) -> bool:
-        return self.notify.value > 0
-
-    def blocker(self) -> str:
-        return hang_report.wait(self)
-
-    def run(self) -> None:
-        n = self.notify
-        self.gen = n.gen
-        n.consume()
 
 
 def _check_timeout(value, api: str, name: str = "timeOut") -> int:

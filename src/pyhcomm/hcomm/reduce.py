@@ -42,9 +42,9 @@ from ..sim.runtime import host_ctx, on_device_side
 from ..sim.task import Task, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, HcommDataType, HcommReduceOp
 from ..errors import HcclError, HcclResult, HcclRuntimeError, not_support, para
-from ..hccl.thread import get_thread
+from .resources.thread import get_thread
 from . import validate as v
-from .launch import enqueue
+from .enqueue import enqueue
 
 API = "HcommLocalReduceOnThread"
 

@@ -7,7 +7,7 @@ from ..sim.runtime import host_ctx
 from ..sched import DONE_OK, TIMED_OUT
 from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error, not_support, para
-from ..hccl.thread import get_thread
+from .resources.thread import get_thread
 from .notify import _check_timeout
 from .validate import kernel_device
 

@@ -11,7 +11,7 @@ from ..sim import memory
 from ..sim.runtime import host_ctx, in_library, on_device_side
 from ..enums import CommEngine
 from ..errors import not_support, para, ptr
-from ..hccl.thread import get_thread
+from .resources.thread import get_thread
 
 UINT64_MAX = args.UINT64_MAX
 

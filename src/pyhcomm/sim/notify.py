@@ -6,7 +6,9 @@ option, off by default) makes a notify count records instead, so that none is lo
 """
 from __future__ import annotations
 
+from ..sched.base import hang_report
 from . import current_sim
+from .task import PENDING, SiteTask, site_var
 
 
 class Notify:
@@ -44,3 +46,72 @@ class Notify:
 
     def __repr__(self):
         return f"<Notify {self.owner}[{self.index}]={self.value}>"
+
+
+class NotifyRecordTask(SiteTask):
+    """Set ``notify`` (a record of a thread notify, a runtime notify or a channel notify)."""
+
+    __slots__ = ("kind", "notify", "target", "gen")   # gen: the generation set (or consumed), once run
+    waits = False
+
+    def __init__(self, kind, stream, thread, rank, side, notify, target, depth=3):
+        self.kind = kind
+        self.stream = stream
+        self.device = stream.device
+        self.thread = thread
+        self.rank = rank
+        self.t_head = None
+        self.state = PENDING
+        self.side = side
+        self.notify = notify
+        self.target = target
+        fixed = site_var.get()     # (set_site inlined for the attributed case: every task of a collective)
+        if fixed is not None:
+            self.code, self.lasti = fixed
+        else:
+            self.set_site(depth)
+
+    @property
+    def detail(self):
+        return self.target
+
+    def run(self) -> None:
+        n = self.notify
+        n.record()
+        self.gen = n.gen
+
+
+class NotifyWaitTask(NotifyRecordTask):
+    """Wait until ``notify`` is set, then clear it; fails its stream after ``timeout`` seconds."""
+
+    __slots__ = ("timeout",)
+    waits = True
+
+    def __init__(self, kind, stream, thread, rank, side, notify, target, timeout, depth=3):
+        self.kind = kind            # (NotifyRecordTask.__init__ inlined: one call less per wait)
+        self.stream = stream
+        self.device = stream.device
+        self.thread = thread
+        self.rank = rank
+        self.t_head = None
+        self.state = PENDING
+        self.side = side
+        self.notify = notify
+        self.target = target
+        fixed = site_var.get()
+        if fixed is not None:
+            self.code, self.lasti = fixed
+        else:
+            self.set_site(depth)
+        self.timeout = float(timeout)
+
+    def ready(self) -> bool:
+        return self.notify.value > 0
+
+    def blocker(self) -> str:
+        return hang_report.wait(self)
+
+    def run(self) -> None:
+        n = self.notify
+        self.gen = n.gen
+        n.consume()

@@ -13,14 +13,14 @@ the call is documented for; others: ``HCCL_E_NOT_SUPPORT``); the peer sees its e
 """
 from __future__ import annotations
 
-from ..defs.hccl_channel import HcclChannelConfigType
-from ..defs.res_defs import CommProtocol, HcommChannelConfigType
-from ..enums import CommEngine
-from ..errors import not_support, para, ptr
-from ..sim import current_sim as _sim
+from ...defs.hccl_channel import HcclChannelConfigType
+from ...defs.res_defs import CommProtocol, HcommChannelConfigType
+from ...enums import CommEngine
+from ...errors import not_support, para, ptr
+from ...sim import current_sim as _sim
 from . import channel as ch_mod
-from . import comm as comm_mod
-from .args import live_object
+from .owner import get_owner
+from ...args import live_object
 from .thread import check_engine
 
 TAG_MAX = 128
@@ -100,7 +100,7 @@ def acquire_with_config(comm_handle, engine, channel_descs, config):
 
 def query(comm_handle, engine, channel_descs) -> list[int]:
     api = "HcclChannelQuery"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     engine = check_engine(engine, api)
     descs = ch_mod.desc_list(channel_descs, api)
     if descs is None:
@@ -117,7 +117,7 @@ def query(comm_handle, engine, channel_descs) -> list[int]:
 
 def destroy_channels(comm_handle, channels) -> None:
     api = "HcclChannelDestroy"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     if channels is None:
         raise ptr(api, "channels is NULL")
     ends = [ch_mod.get_channel(h, api, f"channels[{i}]") for i, h in enumerate(list(channels))]

@@ -18,17 +18,17 @@ simulated link needs no handshake. ``HcommChannelDestroy`` closes ends (the peer
 """
 from __future__ import annotations
 
-from .. import topology
-from ..defs.cstruct import struct_arg
-from ..defs.res_defs import (HCOMM_CHANNEL_MAGIC_WORD, HCOMM_CHANNEL_VERSION, HCOMM_UB_QOS_DEFAULT, CommAbiHeader,
+from ... import topology
+from ...defs.cstruct import struct_arg
+from ...defs.res_defs import (HCOMM_CHANNEL_MAGIC_WORD, HCOMM_CHANNEL_VERSION, HCOMM_UB_QOS_DEFAULT, CommAbiHeader,
                              CommProtocol, EndpointLocType, HcommChannelDesc, HcommChannelStatus, HcommSocketRole,
                              endpoint_desc_init)
-from ..errors import not_found, not_support, para, ptr
-from ..sim import current_sim as _sim
-from ..sim import memory
+from ...errors import not_found, not_support, para, ptr
+from ...sim import current_sim as _sim
+from ...sim import memory
 from . import channel as ch_mod
 from . import channel_config
-from .args import int_array, sequence
+from ...args import int_array, sequence
 from .endpoint import RegisteredMem, get_endpoint
 from .thread import HCOMM_NOTIFY_MAX_NUM, check_engine
 
@@ -49,7 +49,7 @@ class PairWorld:
 
 class EndOwner:
     """The owner of one HCOMM channel end: its endpoint's device, in the pair's world (the
-    communicator's stand-in for :class:`pyhcomm.hccl.channel.ChannelEnd`)."""
+    communicator's stand-in for :class:`pyhcomm.hcomm.resources.channel.ChannelEnd`)."""
 
     l3 = True
 

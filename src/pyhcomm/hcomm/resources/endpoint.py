@@ -25,15 +25,15 @@ import struct
 
 import numpy as np
 
-from .. import topology
-from ..defs.res_defs import CommMem, CommMemType, EndpointDesc, EndpointLocType, HcommEndpointFeatureType
-from ..enums import HCCL_RES_TAG_MAX_LEN
-from .. import args
-from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
-from ..sim import current_sim as _sim
-from ..sim import memory
-from .args import live_object
-from .rank_graph import LAYERS, layer_protocols
+from ... import topology
+from ...defs.res_defs import CommMem, CommMemType, EndpointDesc, EndpointLocType, HcommEndpointFeatureType
+from ...enums import HCCL_RES_TAG_MAX_LEN
+from ... import args
+from ...errors import HcclResult, hccl_error, not_found, not_support, para, ptr
+from ...sim import current_sim as _sim
+from ...sim import memory
+from ...args import live_object
+from ...topology import LAYERS, layer_protocols
 
 LISTEN_PORT_BASE = 60000
 MEM_DESC_MAGIC = b"PYHCOMM-MEM\0"
@@ -43,7 +43,7 @@ ALLOC_GRANULARITY = 2 << 20
 
 class DeviceScope:
     """The owner of one device's resources made without a communicator (a communicator's
-    stand-in for :class:`pyhcomm.hccl.thread.HcommThread` and channel ends)."""
+    stand-in for :class:`pyhcomm.hcomm.resources.thread.HcommThread` and channel ends)."""
 
     l3 = True
 

@@ -1,6 +1,5 @@
-"""The MC2 operator arguments (``hccl_mc2.h``: ``HcclKfc*``, ``HcclCreateOpResCtx``); the kernel
-launch of ``hccl_launch.h`` is :func:`pyhcomm.capi.hccl_launch.aicpu_kernel_launch` (it needs the
-acl runtime, a layer above).
+"""Custom operators: the kernel launch of ``hccl_launch.h`` (:func:`aicpu_kernel_launch`) and the
+MC2 operator arguments (``hccl_mc2.h``: ``HcclKfc*``, ``HcclCreateOpResCtx``).
 
 ``HcclAicpuKernelLaunch`` (Atlas 350, as documented; ``HCCL_E_NOT_SUPPORT`` elsewhere) loads the
 kernel binary ``funcInfo.kernelSoName`` (in pyhcomm a Python kernel module: a ``.py`` path or an
@@ -25,13 +24,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import args as _args
+from ..aclrt import kernel as _kernel
+from ..aclrt.stream import get_stream
+from ..args import live_object
+from ..defs.custom_op import HcclKernelFuncInfo, HcclKernelLaunchCfg, HcclOpDesc, HcclP2pKernelParam, P2P_MAX_ARG_SIZE
 from ..defs.hccl_types import HcclCMDType
 from ..enums import DATA_TYPE_SIZE, CommEngine, HcclDataType, HcclReduceOp
-from ..errors import not_support, para, ptr
+from ..errors import AclRuntimeError, not_found, not_support, para, ptr
+from ..hcomm.resources import engine_ctx
+from ..hcomm.resources.thread import get_thread
 from ..sim import current_sim as _sim
+from ..sim import memory
 from . import comm as comm_mod
-from . import engine_ctx
-from .args import live_object
 
 ALG_CONFIG_SIZE = 128
 OP_RES_CTX_SIZE = 4096
@@ -104,3 +108,63 @@ def create_op_res_ctx(comm_handle, op_type, handle) -> int:
     if existing is not None:
         return existing.addr
     return engine_ctx.create(c.handle, tag, CommEngine.COMM_ENGINE_AICPU, OP_RES_CTX_SIZE).addr
+
+
+# -- HcclAicpuKernelLaunch --------------------------------------------------------------------
+
+_NOT_SET_64 = (1 << 64) - 1
+
+
+def _bytes_of(args, size: int, api: str) -> bytes:
+    if not size:
+        return b""
+    if not args:
+        raise ptr(api, f"funcInfo.args is NULL but funcInfo.argSize is {size}")
+    if isinstance(args, (bytes, bytearray, memoryview)):
+        data = bytes(args)
+        if len(data) < size:
+            raise para(api, f"funcInfo.args holds {len(data)} bytes, fewer than argSize {size}")
+        return data[:size]
+    try:
+        return memory.read_host(args, size)
+    except memory.BadRange as why:
+        raise para(api, f"funcInfo.args: {why}") from None
+
+
+def aicpu_kernel_launch(comm_handle, op_info, func_info, thread_handle, user_stream, cfg) -> None:
+    """``HcclAicpuKernelLaunch`` (see :mod:`pyhcomm.hccl.launch`), raising."""
+    api = "HcclAicpuKernelLaunch"
+    c = comm_mod.get_comm(comm_handle, api)
+    product = _sim().runtime.product
+    if not product.is_950:
+        raise not_support(api, f"HcclAicpuKernelLaunch is supported on Atlas 350, not on {product.name}")
+    for name, value, cls in (("opInfo", op_info, HcclOpDesc), ("funcInfo", func_info, HcclKernelFuncInfo)):
+        if value is None:
+            raise ptr(api, f"{name} is NULL")
+        if not isinstance(value, cls):
+            raise TypeError(f"{api}: {name} must be an {cls.__name__}, not {type(value).__name__}")
+    if not user_stream:
+        raise ptr(api, "userStream is NULL")
+    size = func_info.argSize
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= P2P_MAX_ARG_SIZE:
+        raise para(api, f"funcInfo.argSize {size!r} is outside [0, {P2P_MAX_ARG_SIZE}]")
+    data = _bytes_of(func_info.args, size, api)
+    t = get_thread(thread_handle, api, "aicpuThreadHandle")
+    if t.comm is not c or t.engine != CommEngine.COMM_ENGINE_AICPU_TS:
+        raise para(api, f"aicpuThreadHandle 0x{t.handle:x} must be a COMM_ENGINE_AICPU_TS thread of this communicator")
+    timeout = None
+    if cfg is not None:
+        if not isinstance(cfg, HcclKernelLaunchCfg):
+            raise TypeError(f"{api}: kernelLaunchCfg must be an HcclKernelLaunchCfg, not {type(cfg).__name__}")
+        if cfg.timeOut != _NOT_SET_64:
+            timeout = cfg.timeOut
+    try:
+        binary = _sim().handles.kernels.get(_kernel.aclrtBinaryLoadFromFile(func_info.kernelSoName))
+        fn = getattr(binary.module, func_info.kernelFuncName, None)
+        stream = get_stream(user_stream, api)
+    except AclRuntimeError as exc:
+        raise para(api, f"funcInfo.kernelSoName {func_info.kernelSoName!r}: {exc.message}") from None
+    if not callable(fn):
+        raise not_found(api, f"{func_info.kernelSoName} has no kernel {func_info.kernelFuncName!r}")
+    param = HcclP2pKernelParam(sendRecvThread=t.handle, opParams=data)
+    _kernel.launch_function(fn, stream, (param,), 1, timeout, func_info.kernelFuncName)

@@ -16,21 +16,21 @@ a protocol with no link between the two devices is ``HCCL_E_NOT_FOUND``.
 """
 from __future__ import annotations
 
-from .. import args
-from ..sched import ABORTED, TIMED_OUT
-from ..sim import current_sim as _sim
-from ..sim import memory
-from ..sim.notify import Notify
-from ..sim.runtime import in_library
-from ..enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
-from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
-from ..defs.hccl_channel import (HCCL_CHANNEL_MAGIC_WORD, HCCL_CHANNEL_VERSION, HcclChannelDesc,  # noqa: F401
+from ... import args
+from ...sched import ABORTED, TIMED_OUT
+from ...sim import current_sim as _sim
+from ...sim import memory
+from ...sim.notify import Notify
+from ...sim.runtime import in_library
+from ...enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
+from ...errors import HcclResult, hccl_error, not_found, not_support, para, ptr
+from ...defs.hccl_channel import (HCCL_CHANNEL_MAGIC_WORD, HCCL_CHANNEL_VERSION, HcclChannelDesc,  # noqa: F401
                                  channel_desc_init)
-from ..defs.res_defs import CommMem, CommMemType, CommProtocol
-from ..topology import protocols_between
-from ..transport.base import PeerInfo, Region
-from . import comm as comm_mod
-from .args import int_array
+from ...defs.res_defs import CommMem, CommMemType, CommProtocol
+from ...topology import protocols_between
+from ...transport.base import PeerInfo, Region
+from .owner import get_owner, hccl_buffer
+from ...args import int_array
 from .thread import HCOMM_NOTIFY_MAX_NUM, check_engine
 
 CHANNEL_NUM_MAX = 1048576
@@ -128,7 +128,7 @@ class ChannelEnd:
         if out is None:
             out = []
             if not getattr(self.comm, "l3", False):   # an HCOMM channel (no communicator) has no HCCL buffer
-                buf = comm_mod.hccl_buffer(self.comm, "HcclChannelAcquire")
+                buf = hccl_buffer(self.comm, "HcclChannelAcquire")
                 region = self.comm.buffer_region     # one value per buffer, not per end
                 if region is None or region.start != buf.addr or region.size != buf.size:
                     region = self.comm.buffer_region = Region(buf.addr, buf.size, "its HCCL buffer")
@@ -202,7 +202,7 @@ def desc_list(descs, api: str):
 def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
     """``HcclChannelAcquire``: get or create this rank's end of each described channel."""
     api = "HcclChannelAcquire"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     engine = check_engine(engine, api)
     if descs is None:
         raise ptr(api, "channelDescs is NULL")
@@ -214,7 +214,7 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
     if engine not in channel_protocols():
         raise not_support(api, f"{engine.name} channels are not supported on {_sim().runtime.product.name}")
     checked = [_check_desc(comm, engine, descs[i], i, api) for i in range(channel_num)]
-    comm_mod.hccl_buffer(comm, api)  # exchanged at connection
+    hccl_buffer(comm, api)  # exchanged at connection
     out = []
     sim = _sim()
     with sim.lock:
@@ -279,7 +279,7 @@ def connected_peer(ch: ChannelEnd, api: str, wait: bool = True) -> PeerInfo:
 def peer_hccl_buffer(comm_handle, channel):
     """``HcclChannelGetHcclBuffer``: the peer's HCCL buffer ``(addr, size)``."""
     api = "HcclChannelGetHcclBuffer"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     ch = _own(comm, channel, api)
     buf = connected_peer(ch, api).regions[0]   # its HCCL buffer comes first
     return buf.start, buf.size
@@ -296,7 +296,7 @@ def _own(comm, channel, api):
 def remote_mems(comm_handle, channel):
     """``HcclChannelGetRemoteMems``: ``(memNum, [CommMem], [tags])`` the peer exposed."""
     api = "HcclChannelGetRemoteMems"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     peer = connected_peer(_own(comm, channel, api), api)
     regs = [r for r in peer.regions if r.tag is not None]
     mems = [CommMem(type=CommMemType.COMM_MEM_TYPE_DEVICE, addr=r.start, size=r.size) for r in regs]
@@ -306,7 +306,7 @@ def remote_mems(comm_handle, channel):
 def mem_reg(comm_handle, tag, mem) -> int:
     """``HcclCommMemReg``: register device memory of this rank under ``tag``."""
     api = "HcclCommMemReg"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     if tag is None:
         raise ptr(api, "memTag is NULL")
     if mem is None:
@@ -349,4 +349,3 @@ def release_comm_channels(comm) -> None:
         comm.mems.clear()
 
 
-comm_mod._destroy_hooks.append(release_comm_channels)

@@ -31,12 +31,12 @@ import threading
 
 import numpy as np
 
-from .. import args
-from ..sim import current_sim as _sim
-from ..sim import memory
-from ..enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
-from ..errors import HcclResult, hccl_error, not_found, para, ptr
-from . import comm as comm_mod
+from ... import args
+from ...sim import current_sim as _sim
+from ...sim import memory
+from ...enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
+from ...errors import HcclResult, hccl_error, not_found, para, ptr
+from .owner import get_owner
 from .thread import check_engine
 
 __all__ = ["EngineCtx", "create", "get", "copy", "destroy", "release_comm_engine_ctx", "is_host_engine"]
@@ -142,7 +142,7 @@ def create(comm_handle, ctx_tag, engine, size) -> EngineCtx:
         HcclRuntimeError: no memory (``HCCL_E_MEMORY``).
     """
     api = "HcclEngineCtxCreate"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     tag = _check_tag(ctx_tag, api)
     engine = check_engine(engine, api)
     size = _check_u64(size, api, "size")
@@ -164,7 +164,7 @@ def get(comm_handle, ctx_tag, engine) -> EngineCtx:
             unknown comm or no such context (``HCCL_E_NOT_FOUND``).
     """
     api = "HcclEngineCtxGet"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     tag = _check_tag(ctx_tag, api)
     engine = check_engine(engine, api)
     return _lookup(comm, tag, engine, api)
@@ -213,7 +213,7 @@ def copy(comm_handle, engine, ctx_tag, src_ctx, size, dst_ctx_offset) -> None:
             no such context (``HCCL_E_NOT_FOUND``).
     """
     api = "HcclEngineCtxCopy"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     if ctx_tag is None:
         raise ptr(api, "ctxTag is NULL")
     if src_ctx is None or (_is_pointer(src_ctx) and src_ctx == 0):
@@ -254,7 +254,7 @@ def destroy(comm_handle, ctx_tag, engine) -> None:
             unknown comm or no such context (``HCCL_E_NOT_FOUND``).
     """
     api = "HcclEngineCtxDestroy"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     tag = _check_tag(ctx_tag, api)
     engine = check_engine(engine, api)
     with _lock:
@@ -272,4 +272,3 @@ def release_comm_engine_ctx(comm) -> None:
         _free(ctx)
 
 
-comm_mod._destroy_hooks.append(release_comm_engine_ctx)

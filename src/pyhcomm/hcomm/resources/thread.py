@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import threading
 
-from .. import args
-from ..sim import current_sim as _sim
-from ..sim.notify import Notify
-from ..sim.runtime import in_library
-from ..defs.hccl_res import HcclDedicatedThreadType
-from ..defs.res_defs import (HCOMM_THREAD_CONFIG_MAGIC_WORD, HCOMM_THREAD_CONFIG_VERSION, CommAbiHeader,
+from ... import args
+from ...sim import current_sim as _sim
+from ...sim.notify import Notify
+from ...sim.runtime import in_library
+from ...defs.hccl_res import HcclDedicatedThreadType
+from ...defs.res_defs import (HCOMM_THREAD_CONFIG_MAGIC_WORD, HCOMM_THREAD_CONFIG_VERSION, CommAbiHeader,
                              ThreadConfig, ThreadType)
-from ..enums import HOST_ENGINES, CommEngine, ThreadResType
-from ..errors import not_found, not_support, para, ptr
-from . import comm as comm_mod
-from .args import sequence
+from ...enums import HOST_ENGINES, CommEngine, ThreadResType
+from ...errors import not_found, not_support, para, ptr
+from .owner import get_owner
+from ...args import sequence
 
 HCOMM_NOTIFY_MAX_NUM = 64
 HCOMM_THREADNUM_MAX_NUM = 1000
@@ -123,7 +123,7 @@ def _new_thread(comm, engine, stream, notify_num, owns_stream) -> HcommThread:
 def acquire(comm_handle, engine, thread_num, notify_num_per_thread) -> list[HcommThread]:
     """``HcclThreadAcquire``: ``thread_num`` new threads with library-owned streams."""
     api = "HcclThreadAcquire"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     engine = check_engine(engine, api)
     _allowed(ACQUIRE_ENGINES, engine, api)
     thread_num = args.integer(thread_num, api, "threadNum", -(1 << 64), args.UINT64_MAX)
@@ -143,7 +143,7 @@ def acquire(comm_handle, engine, thread_num, notify_num_per_thread) -> list[Hcom
 def acquire_with_stream(comm_handle, engine, stream_handle, notify_num) -> HcommThread:
     """``HcclThreadAcquireWithStream``: wrap the user's stream as a thread."""
     api = "HcclThreadAcquireWithStream"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     engine = check_engine(engine, api)
     stream_handle = args.handle(stream_handle, api, "stream")
     if not stream_handle:
@@ -186,7 +186,6 @@ def release_comm_threads(comm) -> None:
     comm.threads.clear()
 
 
-comm_mod._destroy_hooks.append(release_comm_threads)
 
 
 # -- HcclThreadExportToCommEngine, HcclThreadResGetInfo ----------------------------------------
@@ -238,7 +237,7 @@ def export_to_comm_engine(comm_handle, thread_num, thread_handles, dst_engine) -
             communicator (``HCCL_E_PARA``); unknown comm or thread (``HCCL_E_NOT_FOUND``).
     """
     api = "HcclThreadExportToCommEngine"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     if thread_handles is None:
         raise ptr(api, "threads is NULL")
     thread_num = args.integer(thread_num, api, "threadNum", -(1 << 64), args.UINT64_MAX)
@@ -265,7 +264,7 @@ def res_get_info(comm_handle, thread_handle, res_type, info_len) -> int:
             ``infoLen != sizeof(aclrtStream)`` (8) (``HCCL_E_PARA``).
     """
     api = "HcclThreadResGetInfo"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     return stream_info(_own_thread(comm, thread_handle, api, "thread"), res_type, info_len, api)
 
 
@@ -299,7 +298,7 @@ def acquire_with_config(comm_handle, engine, thread_num, thread_type, configs) -
     ``THREAD_TYPE_CPU`` host CPU threads; a config not initialised with ``ThreadConfigInit`` is
     ``HCCL_E_PARA``."""
     api = "HcclThreadAcquireWithConfig"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     engine = check_engine(engine, api)
     real = _CONFIG_ENGINES.get((engine, thread_type))
     if real is None:
@@ -341,7 +340,7 @@ def dedicated(comm_handle, use_type, notify_num) -> HcommThread:
     """``HcclDedicatedThreadAcquire``: the communicator's thread for ``use_type``, an AICPU_TS
     thread made on the first call (with ``notify_num`` notifies) and returned by every later one."""
     api = "HcclDedicatedThreadAcquire"
-    comm = comm_mod.get_comm(comm_handle, api)
+    comm = get_owner(comm_handle, api)
     try:
         use_type = HcclDedicatedThreadType(use_type)
     except ValueError:
@@ -359,7 +358,7 @@ def dedicated(comm_handle, use_type, notify_num) -> HcommThread:
 
 
 def alloc(engine, notify_nums) -> list[HcommThread]:
-    """``HcommThreadAlloc``: threads of the current device (see :mod:`pyhcomm.hccl.endpoint`)."""
+    """``HcommThreadAlloc``: threads of the current device (see :mod:`pyhcomm.hcomm.resources.endpoint`)."""
     from .endpoint import current_device, scope
     api = "HcommThreadAlloc"
     engine = check_engine(engine, api)
