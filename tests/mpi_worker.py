@@ -2,9 +2,10 @@
 
 Runs HCCL's example ports (tests/hccl_examples) the way HCCL's MPI examples do: MPI rank ``r`` is
 device ``r``, rank 0 makes the root info and broadcasts it with ``comm.bcast``, every rank runs the
-sample's body for its device. Then the seed examples (examples/seed_*.py), each in a fresh default
-Sim. Process 0 prints one JSON line: ``{"ports": {sample: [digest per rank]}, "seeds": {script:
-its output}}``.
+sample's body for its device; then again with ``pyhcomm.launch`` starting the ranks, the root info
+made and broadcast before it (``launched``). Then the seed examples (examples/seed_*.py), each in a
+fresh default Sim. Process 0 prints one JSON line: ``{"ports": {sample: [digest per rank]},
+"launched": {sample: [digest per rank]}, "seeds": {script: its output}, ...}``.
 
 ``mpi_worker.py launch CASE N ARGS...``: ``pyhcomm.launch(mpi_cases.CASE, N, *ARGS)`` in every
 process; each prints ``{"proc", "ok", "rank", "text"}`` (its results, or its RankError).
@@ -50,6 +51,64 @@ def run_port(module: str, name: str, world) -> list:
     return world.allgather(digest(out))
 
 
+def run_port_launched(module: str, name: str, world) -> list:
+    """The port with ``pyhcomm.launch`` in place of the host thread: process 0's ``main()`` makes
+    the root info in the default Sim and broadcasts it; each process's launch runs its rank in a
+    Sim of its own, where the sample joins that root."""
+    from example_main import ThreadContext
+    mod = __import__(module)
+    root_info = pyhcomm.HcclGetRootInfo()[1] if world.rank == 0 else None
+    root_info = world.bcast(root_info, root=0)
+    size = world.size
+    out = pyhcomm.launch(lambda comm: mod.SAMPLES[name](ThreadContext(root_info, comm.rank, size)), size,
+                         timeout=60)
+    return [digest(o) for o in out]
+
+
+def joined_before_the_launch_used_it(world) -> list:
+    """Process 1's rank joins the root before process 0's does, and its join reaches process 0
+    (the root's process) while only the default Sim, which made the root, knows it: process 0's
+    launch then joins the world that join was counted in (else its rank would wait for a rank
+    that joined already). Returns each rank's ``[ret, rank size]``."""
+    from pyhcomm.hccl.comm import _root_key
+    root_info = pyhcomm.HcclGetRootInfo()[1] if world.rank == 0 else None
+    root_info = world.bcast(root_info, root=0)
+    maker = pyhcomm.current_sim().transport
+
+    def body(comm):
+        if comm.rank == 0:   # (the root's process) wait until rank 1's join arrived there
+            made = maker.worlds[_root_key(bytes(root_info), "test").address]
+            maker.link.wait(lambda: 1 in made.procs, "rank 1's join")
+        ret, handle = pyhcomm.HcclCommInitRootInfo(2, root_info, comm.rank)
+        size = pyhcomm.HcclGetRankSize(handle)[1]
+        pyhcomm.HcclCommDestroy(handle)
+        return [int(ret), size]
+
+    return pyhcomm.launch(body, 2, timeout=60)
+
+
+def foreign_roots() -> list:
+    """What ``HcclCommInitRootInfo`` logs for root infos that name no communicator of the job: one
+    made without MPI (in a launch of this process's ranks only), one naming an MPI process the
+    job does not have."""
+    from pyhcomm.hccl.comm import root_info_bytes
+    from pyhcomm.transport.base import RootKey
+    alone = pyhcomm.launch(lambda comm: pyhcomm.HcclGetRootInfo()[1], 1, mpi=False)[0]
+    beyond = root_info_bytes(RootKey(os.getpid(), bytes(16), (MPI.COMM_WORLD.size + 3) << 32 | 1))
+    out = []
+    for root in (alone, beyond):
+        logged = []
+        catch = logging.Handler()
+        catch.emit = lambda record: logged.append(record.getMessage())
+        logging.getLogger("pyhcomm").addHandler(catch)
+        try:
+            ret, _comm = pyhcomm.HcclCommInitRootInfo(2, root, MPI.COMM_WORLD.rank)
+        finally:
+            logging.getLogger("pyhcomm").removeHandler(catch)
+        out.append([int(ret)] + logged)
+    return out
+
+
 def run_seed(script: str) -> str:
     pyhcomm.reset()
     text = io.StringIO()
@@ -88,10 +147,14 @@ def main() -> None:
     assert pyhcomm.current_sim().transport.name == "mpi"
     acl.init()
     ports = {f"{m}:{n}": run_port(m, n, world) for m, n in PORTS}
+    launched = {f"{m}:{n}": run_port_launched(m, n, world) for m, n in PORTS}
     refused = refused_join(world)
+    early = joined_before_the_launch_used_it(world)
+    foreign = foreign_roots()
     seeds = {s: run_seed(s) for s in SEEDS}
     if world.rank == 0:
-        print(json.dumps({"ports": ports, "seeds": seeds, "refused": refused}), flush=True)
+        print(json.dumps({"ports": ports, "launched": launched, "seeds": seeds, "refused": refused,
+                          "early": early, "foreign": foreign}), flush=True)
 
 
 def launch_case(case: str, n: int, *args) -> None:

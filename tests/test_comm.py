@@ -2,6 +2,8 @@
 HcclCommDestroy and the HCCL buffer (size, stability, lazy commitment)."""
 import logging
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -49,6 +51,76 @@ def test_root_info_travels_as_its_bytes():
     assert copy == root
     blank = pyhcomm.HcclRootInfo()
     assert pyhcomm.HcclCommInitRootInfo(1, blank, 0) == (R.HCCL_E_PARA, 0)   # not from HcclGetRootInfo
+
+
+def _join_root(root):
+    """A rank body that joins ``root`` beside the communicator ``launch`` hands it: what the rank
+    sees of the one it joined (size, rank, name), and the launch's communicator's name."""
+    def body(comm, nranks):
+        ret, handle = pyhcomm.HcclCommInitRootInfo(nranks, root, comm.rank)
+        assert ret == 0, ret
+        seen = (pyhcomm.HcclGetRankSize(handle)[1], pyhcomm.HcclGetRankId(handle)[1],
+                pyhcomm.HcclGetCommName(handle)[1], comm.name)
+        assert pyhcomm.HcclCommDestroy(handle) == 0
+        return seen
+    return body
+
+
+@pytest.mark.parametrize("scheduler", ["coop", "threaded"])
+def test_a_root_info_made_before_a_launch_names_a_communicator_of_its_ranks(scheduler):
+    """HCCL's examples make the root info in ``main()`` and join it in each host thread. With
+    ``pyhcomm.launch`` starting the ranks instead (in a Sim of its own, whose first communicator
+    is the one launch hands each rank), the root info names a second communicator of the ranks."""
+    _, root = pyhcomm.HcclGetRootInfo()
+    got = pyhcomm.launch(_join_root(root), 4, 4, scheduler=scheduler)
+    assert got == [(4, r, "hccl_world_1", "hccl_world_0") for r in range(4)]
+
+
+def test_two_launches_at_once_each_join_the_root_info_made_for_it():
+    _, a = pyhcomm.HcclGetRootInfo()
+    _, b = pyhcomm.HcclGetRootInfo()
+    got = {}
+
+    def start(name, root, nranks):
+        return lambda: got.__setitem__(name, pyhcomm.launch(_join_root(root), nranks, nranks, timeout=JOIN_TIMEOUT))
+
+    run_threads([start("a", a, 2), start("b", b, 3)])
+    assert got == {"a": [(2, r, "hccl_world_1", "hccl_world_0") for r in range(2)],
+                   "b": [(3, r, "hccl_world_1", "hccl_world_0") for r in range(3)]}
+
+
+def test_bytes_that_are_no_root_info_get_para_saying_what_is_wrong(dev0, caplog):
+    """What is wrong with bytes that are no root info, in the message of ``HCCL_E_PARA``; the
+    root they were made from still works after."""
+    _, root = pyhcomm.HcclGetRootInfo()
+    flipped = bytearray(root.internal)
+    flipped[20] ^= 1                                  # a bit of the root's key
+    cases = [(bytes(4108), "rootInfo is all zeros: it was not filled by HcclGetRootInfo"),
+             (b"not a root info".ljust(4108, b"\0"), "rootInfo was not produced by HcclGetRootInfo"),
+             (bytes(flipped), "rootInfo is corrupted (its checksum does not match)"),
+             (root.internal[:40], "rootInfo is corrupted (its checksum does not match)")]   # cut short
+    for raw, why in cases:
+        caplog.clear()
+        with caplog.at_level(logging.ERROR, logger="pyhcomm"):
+            assert pyhcomm.HcclCommInitRootInfo(1, raw, 0) == (R.HCCL_E_PARA, 0)
+        assert caplog.messages == [f"HcclCommInitRootInfo: {why}"]
+    ret, comm = pyhcomm.HcclCommInitRootInfo(1, root, 0)
+    assert ret == 0 and pyhcomm.HcclCommDestroy(comm) == 0
+
+
+def test_a_root_info_of_another_process_names_no_communicator_here(dev0, caplog):
+    """Without MPI the ranks of one communicator live in one process: a root info made in another
+    one names none here."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYHCOMM_")}
+    made = subprocess.Popen([sys.executable, "-c", "import sys, pyhcomm; "
+                             "sys.stdout.buffer.write(pyhcomm.HcclGetRootInfo()[1].internal)"],
+                            stdout=subprocess.PIPE, env=env)
+    raw, _ = made.communicate(timeout=JOIN_TIMEOUT)
+    assert made.returncode == 0 and len(raw) == 4108
+    with caplog.at_level(logging.ERROR, logger="pyhcomm"):
+        assert pyhcomm.HcclCommInitRootInfo(2, raw, 0) == (R.HCCL_E_PARA, 0)
+    assert caplog.messages == [f"HcclCommInitRootInfo: rootInfo names no communicator here: it was made in process "
+                               f"{made.pid}, and ranks of another process join only over MPI (mpiexec)"]
 
 
 @pytest.mark.parametrize("nranks", [1, 2, 4])

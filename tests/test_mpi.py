@@ -6,7 +6,8 @@ bytes. One-sided writes, reads and reduces, registered memory, 1-bit remote noti
 fences give the same bytes (tests/mpi_cases.py ``one_sided``, ``nbi_fence``); the processes'
 records merge into one that the verifier and the timing replay read as one process's.
 HCCL's example ports run as HCCL's MPI examples do (root info broadcast with
-``comm.bcast``, tests/mpi_worker.py), the seed examples under ``mpiexec`` print what they print
+``comm.bcast``, tests/mpi_worker.py), also with ``pyhcomm.launch`` starting the ranks and the root
+info made before it; a root info that names no process of the job is HCCL_E_PARA; the seed examples under ``mpiexec`` print what they print
 alone, a join another process refuses fails at once with HCCL_E_PARA. Failures: a rank that raises, a process that dies and a hang across processes are each
 reported, naming the rank, in every process, and leave no shared memory behind.
 
@@ -216,6 +217,7 @@ def test_hccl_example_ports_and_seed_examples_give_the_same_bytes_over_mpi(monke
         module, name = key.split(":")
         expected = [mpi_cases.digest(o) for o in __import__(module).run(name)]
         assert digests == expected, key
+        assert got["launched"][key] == expected, key   # pyhcomm.launch in place of the threads
     for script, text in got["seeds"].items():
         monkeypatch.setenv("PYHCOMM_PRODUCT", "")   # recorded: what the script sets is undone after
         monkeypatch.delenv("PYHCOMM_PRODUCT")
@@ -229,6 +231,14 @@ def test_hccl_example_ports_and_seed_examples_give_the_same_bytes_over_mpi(monke
     assert first == [0]
     assert second[0] == 1 and second[2] == 0, second      # HCCL_E_PARA, then joined as rank 1
     assert "rank 0 already joined" in second[1], second
+    assert got["early"] == [[0, 2], [0, 2]], got["early"]
+    alone, beyond = got["foreign"]
+    assert alone[0] == beyond[0] == 1, got["foreign"]                  # HCCL_E_PARA
+    assert alone[1].startswith("HcclCommInitRootInfo: rootInfo names no communicator here: it was made without "
+                               "MPI (in process "), alone
+    assert alone[1].endswith("): ranks of other processes cannot join it"), alone
+    assert beyond[1:] == ["HcclCommInitRootInfo: rootInfo names no communicator here: it names MPI process 5, "
+                          "and this job has 2 (0..1)"], beyond
 
 
 def test_a_rank_that_raises_fails_every_process_naming_it():

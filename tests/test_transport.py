@@ -208,7 +208,7 @@ def test_a_transfer_into_memory_freed_after_it_was_issued_fails_its_stream():
     assert ret == 0 and num == 0 and tags == []                     # no longer exposed
 
 
-@pytest.mark.parametrize("hook", ["new_root", "named_root", "join", "members", "left", "leave", "barrier_arrive",
+@pytest.mark.parametrize("hook", ["new_root", "root_key", "root_of", "named_root", "join", "members", "left", "leave", "barrier_arrive",
                                   "barrier_rounds", "publish", "withdraw", "put", "get", "accumulate",
                                   "remote_notify"])
 def test_the_base_transport_names_each_missing_hook(hook):

@@ -9,11 +9,14 @@
 Contract: every launch runs in a Sim of its own (:class:`pyhcomm.sim.Sim`: fresh handles,
 addresses and record, so the same program gives the same record every time); rank ``r`` runs on
 device ``r`` with its own communicator (``HcclCommInitRootInfo``); ``launch`` blocks until every
-rank returned and gives their results in rank order. Before the communicators are destroyed every
-rank waits for the others (so one-sided reads of a rank that finished early still find its
-memory). An exception on one rank aborts the others' blocking calls and is re-raised as
-:class:`RankError` (``.rank``, cause = the original); a world that can never progress fails through
-the scheduler's hang report instead of hanging; ``timeout`` bounds the whole run.
+rank returned and gives their results in rank order. A root info made outside the launch (as
+HCCL's examples make it in ``main()`` before starting one host thread per device) names a further
+communicator the ranks may join: the launch's Sim makes its world on first use. Before the
+communicators are destroyed every rank waits for the others (so one-sided reads of a rank that
+finished early still find its memory). An exception on one rank aborts the others' blocking calls
+and is re-raised as :class:`RankError` (``.rank``, cause = the original); a world that can never
+progress fails through the scheduler's hang report instead of hanging; ``timeout`` bounds the
+whole run.
 
 Schedulers: ``"coop"`` (default) runs every rank as a greenlet on the calling OS thread, choices
 made by a seeded policy (``seed``); ``"threaded"`` runs one OS thread per rank.

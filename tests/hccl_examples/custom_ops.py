@@ -3,8 +3,8 @@
 ``utils.cc``."""
 from __future__ import annotations
 
+import contextvars
 import functools
-import threading
 
 from acl_constants import ACL_RT_BINARY_LOAD_OPT_CPU_KERNEL_MODE, ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT
 from ex04_common import CUSTOM_TIMEOUT, DEVICE_TYPE_A2, DEVICE_TYPE_A3, DEVICE_TYPE_A5
@@ -77,7 +77,9 @@ def ub_ctp_desc(comm, src_rank: int, dst_rank: int, notify_num: int):
     return desc
 
 
-_binaries = threading.local()   # g_binKernelHandle is thread_local in the C samples
+#: g_binKernelHandle is thread_local in the C samples: here one per host program (a context
+#: variable: a host thread, or a rank of pyhcomm.launch, which may share an OS thread with others)
+_binaries: contextvars.ContextVar = contextvars.ContextVar("g_binKernelHandle")
 
 
 def launch_kernel(kernel_file: str, kernel_name: str, packed_param: bytes, cpu_thread, aicpu_thread_on_cpu,
@@ -85,7 +87,10 @@ def launch_kernel(kernel_file: str, kernel_name: str, packed_param: bytes, cpu_t
     """``LoadAICPUKernel`` + ``LaunchKernelWithAclrt``: the user stream records the AI CPU main
     thread's notify ``record_idx``, launches the kernel with the packed ``OpParam`` and waits for
     the kernel's record of its notify 0."""
-    handles = _binaries.__dict__
+    handles = _binaries.get(None)
+    if handles is None:
+        handles = {}
+        _binaries.set(handles)
     if kernel_file not in handles:   # LoadBinaryFromFile: one option, cpuKernelMode 0
         options = [{"type": ACL_RT_BINARY_LOAD_OPT_CPU_KERNEL_MODE, "value": 0}]
         handles[kernel_file] = acl_chk(acl.rt.binary_load_from_file(kernel_file, options))

@@ -75,6 +75,7 @@ def batch_send_recv_ring(ctx):
 SAMPLES = {"01_send_recv": send_recv, "02_batch_send_recv_ring": batch_send_recv_ring}
 
 
-def run(name: str) -> list:
-    """Run one example's ``main()``; returns each device's output (None where it prints nothing)."""
-    return main(SAMPLES[name])
+def run(name: str, entry=main) -> list:
+    """Run one example's ``main()`` (``entry``: :func:`example_main.launch_main` starts the ranks
+    with ``pyhcomm.launch``); returns each device's output (None where it prints nothing)."""
+    return entry(SAMPLES[name])

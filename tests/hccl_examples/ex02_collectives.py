@@ -153,6 +153,7 @@ SAMPLES = {"01_allreduce": allreduce, "02_broadcast": broadcast, "03_allgather":
            "07_alltoallv": alltoallv, "08_alltoallvc": alltoallvc, "09_scatter": scatter}
 
 
-def run(name: str, root_rank: int = 0) -> list:
-    """Run one example's ``main()``; returns each device's output buffer."""
-    return main(SAMPLES[name], root_rank)
+def run(name: str, root_rank: int = 0, entry=main) -> list:
+    """Run one example's ``main()`` (``entry``: :func:`example_main.launch_main` starts the ranks
+    with ``pyhcomm.launch``); returns each device's output buffer."""
+    return entry(SAMPLES[name], root_rank)

@@ -108,6 +108,7 @@ def HcclRecvCustom(recvBuf, count, dataType, srcRank, comm, stream):  # noqa: N8
     return _custom_p2p(recvBuf, count, dataType, srcRank, comm, stream, HCCL_CMD_RECEIVE)
 
 
-def run() -> list:
-    """``testcase/main.cc``: the send/recv sample with the custom operators."""
-    return main(functools.partial(ex01.send_recv, send=HcclSendCustom, recv=HcclRecvCustom))
+def run(entry=main) -> list:
+    """``testcase/main.cc``: the send/recv sample with the custom operators (``entry``: see
+    :func:`ex01_point_to_point.run`)."""
+    return entry(functools.partial(ex01.send_recv, send=HcclSendCustom, recv=HcclRecvCustom))

@@ -124,6 +124,7 @@ def sample(ctx):
     return out
 
 
-def run() -> list:
-    return main(sample)
+def run(entry=main) -> list:
+    """``testcase/main.cc`` (``entry``: see :func:`ex01_point_to_point.run`)."""
+    return entry(sample)
 

@@ -8,6 +8,10 @@ each example module supplies its ``sample``. Differences from the C programs, al
 ``HcclGetRootInfo()`` returns the root info (no ``aclrtMallocHost`` for it), the ``CHECK`` macros
 raise :class:`ExampleError`, and a sample returns what the C program prints (its output buffer)
 instead of printing it after a sleep.
+
+:func:`launch_main` is the same ``main()`` written with ``pyhcomm.launch`` in place of the host
+threads: the root info is still made in ``main()``, outside the launch, and each rank's
+``HcclCommInitRootInfo`` joins it.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 
 from acl_constants import ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, NPY_FLOAT32
 
+import pyhcomm  # the simulator itself: launch_main's pyhcomm.launch stands for the host threads
 from pyhcomm import acl  # real machine: import acl
 from pyhcomm import HcclCommDestroy, HcclGetRootInfo  # real machine: from pyhccl import ...
 
@@ -113,5 +118,27 @@ def main(sample, root_rank: int = 0) -> list:
         raise ExampleError(f"host threads still running after {JOIN_TIMEOUT} s")
     if errors:
         raise errors[0]
+    check(acl.finalize(), "aclFinalize")
+    return results
+
+
+def launch_main(sample, root_rank: int = 0) -> list:
+    """:func:`main` with ``pyhcomm.launch`` starting the ranks instead of host threads: the root
+    info comes from ``HcclGetRootInfo`` here, outside the launch (in the process's default Sim,
+    the launch runs in a Sim of its own); each rank runs ``sample`` for its device, which joins
+    that root with ``HcclCommInitRootInfo`` (the communicator ``launch`` hands the rank is not
+    used). A rank's error is raised as itself, as :func:`main` does."""
+    check(acl.init(), "aclInit")
+    dev_count = value(acl.rt.get_device_count(), "aclrtGetDeviceCount")
+    check(acl.rt.set_device(0), "aclrtSetDevice")
+    root_info = output(HcclGetRootInfo(), "HcclGetRootInfo")
+
+    def rank(comm):
+        return sample(ThreadContext(root_info, comm.rank, dev_count, root_rank))
+
+    try:
+        results = pyhcomm.launch(rank, dev_count, timeout=JOIN_TIMEOUT)
+    except pyhcomm.RankError as exc:
+        raise exc.__cause__ from None
     check(acl.finalize(), "aclFinalize")
     return results

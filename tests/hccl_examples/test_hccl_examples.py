@@ -1,5 +1,6 @@
 """HCCL's own examples, ported call for call, with numpy checks of what they print, at 8 ranks on
-the products their READMEs list."""
+the products their READMEs list; each runs twice: with host threads as the C programs start them,
+and with ``pyhcomm.launch`` starting the ranks, the root info made in ``main()`` before it."""
 from __future__ import annotations
 
 import ast
@@ -15,7 +16,9 @@ import ex01_point_to_point as ex01
 import ex02_collectives as ex02
 import ex04_custom_ops_p2p as ex04
 import ex05_custom_allgather_aicpu as ex05
+import example_main
 from example_main import ExampleError
+from pyhcomm.spmd import observe_launches
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.threads]
 
@@ -32,10 +35,35 @@ def eight_devices():
     return select
 
 
+class Runner:
+    """How ``main()`` starts the ranks (``entry``) and the record of the Sim they ran in."""
+
+    def __init__(self, how: str):
+        self.how = how
+        self.entry = example_main.main if how == "threads" else example_main.launch_main
+        self.sims: list = []        # the Sim of every launch
+
+    def record(self):
+        if self.how == "threads":
+            return pyhcomm.record
+        assert len(self.sims) == 1
+        return self.sims[0].record
+
+
+@pytest.fixture(params=["threads", "launch"])
+def runner(request):
+    """Host threads (as HCCL's C examples), or ``pyhcomm.launch`` in their place with the root
+    info made outside it (each launch runs in a Sim of its own)."""
+    how = Runner(request.param)
+    with observe_launches(how.sims.append):
+        yield how
+    assert len(how.sims) == (0 if how.how == "threads" else 1)
+
+
 @pytest.mark.parametrize("product", [A350, A3, A2, TRAINING])
-def test_01_send_recv(eight_devices, product):
+def test_01_send_recv(eight_devices, runner, product):
     eight_devices(product)
-    out = ex01.run("01_send_recv")
+    out = ex01.run("01_send_recv", entry=runner.entry)
     for d in range(N):
         if d % 2:
             np.testing.assert_array_equal(out[d], np.full(N, d - 1, np.float32))
@@ -44,9 +72,9 @@ def test_01_send_recv(eight_devices, product):
 
 
 @pytest.mark.parametrize("product", [A350, A3, A2, TRAINING])
-def test_02_batch_send_recv_ring(eight_devices, product):
+def test_02_batch_send_recv_ring(eight_devices, runner, product):
     eight_devices(product)
-    out = ex01.run("02_batch_send_recv_ring")
+    out = ex01.run("02_batch_send_recv_ring", entry=runner.entry)
     for d in range(N):
         np.testing.assert_array_equal(out[d], np.full(N, (d - 1) % N, np.float32))
 
@@ -74,9 +102,9 @@ SHORT = {A350: "350", A3: "A3", A2: "A2", TRAINING: "training", INFERENCE: "infe
 
 
 @pytest.mark.parametrize("name, product", CASES, ids=[f"{n}-{SHORT[p]}" for n, p in CASES])
-def test_02_collectives(eight_devices, name, product):
+def test_02_collectives(eight_devices, runner, name, product):
     eight_devices(product)
-    out = ex02.run(name)
+    out = ex02.run(name, entry=runner.entry)
     for d in range(N):
         want = EXPECTED[name][1](d)
         if want is not None:
@@ -84,46 +112,47 @@ def test_02_collectives(eight_devices, name, product):
 
 
 @pytest.mark.parametrize("name", ["02_broadcast", "05_reduce", "08_alltoallvc"])
-def test_02_collectives_outside_their_readme_products_fail_with_not_supported(eight_devices, name):
+def test_02_collectives_outside_their_readme_products_fail_with_not_supported(eight_devices, runner, name):
     eight_devices(INFERENCE if name != "08_alltoallvc" else TRAINING)
     with pytest.raises(ExampleError, match=" returned 5"):   # HCCL_E_NOT_SUPPORT
-        ex02.run(name)
+        ex02.run(name, entry=runner.entry)
 
 
 # -- 04_custom_ops_p2p ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("product", [A3, A2])
-def test_04_custom_ops_p2p(eight_devices, product):
+def test_04_custom_ops_p2p(eight_devices, runner, product):
     eight_devices(product)
-    out = ex04.run()
+    out = ex04.run(entry=runner.entry)
     for d in range(N):
         if d % 2:
             np.testing.assert_array_equal(out[d], np.full(N, d - 1, np.float32))
         else:
             assert out[d] is None
-    launches = pyhcomm.record.tasks(kind="KernelLaunch")
+    launches = runner.record().tasks(kind="KernelLaunch")
     assert len(launches) == N and all(t.detail == "HcclLaunchP2PAicpuKernel" for t in launches)
-    assert len(pyhcomm.record.tasks(kind="Read")) == N // 2     # one one-sided read per receiver
+    assert len(runner.record().tasks(kind="Read")) == N // 2     # one one-sided read per receiver
 
 
 # -- 05_custom_ops_allgather (AI CPU) -------------------------------------------------------------------------
-def test_05_custom_allgather_aicpu_twice_reusing_its_resources(eight_devices):
+def test_05_custom_allgather_aicpu_twice_reusing_its_resources(eight_devices, runner):
     eight_devices(A350)
-    out = ex05.run()
+    out = ex05.run(entry=runner.entry)
     want = np.repeat(np.arange(N, dtype=np.float32), N)   # device r's N copies of r, in rank order
     for d in range(N):
         np.testing.assert_array_equal(out[d], want)
-    assert len(pyhcomm.record.tasks(kind="KernelLaunch")) == 2 * N
-    assert len(pyhcomm.record.tasks(kind="Write")) == 2 * N * (N - 1)   # each call: every pair, once
+    record = runner.record()
+    assert len(record.tasks(kind="KernelLaunch")) == 2 * N
+    assert len(record.tasks(kind="Write")) == 2 * N * (N - 1)   # each call: every pair, once
     # the second call found the engine contexts and reused their threads: N - 1 per rank, not 2 (N - 1)
     for d in range(N):
-        assert len({t.thread for t in pyhcomm.record.tasks(rank=d, kind="Write")}) == N - 1
+        assert len({t.thread for t in record.tasks(rank=d, kind="Write")}) == N - 1
 
 
 @pytest.mark.parametrize("product", [A3, A2])
-def test_05_custom_allgather_aicpu_needs_an_ascend_950(eight_devices, product):
+def test_05_custom_allgather_aicpu_needs_an_ascend_950(eight_devices, runner, product):
     eight_devices(product)
     with pytest.raises(ExampleError, match="HcclAllGatherCustom returned 4"):   # HCCL_E_INTERNAL
-        ex05.run()
+        ex05.run(entry=runner.entry)
 
 
 # -- what the ports use: pyhccl's names, pyACL's calls, acl's header values ------------------------------------

@@ -7,6 +7,8 @@ joined, or ``HCCL_CONNECT_TIMEOUT`` seconds (default 120) pass.
 from __future__ import annotations
 
 import os
+import struct
+import zlib
 
 from .. import args
 from ..sim import current_sim as _sim
@@ -16,13 +18,14 @@ from .. import topology
 from ..sim import memory
 from ..enums import HCCL_ROOT_INFO_BYTES
 from ..errors import HcclResult, hccl_error, not_found, para, ptr
-from ..transport.base import TransportError
+from ..transport.base import RootKey, TransportError
 from ..hcomm import comm_lock
 from ..hcomm.resources import teardown
 from ..hcomm.resources.owner import ResourceOwner, get_owner, hccl_buffer  # noqa: F401  (hccl_buffer re-exported)
 from . import comm_config
 
 ROOT_MAGIC = b"PYHCOMM-ROOT\0"
+_ROOT_CRC = struct.Struct("<I")
 ENV_BUFFSIZE = "HCCL_BUFFSIZE"
 ENV_CONNECT_TIMEOUT = "HCCL_CONNECT_TIMEOUT"
 
@@ -57,8 +60,8 @@ class World:
         return None if device is None else topology.default_place(device)
 
     def root_info(self) -> bytes:
-        body = ROOT_MAGIC + str(self.id).encode()
-        return body + b"\0" * (HCCL_ROOT_INFO_BYTES - len(body))
+        """The bytes of an ``HcclRootInfo`` naming this world (see :func:`root_info_bytes`)."""
+        return root_info_bytes(self._transport.root_key(self.id))
 
 
 class Communicator(ResourceOwner):
@@ -93,8 +96,8 @@ class Communicator(ResourceOwner):
 
 
 def local_world(root: int, nranks: int | None = None) -> World:
-    """This process's World for the transport's ``root`` (made on first use: a root may come from
-    another process); call it under the Sim's lock."""
+    """This Sim's World for the transport's ``root`` (made on first use: a root may come from
+    another Sim or another process); call it under the Sim's lock."""
     sim = _sim()
     world = sim.roots.get(root)
     if world is None:
@@ -113,12 +116,35 @@ def named_world(name, nranks: int) -> World:
     return local_world(_sim().transport.named_root(name, nranks), nranks)
 
 
+def root_info_bytes(key: RootKey) -> bytes:
+    """An ``HcclRootInfo``'s bytes: :data:`ROOT_MAGIC`, the root's key (:class:`RootKey`: the
+    process that made it, an id no other root has, its address in a job of processes), a CRC-32
+    of the two, zeros. The key makes a root info mean one communicator wherever it is used: in
+    any Sim of the process (a launch's Sim makes its world on first use) and in every process of
+    an MPI job."""
+    body = ROOT_MAGIC + key.pack()
+    body += _ROOT_CRC.pack(zlib.crc32(body))
+    return body + b"\0" * (HCCL_ROOT_INFO_BYTES - len(body))
+
+
+def _root_key(raw: bytes, api: str) -> RootKey:
+    """The key ``raw`` carries; ``HCCL_E_PARA`` saying what is wrong when it is no root info."""
+    if not raw.strip(b"\0"):
+        raise para(api, "rootInfo is all zeros: it was not filled by HcclGetRootInfo")
+    if not raw.startswith(ROOT_MAGIC):
+        raise para(api, "rootInfo was not produced by HcclGetRootInfo")
+    end = len(ROOT_MAGIC) + RootKey.FORMAT.size
+    if len(raw) < end + _ROOT_CRC.size or _ROOT_CRC.unpack_from(raw, end)[0] != zlib.crc32(raw[:end]):
+        raise para(api, "rootInfo is corrupted (its checksum does not match)")
+    return RootKey.unpack(raw[len(ROOT_MAGIC):end])
+
+
 def get_root_info() -> bytes:
-    """``HcclGetRootInfo``: a fresh root, as the bytes of an ``HcclRootInfo``."""
+    """``HcclGetRootInfo``: a fresh root, as the bytes of an ``HcclRootInfo`` (usable in any Sim
+    of the process and, over MPI, in every process of the job)."""
     sim = _sim()
     with sim.lock:
-        world = new_world()
-    return world.root_info()
+        return new_world().root_info()
 
 
 def _root_bytes(root_info, api: str) -> bytes:
@@ -145,15 +171,15 @@ def _root_bytes(root_info, api: str) -> bytes:
 
 
 def _world_of(root_info, api: str) -> World:
-    raw = _root_bytes(root_info, api)
-    if not raw.startswith(ROOT_MAGIC):
-        raise para(api, "rootInfo was not produced by HcclGetRootInfo")
-    try:
-        wid = int(raw[len(ROOT_MAGIC):].split(b"\0", 1)[0])
-    except ValueError:
-        raise para(api, "rootInfo is corrupted") from None
-    with _sim().lock:
-        return local_world(wid)
+    """The World of this Sim that ``root_info`` names (made on first use)."""
+    key = _root_key(_root_bytes(root_info, api), api)
+    sim = _sim()
+    with sim.lock:
+        try:
+            root = sim.transport.root_of(key)
+        except TransportError as why:
+            raise para(api, f"rootInfo names no communicator here: {why}") from None
+        return local_world(root)
 
 
 def init_root_info(nranks: int, root_info, rank: int, settings=None,

@@ -1,8 +1,10 @@
 """The transport contract: every effect that crosses from one rank to another.
 
 A transport forms worlds (the rendezvous of ``HcclCommInitRootInfo``, ``HcclCommInitClusterInfo``
-and ``HcclCommInitAll``), pairs the two ends of a channel, moves bytes one-sidedly into and out of
-memory a peer exposed, records a peer's notify and makes progress on what is in flight; it also
+and ``HcclCommInitAll``; a root info carries a :class:`RootKey`, which names one root in every Sim
+of the process and every process of the job), pairs the two ends of a channel, moves bytes
+one-sidedly into and out of memory a peer exposed, records a peer's notify and makes progress on
+what is in flight; it also
 chooses the storage of device memory (:meth:`Transport.device_storage`: memory another process can
 map, where its peers do). The in-process transport (:mod:`.local`) does this with the objects of
 the one Sim that holds every rank; an MPI transport does it with messages between processes and
@@ -38,6 +40,8 @@ run time); callers turn it into the HCCL code of the API (``HCCL_E_PARA`` for a 
 """
 from __future__ import annotations
 
+import os
+import struct
 from typing import NamedTuple
 
 
@@ -79,6 +83,31 @@ class PeerRef(_Value):
         self.rank = rank
         self.key = key
         self.end = end
+
+
+class RootKey(NamedTuple):
+    """What names a root wherever it is used (the body of an ``HcclRootInfo``): the process that
+    made it (``pid``), an id no other root has (``uid``, 16 random bytes), and ``address``, the
+    root's id in every process of a job (a transport whose worlds span processes; 0: none, every
+    rank of the root lives in the process that made it)."""
+
+    pid: int
+    uid: bytes
+    address: int = 0
+
+    FORMAT = struct.Struct("<Q16sQ")
+
+    @classmethod
+    def fresh(cls, address: int = 0) -> "RootKey":
+        """A key made now in this process."""
+        return cls(os.getpid(), os.urandom(16), address)
+
+    def pack(self) -> bytes:
+        return self.FORMAT.pack(self.pid, self.uid, self.address)
+
+    @classmethod
+    def unpack(cls, raw: bytes) -> "RootKey":
+        return cls(*cls.FORMAT.unpack(raw))
 
 
 class Region(NamedTuple):
@@ -137,6 +166,18 @@ class Transport:
         """A fresh root id (``HcclGetRootInfo``; ``HcclCommInitAll`` takes one too): a value every
         process can pass on in the root info bytes. Never blocks."""
         raise self._missing("new_root")
+
+    def root_key(self, root: int) -> RootKey:
+        """The :class:`RootKey` naming ``root`` in every Sim and process that may join it (what
+        ``HcclGetRootInfo``'s bytes carry); the same key on every call. Never blocks."""
+        raise self._missing("root_key")
+
+    def root_of(self, key: RootKey) -> int:
+        """This transport's root that ``key`` names: the root it made the key for, else (a key of
+        another Sim of this process, or of another process) a root made on first use, the same for
+        every later use of ``key``. Raises :class:`TransportError` when ``key`` can name no root
+        here (the ranks of the process that made it cannot reach this one). Never blocks."""
+        raise self._missing("root_of")
 
     def named_root(self, name: str, nranks: int) -> int:
         """The root every rank that names ``name`` (a rank-table path) joins: the same one until

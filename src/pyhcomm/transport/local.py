@@ -1,16 +1,22 @@
 """The in-process transport: every rank lives in this Sim, so the values of the contract are
 resolved to objects here.
 
-Worlds are records of who joined; pairing keeps, per channel key, the ends published so far, and
-numbers every end (``PeerRef.end`` is that number); bytes move with the Sim's backend; a remote
-notify is recorded directly. What a peer knows of an end (:class:`~.base.PeerInfo`) is built when
-they pair and again when the end closes or memory it exposes is freed.
+Worlds are records of who joined; a root's key (what its root info carries) is made on first
+demand, and a key made elsewhere in this process (another Sim: the process's default one, another
+launch) gets a root of this Sim on first use, so a root info made outside a launch names a
+communicator of the launch's ranks (one Sim cannot see another's: a root info used in two Sims
+forms a communicator in each); a key of another process names nothing here. Pairing keeps, per
+channel key, the ends published so far, and numbers every end (``PeerRef.end`` is that number);
+bytes move with the Sim's backend; a remote notify is recorded directly. What a peer knows of an
+end (:class:`~.base.PeerInfo`) is built when they pair and again when the end closes or memory it
+exposes is freed.
 """
 from __future__ import annotations
 
 import itertools
+import os
 
-from .base import PeerInfo, PeerRef, RemoteNotify, Transport, TransportError
+from .base import PeerInfo, PeerRef, RemoteNotify, RootKey, Transport, TransportError
 
 
 class _World:
@@ -36,6 +42,8 @@ class LocalTransport(Transport):
         self.worlds: dict = {}              # root -> _World
         self._roots = itertools.count()
         self.named: dict = {}               # name -> its current root
+        self.keys: dict = {}                # RootKey -> root (keys made here or first used here)
+        self.key_of: dict = {}              # root -> its RootKey
         self.pairs: dict = {}               # channel key -> {rank: end}
         self.ends: list = []                # PeerRef.end -> the end
         self._spans: list = []              # PeerRef.end -> [(start, stop, allocation)] it exposes
@@ -45,6 +53,24 @@ class LocalTransport(Transport):
     def new_root(self) -> int:
         root = next(self._roots)
         self.worlds[root] = _World()
+        return root
+
+    def root_key(self, root) -> RootKey:
+        key = self.key_of.get(root)
+        if key is None:
+            self._world(root)
+            key = self.key_of[root] = RootKey.fresh()
+            self.keys[key] = root
+        return key
+
+    def root_of(self, key) -> int:
+        root = self.keys.get(key)
+        if root is None:
+            if key.pid != os.getpid():
+                raise TransportError(f"it was made in process {key.pid}, and ranks of another process "
+                                     "join only over MPI (mpiexec)")
+            root = self.keys[key] = self.new_root()
+            self.key_of[root] = key
         return root
 
     def named_root(self, name: str, nranks: int) -> int:

@@ -4,13 +4,15 @@ or more ranks per process), on one machine or many, joined by MPI (``mpi4py``).
 Each process has its own Sim; its transport speaks to the other processes through the process's
 :class:`~.mpi_link.Link`. What the contract of :mod:`.base` asks, done with messages:
 
-* **Worlds.** A root id names the process that made it (``HcclGetRootInfo``: the id travels in the
-  root info bytes the program broadcasts, e.g. with ``comm.bcast``); a rank's join goes to that
-  process, which checks it (the number of ranks, a rank or device given twice) and, once the world
-  is complete, sends every member process the table of ranks, devices and processes. A refused
-  join is answered with the reason; the joining rank then fails at once. A rank-table world
-  (``HcclCommInitClusterInfo``) belongs to a process chosen from the table's path. Host barriers
-  count arrivals at the root's process.
+* **Worlds.** A root id names the process that made it, and no two Sims of that process make the
+  same one (``HcclGetRootInfo``: the id travels in the root info bytes the program broadcasts, e.g.
+  with ``comm.bcast``, as the key's ``address``). A Sim of that process other than the one that
+  made the root (a launch's) takes its world over on first use, with the joins already counted
+  there. A rank's join goes to that process, which checks it (the number of ranks, a rank or device
+  given twice) and, once the world is complete, sends every member process the table of ranks,
+  devices and processes. A refused join is answered with the reason; the joining rank then fails
+  at once. A rank-table world (``HcclCommInitClusterInfo``) belongs to a process chosen from the
+  table's path. Host barriers count arrivals at the root's process.
 * **Channels.** Publishing an end sends its description (rank, notifies, the memory it exposes:
   its HCCL buffer and registered memory) to the process of the peer rank; the two ends connect
   where both descriptions meet, on each side. Closing an end or freeing memory it exposes sends
@@ -43,7 +45,7 @@ import zlib
 
 import numpy as np
 
-from .base import PeerInfo, PeerRef, RemoteNotify, Transport, TransportError
+from .base import PeerInfo, PeerRef, RemoteNotify, RootKey, Transport, TransportError
 from .mpi_link import ACC, GET, GOT, LinkError, NOTIFY, PUT, BULK, INLINE, link
 
 #: data types a reduce can carry (index in this table: word 7 of the header)
@@ -120,10 +122,10 @@ class MpiTransport(Transport):
         self.link.snapshotter = self._snapshot
         if self.link.handlers is None or self.link.handlers.sim is not sim:
             self.link.handlers = self     # the newest Sim of the process gets what has no route
-        self._roots = itertools.count(1)
         self._ends = itertools.count(1)
         self.worlds: dict = {}          # root -> _World
         self.named: dict = {}           # rank-table path -> [generation, root]
+        self.keys: dict = {}            # root -> its RootKey (root_key)
         self.ends: dict = {}            # tid -> this process's end
         self.spans: dict = {}           # tid -> [(start, stop, allocation)] it exposes
         self.exposers: dict = {}        # allocation -> the ends exposing it
@@ -148,8 +150,35 @@ class MpiTransport(Transport):
         return w
 
     def new_root(self) -> int:
-        root = (self.me << 32) | next(self._roots)
+        root = (self.me << 32) | self.link.root_number()
         self._route(root)
+        return root
+
+    def root_key(self, root) -> RootKey:
+        key = self.keys.get(root)
+        if key is None:
+            self._route(root)
+            key = self.keys[root] = RootKey.fresh(root)
+        return key
+
+    def root_of(self, key) -> int:
+        root = key.address
+        if root == 0:
+            raise TransportError(f"it was made without MPI (in process {key.pid}): ranks of other processes "
+                                 "cannot join it")
+        owner = root >> 32
+        if owner >= self.link.nprocs:
+            raise TransportError(f"it names MPI process {owner}, and this job has {self.link.nprocs} "
+                                 f"(0..{self.link.nprocs - 1})")
+        if root not in self.worlds:
+            other = self.link.routes_root.get(root)
+            if other is not None and other is not self and root in other.worlds:
+                # another Sim of this process made or used it: the same world, and what arrives
+                # for it (joins to count, the table of members) comes here from now on
+                self.worlds[root] = other.worlds[root]
+                self.link.routes_root[root] = self
+            else:
+                self._route(root)
         return root
 
     def named_root(self, name: str, nranks: int) -> int:

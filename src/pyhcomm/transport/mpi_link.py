@@ -180,6 +180,7 @@ class Link:
         self.rang_last = False         # the last serve handled rings only (see _serve)
         self.dirty: set = set()        # processes written to since their last fence
         self.reqids = 0
+        self.roots_made = 0            # roots made by the Sims of this process (root_number)
         self.done: set = set()         # request ids answered (fences, reads)
         self.reads: dict = {}          # request id -> where a read's bytes go
         self.routes_root: dict = {}    # root id -> transport
@@ -319,6 +320,13 @@ class Link:
             self.sent += 1
             self.rung += 1
         return True
+
+    def root_number(self) -> int:
+        """A root number no Sim of this process had before (the low bits of the root ids it
+        makes: one id names one world in the whole job, whichever Sim of the process made it)."""
+        with self.lock:
+            self.roots_made += 1
+            return self.roots_made
 
     def request_id(self) -> int:
         self.reqids += 1
