@@ -2,7 +2,7 @@
 ``HcclGroupEnqueueOp``); semantics in :mod:`pyhcomm.collectives.group`."""
 from __future__ import annotations
 
-from ..collectives import group
+from ..collectives import dispatch, group
 from ..collectives.support import check_product
 from ..errors import not_support, para
 from ..hccl import comm as _comm
@@ -20,7 +20,7 @@ def HcclGroupStart():  # noqa: N802
 @c_api()
 def HcclGroupEnd():  # noqa: N802
     """Close the group; the outermost end issues the calls kept since the start."""
-    group.end("HcclGroupEnd")
+    dispatch.end_group("HcclGroupEnd")
 
 
 @c_api(False)

@@ -1,6 +1,8 @@
 """``hccl.h`` collectives (stream last), built on :mod:`pyhcomm.collectives`.
 
-Each call checks its arguments, enqueues the algorithm on ``stream`` and returns at once;
+Each call checks and converts its arguments, then hands the call to the collective library
+(:mod:`pyhcomm.collectives.dispatch`: its selector chooses the algorithm, which declares its
+threads and channels); the algorithm is enqueued on ``stream`` and the call returns at once;
 synchronize ``stream`` for the result. Every rank of ``comm`` must make the same call.
 Between ``HcclGroupStart`` and ``HcclGroupEnd`` a checked call is kept for the end of the group
 (:mod:`pyhcomm.collectives.group`).
@@ -14,20 +16,10 @@ rank's device). Nothing is enqueued when a check fails.
 from __future__ import annotations
 
 from .. import args
-from ..collectives import allgather_mesh, group, run
-from ..collectives import support
+from ..collectives import dispatch, support
+from ..collectives.algorithm import Op
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
-from ..collectives.all_reduce import all_reduce_ring as _all_reduce_ring
-from ..collectives.allgather import ring_peers as _ring_peers
-from ..collectives.broadcast import broadcast as _broadcast
-from ..collectives.broadcast import broadcast_peers as _broadcast_peers
-from ..collectives.pairwise import alltoall as _alltoall
-from ..collectives.pairwise import batch_send_recv as _batch
-from ..collectives.reduce import barrier as _barrier
-from ..collectives.reduce import reduce_to_root as _reduce
-from ..collectives.reduce_scatter import reduce_scatter_mesh as _reduce_scatter_mesh
-from ..collectives.scatter import scatter_ring as _scatter_ring
 from ..enums import DATA_TYPE_SIZE
 from ..errors import not_support, para, ptr
 from ..hccl import comm as _comm
@@ -94,16 +86,6 @@ def not_same(api: str, send, recv) -> None:
         raise para(api, f"sendBuf and recvBuf are the same address 0x{send:x}: {api} does not run in place")
 
 
-def enqueue(api: str, comm, stream, nslaves: int, algo, *args, peers=None) -> None:
-    """Run ``algo`` now, or keep it for the end of the open group."""
-    def go():
-        run(comm, stream, nslaves, algo, *args, tag=api, peers=peers)
-    if group.active():
-        group.keep_collective(api, go)
-    else:
-        go()
-
-
 @c_api(ints=True)
 def HcclAllGather(sendBuf, recvBuf, sendCount, dataType, comm, stream):  # noqa: N803
     """Every rank's ``sendCount`` elements, in rank order, into every rank's ``recvBuf``."""
@@ -113,7 +95,8 @@ def HcclAllGather(sendBuf, recvBuf, sendCount, dataType, comm, stream):  # noqa:
     check_buffer(api, sendBuf, nbytes, c.device, "sendBuf")
     check_buffer(api, recvBuf, nbytes * c.nranks, c.device, "recvBuf")
     if nbytes:
-        enqueue(api, comm, stream, max(0, c.nranks - 2), allgather_mesh, sendBuf, recvBuf, nbytes)
+        dispatch.collective(api, comm, stream, Op.HCCL_CMD_ALLGATHER, (sendBuf, recvBuf, nbytes), nbytes=nbytes,
+                            data_type=dataType)
 
 
 # -- Broadcast, Scatter, AlltoAll, Send/Recv -------------------------------------------------------
@@ -140,7 +123,8 @@ def HcclBroadcast(buf, count, dataType, root, comm, stream):  # noqa: N803
     nbytes = count * size
     check_buffer(api, buf, nbytes, c.device, "buf")
     if nbytes and c.nranks > 1:
-        enqueue(api, comm, stream, 0, _broadcast, buf, nbytes, root, peers=_broadcast_peers(c.nranks, c.rank, root))
+        dispatch.collective(api, comm, stream, Op.HCCL_CMD_BROADCAST, (buf, nbytes, root), nbytes=nbytes, root=root,
+                            data_type=dataType)
 
 
 @c_api(ints=True)
@@ -155,8 +139,8 @@ def HcclScatter(sendBuf, recvBuf, recvCount, dataType, root, comm, stream):  # n
         check_buffer(api, sendBuf, nbytes * c.nranks, c.device, "sendBuf")
     check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
     if nbytes:
-        enqueue(api, comm, stream, 0, _scatter_ring, sendBuf if c.rank == root else 0, recvBuf, nbytes, root,
-                peers=_ring_peers(c.rank, c.nranks))
+        dispatch.collective(api, comm, stream, Op.HCCL_CMD_SCATTER, (sendBuf if c.rank == root else 0, recvBuf, nbytes,
+                                                                     root), nbytes=nbytes, root=root, data_type=dataType)
 
 
 @c_api(ints=True)
@@ -175,7 +159,8 @@ def HcclAlltoAll(sendBuf, sendCount, sendType, recvBuf, recvCount, recvType, com
     check_buffer(api, sendBuf, nbytes * c.nranks, c.device, "sendBuf")
     check_buffer(api, recvBuf, nbytes * c.nranks, c.device, "recvBuf")
     if nbytes:
-        enqueue(api, comm, stream, max(0, c.nranks - 2), _alltoall, sendBuf, recvBuf, nbytes)
+        dispatch.collective(api, comm, stream, Op.HCCL_CMD_ALLTOALL, (sendBuf, recvBuf, nbytes), nbytes=nbytes,
+                            data_type=sendType)
 
 
 def _p2p(api, buf, count, dataType, rank, comm, stream, is_send: bool) -> None:
@@ -184,10 +169,7 @@ def _p2p(api, buf, count, dataType, rank, comm, stream, is_send: bool) -> None:
     check_rank(api, c, rank, name, other_than_self=True)
     nbytes = count * size
     check_buffer(api, buf, nbytes, c.device, "sendBuf" if is_send else "recvBuf")
-    if group.active():
-        group.keep_p2p(api, comm, stream, is_send, buf, nbytes, rank)
-    elif nbytes:   # a batch of one: it meets the peer's HcclRecv / HcclSend, batch item or grouped call
-        run(comm, stream, 0, _batch, [(is_send, buf, nbytes, rank)], tag=api, peers=[rank])
+    dispatch.point_to_point(api, comm, stream, is_send, buf, nbytes, rank)
 
 
 @c_api(ints=True)
@@ -223,7 +205,8 @@ def HcclReduceScatter(sendBuf, recvBuf, recvCount, dataType, op, comm, stream): 
     check_buffer(api, sendBuf, nbytes * c.nranks, c.device, "sendBuf")
     check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
     if nbytes:
-        enqueue(api, comm, stream, c.nranks - 1, _reduce_scatter_mesh, sendBuf, recvBuf, recvCount, dataType, op)
+        dispatch.collective(api, comm, stream, Op.HCCL_CMD_REDUCE_SCATTER, (sendBuf, recvBuf, recvCount, dataType, op),
+                            nbytes=nbytes, data_type=dataType, reduce_op=op)
 
 
 @c_api(ints=True)
@@ -236,8 +219,8 @@ def HcclAllReduce(sendBuf, recvBuf, count, dataType, op, comm, stream):  # noqa:
     check_buffer(api, sendBuf, nbytes, c.device, "sendBuf")
     check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
     if nbytes:
-        enqueue(api, comm, stream, 0, _all_reduce_ring, sendBuf, recvBuf, count, dataType, op,
-                peers=_ring_peers(c.rank, c.nranks))
+        dispatch.collective(api, comm, stream, Op.HCCL_CMD_ALLREDUCE, (sendBuf, recvBuf, count, dataType, op),
+                            nbytes=nbytes, data_type=dataType, reduce_op=op)
 
 
 @c_api(ints=True)
@@ -253,8 +236,9 @@ def HcclReduce(sendBuf, recvBuf, count, dataType, op, root, comm, stream):  # no
     if c.rank == root:
         check_buffer(api, recvBuf, nbytes, c.device, "recvBuf")
     if nbytes:
-        enqueue(api, comm, stream, 0, _reduce, sendBuf, recvBuf if c.rank == root else 0, count, dataType, op,
-                root, peers=_broadcast_peers(c.nranks, c.rank, root))
+        dispatch.collective(api, comm, stream, Op.HCCL_CMD_REDUCE,
+                            (sendBuf, recvBuf if c.rank == root else 0, count, dataType, op, root), nbytes=nbytes,
+                            root=root, data_type=dataType, reduce_op=op)
 
 
 # -- Barrier ---------------------------------------------------------------------------------------
@@ -269,4 +253,4 @@ def HcclBarrier(comm, stream):  # noqa: N803
     api = "HcclBarrier"
     c = check_comm(api, comm, stream)
     if c.nranks > 1:
-        enqueue(api, comm, stream, max(0, c.nranks - 2), _barrier)
+        dispatch.collective(api, comm, stream, Op.HCCL_CMD_BARRIER, (), nbytes=0)

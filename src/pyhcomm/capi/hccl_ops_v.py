@@ -21,16 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..collectives import group, run
-from ..collectives.allgather import allgatherv_ring as _allgatherv
-from ..collectives.allgather import ring_peers as _ring_peers
-from ..collectives.pairwise import alltoallv as _alltoallv
-from ..collectives.pairwise import batch_send_recv as _batch
-from ..collectives.reduce_scatter import reduce_scatterv_ring as _reduce_scatterv
+from ..collectives import dispatch, group
+from ..collectives.algorithm import Op
 from ..defs.hccl_types import HcclSendRecvItem, HcclSendRecvType
 from ..errors import para, ptr
 from ._wrap import c_api
-from .hccl_ops import check_buffer, check_comm, check_common, check_rank, enqueue, not_same
+from .hccl_ops import check_buffer, check_comm, check_common, check_rank, not_same
 
 __all__ = ["HcclAllGatherV", "HcclReduceScatterV", "HcclAlltoAllV", "HcclAlltoAllVC",
            "HcclBatchSendRecv"]
@@ -96,8 +92,9 @@ def HcclAllGatherV(sendBuf, sendCount, recvBuf, recvCounts, recvDispls, dataType
     check_array_buffer(api, sendBuf, sendCount, size, c.device, "sendBuf")
     check_array_buffer(api, recvBuf, extent(rc, rd), size, c.device, "recvBuf")
     if any(rc):
-        enqueue(api, comm, stream, 0, _allgatherv, sendBuf, recvBuf, [x * size for x in rc], [d * size for d in rd],
-                peers=_ring_peers(c.rank, c.nranks))
+        dispatch.collective(api, comm, stream, Op.HCCL_CMD_ALLGATHER_V,
+                            (sendBuf, recvBuf, [x * size for x in rc], [d * size for d in rd]), nbytes=max(rc) * size,
+                            data_type=dataType)
 
 
 @c_api(ints=True)
@@ -114,11 +111,11 @@ def HcclReduceScatterV(sendBuf, sendCounts, sendDispls, recvBuf, recvCount, data
     check_array_buffer(api, sendBuf, extent(sc, sd), size, c.device, "sendBuf")
     check_array_buffer(api, recvBuf, recvCount, size, c.device, "recvBuf")
     if any(sc):
-        enqueue(api, comm, stream, 0, _reduce_scatterv, sendBuf, recvBuf, sc, sd, dataType, op,
-                peers=_ring_peers(c.rank, c.nranks))
+        dispatch.collective(api, comm, stream, Op.HCCL_CMD_REDUCE_SCATTER_V, (sendBuf, recvBuf, sc, sd, dataType, op),
+                            nbytes=max(sc) * size, data_type=dataType, reduce_op=op)
 
 
-def _checked_alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd, recvType, size) -> None:
+def _checked_alltoallv(api, op, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd, recvType, size) -> None:
     if sendType != recvType:
         raise para(api, f"sendType {sendType!r} and recvType {recvType!r} must be the same")
     if sc[c.rank] != rc[c.rank]:
@@ -127,8 +124,9 @@ def _checked_alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf,
     check_array_buffer(api, sendBuf, extent(sc, sd), size, c.device, "sendBuf")
     check_array_buffer(api, recvBuf, extent(rc, rd), size, c.device, "recvBuf")
     if any(sc) or any(rc):
-        enqueue(api, comm, stream, max(0, c.nranks - 2), _alltoallv, sendBuf, [x * size for x in sc],
-                [x * size for x in sd], recvBuf, [x * size for x in rc], [x * size for x in rd])
+        dispatch.collective(api, comm, stream, op, (sendBuf, [x * size for x in sc], [x * size for x in sd], recvBuf,
+                                                    [x * size for x in rc], [x * size for x in rd]),
+                            nbytes=max(sc + rc) * size, data_type=sendType)
 
 
 @c_api(ints=True)
@@ -143,7 +141,8 @@ def HcclAlltoAllV(sendBuf, sendCounts, sdispls, sendType, recvBuf, recvCounts, r
     sd = counts(api, sdispls, c.nranks, "sdispls")
     rc = counts(api, recvCounts, c.nranks, "recvCounts")
     rd = counts(api, rdispls, c.nranks, "rdispls")
-    _checked_alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd, recvType, size)
+    _checked_alltoallv(api, Op.HCCL_CMD_ALLTOALLV, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd,
+                       recvType, size)
 
 
 @c_api(ints=True)
@@ -160,7 +159,8 @@ def HcclAlltoAllVC(sendBuf, sendCountMatrix, sendType, recvBuf, recvType, comm, 
     rc = [m[q * n + me] for q in range(n)]
     sd = [sum(sc[:p]) for p in range(n)]
     rd = [sum(rc[:q]) for q in range(n)]
-    _checked_alltoallv(api, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd, recvType, size)
+    _checked_alltoallv(api, Op.HCCL_CMD_ALLTOALLVC, c, comm, stream, sendBuf, sc, sd, sendType, recvBuf, rc, rd,
+                       recvType, size)
 
 
 @c_api(ints=True)
@@ -183,6 +183,5 @@ def HcclBatchSendRecv(sendRecvInfo, comm, stream):  # noqa: N803
         nbytes = it.count * size
         check_buffer(api, it.buf, nbytes, c.device, f"sendRecvInfo[{i}].buf")
         items.append((it.sendRecvType == HcclSendRecvType.HCCL_SEND, it.buf, nbytes, it.remoteRank))
-    peers = sorted({p for *_x, p in items})
     if any(nbytes for _s, _b, nbytes, _p in items):
-        run(comm, stream, max(0, len(peers) - 1), _batch, items, tag=api, peers=peers)
+        dispatch.batch(api, comm, stream, items)

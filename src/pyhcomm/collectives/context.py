@@ -53,14 +53,13 @@ from ..hcomm.resources import thread as thread_mod
 from ..hcomm import enqueue as enqueue_mod
 from ..hcomm import notify as notify_mod
 from ..topology import CommProtocol
+from .algorithm import MIN_SLOT, slot_size
 from .patterns import ACK, DATA, FIN, WAIT_TIMEOUT  # noqa: F401  (re-exported)
 
 CHANNEL_NOTIFIES = 3
 #: Slaves per call at most: the main thread's fan-in notifies plus the AI CPU host-sync notify
 #: must fit in one thread's 64.
 MAX_SLAVES = thread_mod.HCOMM_NOTIFY_MAX_NUM - 1
-#: The smallest slot the HCCL buffer is cut into (EX05 aligns slots to 128 bytes).
-MIN_SLOT = 128
 E, P = CommEngine, CommProtocol
 
 #: Channel protocols each product's collectives use, best first.
@@ -198,14 +197,16 @@ def buffer_parts(parts_of_nranks):
 
 
 def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm_collective",
-        peers=None) -> None:
+        peers=None, algorithm: str | None = None) -> None:
     """Run ``algo(ctx, *args)`` as HCCL does on this product (see the module docstring).
 
     Connects to ``peers`` first (default: every rank; the peers must call too). ``algo`` finds
     the main thread in ``ctx.main`` and at most :data:`MAX_SLAVES` of the ``nslaves`` slaves it
     asked for in ``ctx.slaves``. Returns at once; the user's ``stream`` completes when the
     collective has. Raises ``HCCL_E_MEMORY`` before anything is enqueued when the HCCL buffer
-    cannot hold the slots ``algo`` declared (:func:`buffer_parts`).
+    cannot hold the slots ``algo`` declared (:func:`buffer_parts`). The call's marker in the
+    record names ``tag`` and, when given, the ``algorithm`` (:mod:`.dispatch` gives the one the
+    selector chose).
     """
     site = call_site()  # the user's call: every task of the collective is attributed to it
     token = attribute_to(site)
@@ -217,8 +218,9 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
         with library_calls():
             _run(comm_handle, stream, nslaves, algo, args, tag, peers, site)
         # the marker of the call (its entries: this program's from ``first`` on, and its kernel's)
+        named = {} if algorithm is None else {"algorithm": algorithm}
         record.host_effect("Collective", tag, rank=comm_mod.get_comm(comm_handle, tag).rank, name=tag,
-                           first=first)
+                           first=first, **named)
     finally:
         host.batch = batch
         end_attribution(token)
@@ -265,14 +267,14 @@ def slot_bytes(ccl_size: int, parts: int, nranks: int, cap: int = 256 << 20, api
     HCCL_BUFFSIZE >= 1 MB (a 2 MB buffer) that happens only past 8192 ranks for ``2 * nranks``
     slots.
     """
-    slot = ccl_size // parts // MIN_SLOT * MIN_SLOT
+    slot = slot_size(ccl_size, parts, cap)
     if slot < MIN_SLOT:
         need_mb = -(-parts * MIN_SLOT // (2 << 20))  # the buffer is 2 x HCCL_BUFFSIZE MB
         raise hccl_error(HcclResult.HCCL_E_MEMORY, api,
                          f"the HCCL buffer of {ccl_size} bytes (2 x HCCL_BUFFSIZE MB; HCCL_BUFFSIZE={_sim().config.buffsize_mb} now) "
                          f"cannot hold the {parts} slots of at least {MIN_SLOT} bytes this algorithm needs "
                          f"with {nranks} ranks; set HCCL_BUFFSIZE to at least {need_mb}")
-    return min(cap, slot)
+    return slot
 
 
 def chunk_bytes(ctx, parts: int, cap: int = 256 << 20) -> int:

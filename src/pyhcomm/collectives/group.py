@@ -9,7 +9,7 @@ Modeled here:
 * A call inside a group checks its arguments at once (a bad one fails there, and is not kept),
   then is kept instead of enqueued.
 * Point-to-point (``HcclSend`` / ``HcclRecv``): at the end, the kept calls of each (communicator,
-  stream) run as one batch (:func:`.pairwise.batch_send_recv`), so their order on a rank no longer
+  stream) run as one batch (:func:`.dispatch.end_group`), so their order on a rank no longer
   matters: two ranks that both send first no longer deadlock. ``HcclBatchSendRecv`` inside a
   group is ``HCCL_E_NOT_SUPPORT`` (HCCL forbids it there).
 * Collectives: at the end they are enqueued in call order (HCCL requires that they do not
@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from ..errors import not_support, para
 from ..sim.runtime import host_ctx
-from .context import run
-from .pairwise import batch_send_recv
 from .support import check_product
 
 P2P, COLLECTIVE, MANAGEMENT = "point-to-point", "collective", "communicator management"
@@ -109,22 +107,22 @@ def refuse_batch(api: str) -> None:
         raise not_support(api, "HcclBatchSendRecv cannot be called between HcclGroupStart and HcclGroupEnd")
 
 
-def end(api: str = "HcclGroupEnd") -> None:
-    """Close a group; the outermost end issues the kept calls (see the module docstring)."""
+def end(api: str = "HcclGroupEnd") -> tuple:
+    """Close a group. The outermost end returns what it kept and clears the group:
+    ``(batches, ops)``, ``batches`` a list of ``(comm handle, stream, items)`` (the point-to-point
+    calls of one communicator and stream, in call order: one batch each), ``ops`` the kept
+    collectives and operators, in call order; an inner end returns ``([], [])``.
+    :func:`.dispatch.end_group` runs them (the batches first)."""
     check_product(api)
     g = _group()
     if g.depth == 0:
         raise para(api, "HcclGroupEnd without HcclGroupStart")
     g.depth -= 1
     if g.depth:
-        return
+        return [], []
     p2p, ops = g.p2p, g.ops
     g.clear()
     batches: dict = {}
     for comm_handle, stream, item in p2p:
         batches.setdefault((comm_handle, stream), []).append(item)
-    for (comm_handle, stream), items in batches.items():
-        peers = sorted({peer for *_x, peer in items})
-        run(comm_handle, stream, max(0, len(peers) - 1), batch_send_recv, items, tag="HcclGroupEnd", peers=peers)
-    for enqueue in ops:
-        enqueue()
+    return [(comm_handle, stream, items) for (comm_handle, stream), items in batches.items()], ops

@@ -143,7 +143,8 @@ KernelLaunchEvent = _event_type("KernelLaunchEvent", "An AI CPU kernel launch.",
 CollectiveEvent = _event_type("CollectiveEvent", "The marker of a collective call (``pyhcomm.collectives``): "
                               "recorded when the call returns, every entry of the call enqueued.", (
     ("name", Optional[str], None, False),      # the API (HcclAllGather ...) or the caller's tag
-    ("first", int, 0, False)))                 # the first seq of the call
+    ("first", int, 0, False),                  # the first seq of the call
+    ("algorithm", Optional[str], None, False)))  # the algorithm it ran (pyhcomm.collectives.algorithms)
 SyncEvent = _event_type("SyncEvent", "Blocking host calls, recorded when they return: ``Synchronize`` (stream and "
                         "device synchronize, stream destroy), ``ThreadJoin``, ``ChannelDrain``, ``Fence``.", (
     ("streams", tuple, (), True),

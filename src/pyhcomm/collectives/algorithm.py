@@ -1,0 +1,241 @@
+"""What a collective algorithm is: a descriptor the selector chooses from and the timing model reads.
+
+An :class:`Algorithm` (``ring``, ``mesh``, ...) is a family of :class:`Implementation` values, one
+per collective it runs (an ``HcclCMDType``). An implementation declares everything a caller needs
+to run it and everything the timing model needs to cost it:
+
+* ``issue(ctx, *args)``: the function that enqueues it with HCOMM primitives (:mod:`.context`);
+  every implementation of one collective takes the arguments of :data:`ARGUMENTS`;
+* ``slaves(call)``: the slave threads a rank asks for (the main thread is always there; a call
+  gets at most :data:`~.context.MAX_SLAVES`);
+* ``peers(call)``: the ranks a rank needs channels to (None: every rank);
+* ``schedule(nranks, nbytes, ccl, elem)``: its steps with their bytes, as data (:class:`Local`,
+  :class:`RingStep`, :class:`MeshPass`), from which :mod:`pyhcomm.timing.closed_form` derives its
+  time; None where no closed form is written yet.
+
+A :class:`Call` is the call as the library sees it: the collective, the communicator's size and
+this rank, the message size, the root or the point-to-point peers, and the facts a selection rule
+may read (product, expansion mode, topology, data type, configuration). The selector
+(:mod:`.selector`) maps a call to an algorithm; the catalogue (:mod:`.algorithms`) lists them.
+docs/algorithms.md shows how to add an algorithm and a rule.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..defs.hccl_types import HcclCMDType, HcclOpExpansionMode
+from .patterns import mesh_groups
+
+Op = HcclCMDType
+HOST = HcclOpExpansionMode.HCCL_OP_EXPANSION_MODE_HOST
+AI_CPU = HcclOpExpansionMode.HCCL_OP_EXPANSION_MODE_AI_CPU
+
+#: The arguments after ``ctx`` every implementation of a collective takes (bytes and addresses as
+#: ints; counts in elements where a data type is given; sizes and displacements lists per rank).
+ARGUMENTS = {
+    Op.HCCL_CMD_ALLGATHER: "send, recv, nbytes",
+    Op.HCCL_CMD_ALLGATHER_V: "send, recv, sizes, displs (bytes)",
+    Op.HCCL_CMD_REDUCE_SCATTER: "send, recv, count, data_type, op",
+    Op.HCCL_CMD_REDUCE_SCATTER_V: "send, recv, counts, displs, data_type, op",
+    Op.HCCL_CMD_ALLREDUCE: "send, recv, count, data_type, op",
+    Op.HCCL_CMD_REDUCE: "send, recv, count, data_type, op, root",
+    Op.HCCL_CMD_BROADCAST: "buf, nbytes, root",
+    Op.HCCL_CMD_SCATTER: "send, recv, nbytes, root",
+    Op.HCCL_CMD_ALLTOALL: "send, recv, nbytes",
+    Op.HCCL_CMD_ALLTOALLV: "send, send_sizes, send_displs, recv, recv_sizes, recv_displs (bytes)",
+    Op.HCCL_CMD_ALLTOALLVC: "send, send_sizes, send_displs, recv, recv_sizes, recv_displs (bytes)",
+    Op.HCCL_CMD_BARRIER: "",
+    Op.HCCL_CMD_SEND: "items: (is_send, buf, nbytes, peer) tuples",
+    Op.HCCL_CMD_RECEIVE: "items: (is_send, buf, nbytes, peer) tuples",
+    Op.HCCL_CMD_BATCH_SEND_RECV: "items: (is_send, buf, nbytes, peer) tuples",
+}
+
+
+class Topology:
+    """Where a communicator's ranks sit, as selection rules read it: ``servers``, ``super_pods``
+    and ``per_server`` (the most ranks in one server). Built from a ``place(rank)`` function
+    (:meth:`pyhcomm.hccl.comm.World.place`) and computed on first read, or given outright
+    (:meth:`fixed`, for tables and tests)."""
+
+    __slots__ = ("_place", "_nranks", "_facts")
+
+    def __init__(self, place: Callable, nranks: int):
+        self._place, self._nranks, self._facts = place, nranks, None
+
+    @classmethod
+    def fixed(cls, servers: int = 1, per_server: int = 1, super_pods: int = 1) -> "Topology":
+        t = cls(None, 0)
+        t._facts = (servers, per_server, super_pods)
+        return t
+
+    def _get(self) -> tuple:
+        if self._facts is None:
+            places = [p for p in map(self._place, range(self._nranks)) if p is not None]
+            per: dict = {}
+            for p in places:
+                per[p.server] = per.get(p.server, 0) + 1
+            self._facts = (len(per), max(per.values(), default=0), len({p.super_pod for p in places}))
+        return self._facts
+
+    @property
+    def servers(self) -> int:
+        return self._get()[0]
+
+    @property
+    def per_server(self) -> int:
+        return self._get()[1]
+
+    @property
+    def super_pods(self) -> int:
+        return self._get()[2]
+
+    def __repr__(self):
+        return f"Topology(servers={self.servers}, per_server={self.per_server}, super_pods={self.super_pods})"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One collective call as the library sees it (one rank's view; every rank sees the same
+    facts but ``rank``). ``nbytes``: the count argument times the element size, as HCCL's
+    selection counts a call (AllGather: ``sendCount``; ReduceScatter, Scatter: ``recvCount``;
+    AllReduce, Reduce, Broadcast: ``count``; AlltoAll: ``sendCount`` per peer; the ``V`` calls:
+    the largest count; point-to-point: the bytes of this rank's items)."""
+
+    op: HcclCMDType
+    nranks: int
+    nbytes: int = 0
+    rank: int = 0
+    root: Optional[int] = None
+    peers: tuple = ()                   # point-to-point: the ranks this rank's items name
+    family: str = "A2"                  # the product family (pyhcomm.products)
+    product: str = ""                   # the product's name
+    expansion: HcclOpExpansionMode = HOST   # where the call is orchestrated (HOST: Atlas A2; AI_CPU: A3, 350)
+    topology: Topology = field(default_factory=Topology.fixed)
+    data_type: Optional[int] = None     # HcclDataType of a call that has one
+    reduce_op: Optional[int] = None     # HcclReduceOp of a reducing call
+    deterministic: int = 0              # the communicator's HCCL_DETERMINISTIC
+    algo_config: str = ""               # the communicator's hcclAlgo configuration (HCCL_ALGO syntax), as given
+
+
+def every_rank(call: Call) -> None:
+    """The peers of an algorithm that connects every rank to every other."""
+    return None
+
+
+def ring_peers(call: Call) -> list:
+    """``[left, right]`` (one peer for 2 ranks, none for 1)."""
+    n, r = call.nranks, call.rank
+    return sorted({(r - 1) % n, (r + 1) % n} - {r})
+
+
+def root_peers(call: Call) -> list:
+    """A star around the root: every rank for the root, the root for the others."""
+    return list(range(call.nranks)) if call.rank == call.root else [call.root]
+
+
+def item_peers(call: Call) -> list:
+    """Point-to-point: the ranks this rank's items name."""
+    return sorted(set(call.peers))
+
+
+def no_slaves(call: Call) -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One algorithm's implementation of one collective (see the module docstring)."""
+
+    op: HcclCMDType
+    issue: Callable
+    slaves: Callable[[Call], int] = no_slaves
+    peers: Callable[[Call], Optional[list]] = every_rank
+    schedule: Optional[Callable] = None
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A family of implementations under one name (the name goes into the record: the
+    ``algorithm`` of a ``Collective`` marker)."""
+
+    name: str
+    summary: str
+    implementations: tuple
+
+    def __post_init__(self):
+        ops = [i.op for i in self.implementations]
+        if len(set(ops)) != len(ops):
+            raise ValueError(f"algorithm {self.name!r} implements a collective twice")
+
+    @property
+    def ops(self) -> frozenset:
+        return frozenset(i.op for i in self.implementations)
+
+    def implementation(self, op) -> Implementation:
+        for i in self.implementations:
+            if i.op == op:
+                return i
+        raise KeyError(f"algorithm {self.name!r} does not implement {Op(op).name}")
+
+
+# -- steps: what an implementation does, as data (the closed forms read them) ---------------------
+# Sizes are bytes: an int (the same on every rank) or a numpy array over the ranks (rank r's entry:
+# what rank r moves; 0: rank r issues no task for it, but keeps every handshake).
+
+@dataclass(frozen=True)
+class Local:
+    """``times`` local tasks on every rank's main thread: a ``LocalCopy`` (``what == "copy"``) or a
+    ``LocalReduce`` (``"reduce"``) of ``nbytes``."""
+
+    what: str
+    nbytes: object
+    times: int = 1
+
+
+@dataclass(frozen=True)
+class RingStep:
+    """One ring step on the main thread (:func:`.patterns.ring_step`): record the left
+    neighbour's ACK, wait for its own ACK (the right neighbour's record), write ``write`` bytes
+    to the right neighbour, record its DATA, wait for its own DATA (the left neighbour's); then a
+    local ``after`` (``"copy"`` or ``"reduce"``) of ``local`` bytes."""
+
+    write: object
+    local: object
+    after: str
+
+
+@dataclass(frozen=True)
+class MeshPass:
+    """One exchange with every peer (:func:`.patterns.mesh`): the peers in groups of at most
+    ``width`` threads (the main thread among them when ``main_too``); per group the main thread
+    releases the slaves it uses (a record each, the slave waits), every thread runs one exchange
+    (a staging ``LocalCopy`` of ``nbytes`` first when ``stage``; record the peer's ACK, wait for
+    its own, write ``nbytes``, record the peer's DATA, wait for its own), and the main thread waits
+    for each slave. ``rotated``: each group ordered from ``rank + 1`` on."""
+
+    nbytes: int
+    width: int
+    main_too: bool = True
+    stage: bool = False
+    rotated: bool = False
+
+    def groups(self, rank: int, nranks: int) -> list:
+        """Rank ``rank``'s peers, group by group (the cut every rank makes: pairs meet in the
+        same group on both sides)."""
+        peers = [q for q in range(nranks) if q != rank]
+        order = (lambda q: (q - rank) % nranks) if self.rotated else None
+        return mesh_groups(rank, nranks, peers, self.width, order)
+
+
+#: The smallest slot the HCCL buffer is cut into (EX05 aligns slots to 128 bytes).
+MIN_SLOT = 128
+#: The largest slot a collective uses.
+SLOT_CAP = 256 << 20
+
+
+def slot_size(ccl: int, parts: int, cap: int = SLOT_CAP) -> int:
+    """Bytes per slot when an HCCL buffer of ``ccl`` bytes is cut into ``parts`` slots: a multiple
+    of :data:`MIN_SLOT`, at most ``cap`` (0 when not even one fits; :func:`.context.slot_bytes`
+    refuses that)."""
+    return min(cap, ccl // parts // MIN_SLOT * MIN_SLOT)

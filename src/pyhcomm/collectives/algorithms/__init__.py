@@ -1,0 +1,25 @@
+"""The catalogue: every algorithm of the collective library, in one explicit tuple.
+
+An algorithm family is one module of this package (its :class:`~..algorithm.Algorithm`
+descriptor, pointing at the functions that issue it); adding one is that module plus its entry in
+:data:`CATALOGUE` (docs/algorithms.md). The selector (:mod:`..selector`) names algorithms by
+:attr:`~..algorithm.Algorithm.name`, looked up here.
+"""
+from __future__ import annotations
+
+from ..algorithm import Algorithm
+from .mesh import MESH
+from .p2p import P2P
+from .ring import RING
+from .star import STAR
+
+#: Every algorithm, by family.
+CATALOGUE = (RING, MESH, STAR, P2P)
+
+
+def find(name: str) -> Algorithm:
+    """The algorithm called ``name`` (``KeyError`` naming the known ones when there is none)."""
+    for a in CATALOGUE:
+        if a.name == name:
+            return a
+    raise KeyError(f"no collective algorithm {name!r} (known: {', '.join(a.name for a in CATALOGUE)})")

@@ -1,0 +1,82 @@
+"""Collective calls from the tiers: describe the call, let the selector choose its algorithm, run
+it with the threads and channels the algorithm declares (now, or at the end of the open group).
+
+The flat C tier checks and converts its arguments, then calls :func:`collective`,
+:func:`point_to_point` or :func:`batch`; :func:`end_group` runs what a group kept.
+:func:`run_algorithm` runs a named algorithm without the selector (tests, benchmarks, comparing
+algorithms). The algorithm's name goes into the call's ``Collective`` marker in the record.
+"""
+from __future__ import annotations
+
+from ..hccl import comm as comm_mod
+from ..hccl.comm_config import deterministic
+from ..sim import current_sim as _sim
+from . import algorithms, group, selector
+from .algorithm import AI_CPU, HOST, Algorithm, Call, Op, Topology
+from .context import device_mode, run
+
+
+def describe(comm_handle, op, nbytes: int = 0, *, api: str = "collective", root=None, peers=(), data_type=None,
+             reduce_op=None) -> Call:
+    """The :class:`~.algorithm.Call` of this rank of ``comm_handle`` (see there for ``nbytes``)."""
+    comm = comm_mod.get_comm(comm_handle, api)
+    product = _sim().runtime.product
+    settings = getattr(comm, "settings", None)
+    return Call(op=Op(op), nranks=comm.nranks, nbytes=nbytes, rank=comm.rank, root=root, peers=tuple(peers),
+                family=product.family, product=product.name, expansion=AI_CPU if device_mode() else HOST,
+                topology=Topology(comm.world.place, comm.nranks), data_type=data_type, reduce_op=reduce_op,
+                deterministic=deterministic(comm),
+                algo_config=settings.fields.get("hcclAlgo", "") if settings is not None else "")
+
+
+def run_algorithm(api: str, comm_handle, stream: int, algorithm, call: Call, args: tuple) -> None:
+    """Run ``algorithm`` (an :class:`~.algorithm.Algorithm` or its name) for ``call``:
+    ``issue(ctx, *args)`` with the slaves and peers its implementation of ``call.op`` declares,
+    the call marked with ``api`` and the algorithm's name (:func:`.context.run`)."""
+    if not isinstance(algorithm, Algorithm):
+        algorithm = algorithms.find(algorithm)
+    impl = algorithm.implementation(call.op)
+    run(comm_handle, stream, impl.slaves(call), impl.issue, *args, tag=api, peers=impl.peers(call),
+        algorithm=algorithm.name)
+
+
+def collective(api: str, comm_handle, stream: int, op, args: tuple, *, nbytes: int, root=None, data_type=None,
+               reduce_op=None) -> None:
+    """Issue collective ``op`` with ``args`` (:data:`~.algorithm.ARGUMENTS`) on the algorithm the
+    selector chooses: now, or at the end of the open group (chosen now)."""
+    call = describe(comm_handle, op, nbytes, api=api, root=root, data_type=data_type, reduce_op=reduce_op)
+    algorithm = selector.select(call)
+
+    def go():
+        run_algorithm(api, comm_handle, stream, algorithm, call, args)
+    if group.active():
+        group.keep_collective(api, go)
+    else:
+        go()
+
+
+def batch(api: str, comm_handle, stream: int, items, op=Op.HCCL_CMD_BATCH_SEND_RECV) -> None:
+    """Issue sends and receives (``(is_send, buf, nbytes, peer)`` items) together, now."""
+    peers = sorted({peer for *_x, peer in items})
+    call = describe(comm_handle, op, sum(nbytes for _s, _b, nbytes, _p in items), api=api, peers=peers)
+    run_algorithm(api, comm_handle, stream, selector.select(call), call, (items,))
+
+
+def point_to_point(api: str, comm_handle, stream: int, is_send: bool, buf: int, nbytes: int, peer: int) -> None:
+    """An ``HcclSend`` / ``HcclRecv``: kept for the end of the open group, else a batch of one
+    item (nothing for zero bytes: it meets the peer's call, batch item or grouped call)."""
+    if group.active():
+        group.keep_p2p(api, comm_handle, stream, is_send, buf, nbytes, peer)
+    elif nbytes:
+        batch(api, comm_handle, stream, [(is_send, buf, nbytes, peer)],
+              Op.HCCL_CMD_SEND if is_send else Op.HCCL_CMD_RECEIVE)
+
+
+def end_group(api: str = "HcclGroupEnd") -> None:
+    """Close a group (:func:`.group.end`); the outermost end runs each communicator and stream's
+    kept sends and receives as one batch, then the kept collectives and operators in call order."""
+    batches, ops = group.end(api)
+    for comm_handle, stream, items in batches:
+        batch(api, comm_handle, stream, items)
+    for go in ops:
+        go()
