@@ -21,7 +21,7 @@ from pyhcomm.config import Config
 from pyhcomm.hcomm import channel_ops
 from pyhcomm.timing import cost_model
 from pyhcomm.timing.replay import replay
-from timing_cases import ALGORITHMS, modeled
+from timing_cases import ALGORITHMS, WITH_SCHEDULE, modeled
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 SCALE = int(os.environ.get("PYHCOMM_TIMING_SCALE") or 0)
@@ -54,6 +54,17 @@ if SCALE >= 2:
 def test_replay_within_5_percent_of_the_closed_form(product, algorithm, nranks, nbytes):
     seconds, closed, tl = modeled(product, algorithm, nranks, nbytes)
     assert len({c.name for c in tl.calls}) == 1 and tl.calls[0].ranks == tuple(range(nranks))
+    assert seconds == pytest.approx(closed, rel=0.05), (seconds, closed)
+
+
+@pytest.mark.parametrize("product,nranks,nbytes", [("Atlas 800T A2", 8, MIB), ("Atlas A3", 5, 64 * KIB)])
+@pytest.mark.parametrize("algorithm,op", WITH_SCHEDULE, ids=[f"{a}-{o.name}" for a, o in WITH_SCHEDULE])
+def test_every_descriptor_with_a_schedule_replays_within_5_percent_of_its_closed_form(product, algorithm, op, nranks,
+                                                                                      nbytes):
+    """The closed form is derived from the descriptor's steps alone (closed_form.predict): every
+    implementation of the catalogue that declares a schedule is held to its replay."""
+    seconds, closed, tl = modeled(product, (algorithm, op), nranks, nbytes)
+    assert len(tl.calls) == 1 and tl.calls[0].ranks == tuple(range(nranks))
     assert seconds == pytest.approx(closed, rel=0.05), (seconds, closed)
 
 

@@ -1,17 +1,20 @@
-"""Data-less runs of the ring and mesh collectives for the timing tests, with their closed forms.
+"""Data-less runs of the collective library's algorithms for the timing tests, with their closed forms.
 
-``modeled(product, algorithm, nranks, nbytes)`` runs ``algorithm`` (``ring_allgather``,
-``ring_reduce_scatter``, ``ring_allreduce``, ``mesh_allgather``, ``mesh_reduce_scatter``,
-``mesh_allreduce``) on ``nranks`` data-less ranks with uniform links (one server, one super pod)
-and returns ``(modeled seconds, closed-form seconds, timeline)``.
+``modeled(product, case, nranks, nbytes)`` runs ``case`` on ``nranks`` data-less ranks with
+uniform links (one server, one super pod) and returns ``(modeled seconds, closed-form seconds,
+timeline)``. A case is ``(algorithm, op)``, an implementation of the catalogue run by name
+(:func:`pyhcomm.collectives.dispatch.run_algorithm`) and costed from its descriptor
+(:func:`pyhcomm.timing.closed_form.predict`), or one of the names of :data:`ALGORITHMS`
+(``ring_allgather``, ..., and ``mesh_allreduce``: the mesh ReduceScatter and AllGather in one
+call, composed here).
 """
 from __future__ import annotations
 
 import pyhcomm
 from pyhcomm import acl
-from pyhcomm.capi import hccl_ops as ops
-from pyhcomm.collectives import allgather_mesh, allgather_ring, reduce_scatter_mesh, reduce_scatter_ring, run
-from pyhcomm.collectives.allgather import ring_peers
+from pyhcomm.collectives import allgather_mesh, dispatch, reduce_scatter_mesh, run
+from pyhcomm.collectives.algorithm import Op
+from pyhcomm.collectives.algorithms import CATALOGUE
 from pyhcomm.collectives.context import buffer_parts
 from pyhcomm.config import Config
 from pyhcomm.enums import HcclDataType, HcclReduceOp
@@ -21,8 +24,13 @@ from pyhcomm.timing.replay import replay
 FP32, SUM = int(HcclDataType.HCCL_DATA_TYPE_FP32), int(HcclReduceOp.HCCL_REDUCE_SUM)
 PROTOCOL = {"A2": "COMM_PROTOCOL_HCCS", "A3": "COMM_PROTOCOL_HCCS", "950": "COMM_PROTOCOL_UB_CTP"}
 SHARING = {"A2": "pair", "A3": "port", "950": "port"}
-ALGORITHMS = ("ring_allgather", "ring_reduce_scatter", "ring_allreduce", "mesh_allgather", "mesh_reduce_scatter",
-              "mesh_allreduce")
+AG, RS, AR = Op.HCCL_CMD_ALLGATHER, Op.HCCL_CMD_REDUCE_SCATTER, Op.HCCL_CMD_ALLREDUCE
+#: The named cases: (algorithm, op) of the library, or None (composed here).
+NAMED = {"ring_allgather": ("ring", AG), "ring_reduce_scatter": ("ring", RS), "ring_allreduce": ("ring", AR),
+         "mesh_allgather": ("mesh", AG), "mesh_reduce_scatter": ("mesh", RS), "mesh_allreduce": None}
+ALGORITHMS = tuple(NAMED)
+#: Every implementation of the catalogue that has a closed form.
+WITH_SCHEDULE = tuple((a.name, i.op) for a in CATALOGUE for i in a.implementations if i.schedule is not None)
 
 
 @buffer_parts(lambda n: 2 * n)
@@ -36,45 +44,62 @@ def all_reduce_mesh(ctx, send, recv, count):
     allgather_mesh(ctx, mine, recv, per * 4)
 
 
-def _body(algorithm, nbytes):
+def arguments(op, n: int, send: int, recv: int, nbytes: int) -> tuple:
+    """The arguments of collective ``op`` (collectives.algorithm.ARGUMENTS) for ``nbytes`` per
+    rank in fp32 (sum), equal segments for the ``V`` calls."""
     count = nbytes // 4
+    if op in (AG, Op.HCCL_CMD_ALLTOALL):
+        return send, recv, nbytes
+    if op in (RS, AR):
+        return send, recv, count, FP32, SUM
+    if op == Op.HCCL_CMD_ALLGATHER_V:
+        return send, recv, [nbytes] * n, [r * nbytes for r in range(n)]
+    if op == Op.HCCL_CMD_REDUCE_SCATTER_V:
+        return send, recv, [count] * n, [r * count for r in range(n)], FP32, SUM
+    if op == Op.HCCL_CMD_BARRIER:
+        return ()
+    raise ValueError(f"timing_cases: no arguments for {Op(op).name}")
+
+
+def _case(case):
+    return NAMED[case] if isinstance(case, str) else case
+
+
+def _body(case, nbytes):
+    """The rank body of ``case`` (a name of :data:`ALGORITHMS` or ``(algorithm, op)``)."""
+    what = _case(case)
+    tag = case if isinstance(case, str) else f"{what[0]}_{Op(what[1]).name}"
 
     def body(comm):
         n, h = comm.size, comm.handle
         send, _ = acl.rt.malloc(max(nbytes * n, 4), 0)
         recv, _ = acl.rt.malloc(max(nbytes * n, 4), 0)
         stream, _ = acl.rt.create_stream()
-        if algorithm == "ring_allgather":
-            run(h, stream, 0, allgather_ring, send, recv, nbytes, peers=ring_peers(comm.rank, n), tag=algorithm)
-        elif algorithm == "ring_reduce_scatter":
-            run(h, stream, 0, reduce_scatter_ring, send, recv, count, FP32, SUM, peers=ring_peers(comm.rank, n),
-                tag=algorithm)
-        elif algorithm == "ring_allreduce":
-            assert ops.HcclAllReduce(send, recv, count, FP32, SUM, h, stream) == 0
-        elif algorithm == "mesh_allgather":
-            run(h, stream, max(0, n - 2), allgather_mesh, send, recv, nbytes, tag=algorithm)
-        elif algorithm == "mesh_reduce_scatter":
-            run(h, stream, n - 1, reduce_scatter_mesh, send, recv, count, FP32, SUM, tag=algorithm)
-        elif algorithm == "mesh_allreduce":
-            run(h, stream, n - 1, all_reduce_mesh, send, recv, count, tag=algorithm)
+        if what is None:
+            run(h, stream, n - 1, all_reduce_mesh, send, recv, nbytes // 4, tag=tag)
+        else:
+            algorithm, op = what
+            call = dispatch.describe(h, op, nbytes)
+            dispatch.run_algorithm(tag, h, stream, algorithm, call, arguments(op, n, send, recv, nbytes))
         acl.rt.synchronize_stream(stream)
     return body
 
 
-def modeled(product: str, algorithm: str, nranks: int, nbytes: int, model=None):
+def modeled(product: str, case, nranks: int, nbytes: int, model=None):
     """``(modeled seconds of the call(s), closed-form seconds, timeline)``."""
     config = Config.from_env().with_values(devices_per_server=max(nranks, 16), super_pod_size=max(nranks, 768),
                                            record_capacity=0)     # a replay needs the whole record
     sim = pyhcomm.Sim(config, product=product, data=False)
-    pyhcomm.launch(_body(algorithm, nbytes), nranks, sim=sim)
+    pyhcomm.launch(_body(case, nbytes), nranks, sim=sim)
     tl = replay(sim, model)
     m = tl.model
     family = sim.runtime.product.family
     link, sharing, device = m.link(PROTOCOL[family]), SHARING[family], family != "A2"
     calls = tl.calls
     seconds = max(c.end for c in calls) - min(c.begin for c in calls)
-    if algorithm.startswith("ring"):
-        closed = getattr(cf, algorithm)(m, nranks, nbytes, link, device)
+    what = _case(case)
+    if what is None:
+        closed = cf.mesh_allreduce(m, nranks, nbytes, link, sharing, device)
     else:
-        closed = getattr(cf, algorithm)(m, nranks, nbytes, link, sharing, device)
+        closed = cf.predict(what[0], what[1], m, nranks, nbytes, link, sharing, device)
     return seconds, closed, tl

@@ -5,7 +5,8 @@ every collective call, a Perfetto / Chrome trace, a PNG timeline).
 * :mod:`.costs`: :class:`CostModel` and :func:`cost_model` (every parameter and its source:
   docs/timing.md);
 * :mod:`.engine`: the discrete-event engine (nodes, timed edges, flows sharing bandwidth);
-* :mod:`.closed_form`: alpha-beta forms of the ring and mesh collectives;
+* :mod:`.closed_form`: alpha-beta forms of the collective library's algorithms, derived from
+  their descriptors' steps (:mod:`pyhcomm.collectives.algorithm`);
 * :mod:`.timeline`, :mod:`.trace`, :mod:`.png`: the replay's result and its writers.
 """
 from .costs import CostModel, Link, cost_model  # noqa: F401

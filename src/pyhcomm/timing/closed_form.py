@@ -1,11 +1,16 @@
-"""Alpha-beta closed forms of pyhcomm's ring and mesh collectives, from the cost model's parameters.
+"""Alpha-beta closed forms of the collective library's algorithms, derived from their descriptors.
+
+Every :class:`~pyhcomm.collectives.algorithm.Implementation` with a ``schedule`` lists its steps
+with their bytes (:class:`~pyhcomm.collectives.algorithm.Local`,
+:class:`~pyhcomm.collectives.algorithm.RingStep`, :class:`~pyhcomm.collectives.algorithm.MeshPass`);
+:func:`predict` costs them with the parameters of a :class:`~pyhcomm.timing.costs.CostModel`, so
+that the discrete-event replay can be checked against them (tests/test_timing_validation.py).
+Nothing here knows an algorithm: a new one with a schedule has its closed form at once.
 
 HCCL evaluates its algorithms with the Hockney alpha-beta model (hicann/hccl,
 docs/en/user_guide/coll_algo_intro: ``D = alpha + n * beta + n * gamma`` per step; ring AllGather
 ``(p-1)(alpha + n/p * beta)``, mesh AllGather ``alpha + n/p * beta`` ...). The forms here are the
-same shape, written for the algorithms in :mod:`pyhcomm.collectives` with the parameters of a
-:class:`~pyhcomm.timing.costs.CostModel`, so that the discrete-event replay can be checked against
-them (tests/test_timing_validation.py): one ring step, for instance, is
+same shape with pyhcomm's costs: one ring step, for instance, is
 
     record ACK | wait ACK (its record crosses the link) | Write s bytes | record DATA |
     wait DATA | LocalCopy (or LocalReduce) s bytes
@@ -15,36 +20,87 @@ bandwidth``, the copy or reduce term = ``1 / device memory bandwidth``. Where th
 something no closed form has (the last steps of a pipeline, staggered starts), the forms are
 bounds of the same size: the tests hold the replay to 5 %.
 
-Every function returns seconds for one call of ``nbytes`` per rank (AllGather: the input of one
-rank; ReduceScatter: the output of one rank; AllReduce: the buffer) on ``nranks`` ranks whose
-every pair of neighbours (ring) or peers (mesh) uses ``link`` (a :class:`Link`) with ``sharing``
-``"pair"`` (a dedicated link per pair) or ``"port"`` (one port per rank shared by its transfers).
+How a schedule is evaluated:
+
+* local tasks and ring steps, every rank moving the same bytes (or every rank some bytes): the
+  step form, a sum over the steps run side by side with the program issuing its entries
+  (:func:`_step_form`); where some rank skips a task another does (an empty slice) or
+  ``by_rank``: rank by rank, numpy vectors over the ranks (:class:`_Ranks`);
+* a mesh pass: a max-plus recurrence over every rank's groups (:class:`_Mesh`).
+
+Every function returns seconds for one call of ``nbytes`` (the call's count times the element
+size: AllGather the input of one rank, ReduceScatter the output of one rank, AllReduce the buffer)
+on ``nranks`` ranks whose every pair of neighbours (ring) or peers (mesh) uses ``link`` (a
+:class:`Link`) with ``sharing`` ``"pair"`` (a dedicated link per pair) or ``"port"`` (one port per
+rank shared by its transfers).
 """
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
-from ..collectives.all_reduce import slices
-from ..collectives.patterns import mesh_groups
+from ..collectives.algorithm import Algorithm, Local, MeshPass, Op, RingStep, slot_size
+from ..collectives.algorithms import find
 
 #: The HCCL buffer (2 x HCCL_BUFFSIZE MB, 200 MB by default) as the collectives cut it.
 DEFAULT_CCL = 2 * 200 * (1 << 20)
-SLOT_CAP = 256 << 20
-MIN_SLOT = 128
 MAX_THREADS = 64          # the main thread and at most 63 slaves
+#: Bytes per slot of an HCCL buffer of ``ccl`` bytes cut into ``parts`` slots.
+slot = slot_size
+AG, RS, AR = Op.HCCL_CMD_ALLGATHER, Op.HCCL_CMD_REDUCE_SCATTER, Op.HCCL_CMD_ALLREDUCE
 
 
-def slot(ccl: int, parts: int) -> int:
-    """Bytes per slot when the HCCL buffer is cut into ``parts`` slots (collectives.context.slot_bytes)."""
-    return min(SLOT_CAP, ccl // parts // MIN_SLOT * MIN_SLOT)
+def predict(algorithm, op, m, nranks: int, nbytes: int, link, sharing: str = "pair", device_mode: bool = False,
+            ccl: int = DEFAULT_CCL, elem: int = 4, by_rank: bool = False) -> float:
+    """The closed form of ``algorithm`` (an :class:`~pyhcomm.collectives.algorithm.Algorithm` or
+    its name) running collective ``op`` (see the module docstring); ``device_mode``: AI CPU
+    orchestration (A3, 350), else host (A2); ``elem``: the element size of a reducing call.
+    ``ValueError`` when the implementation has no schedule."""
+    if not isinstance(algorithm, Algorithm):
+        algorithm = find(algorithm)
+    impl = algorithm.implementation(op)
+    if impl.schedule is None:
+        raise ValueError(f"no closed form for the {algorithm.name} {Op(op).name}: its descriptor has no schedule")
+    return evaluate(lambda: impl.schedule(nranks, nbytes, ccl, elem), m, nranks, link, sharing, device_mode,
+                    by_rank)
 
 
-def _loops(nbytes: int, per: int) -> list:
-    """The sizes of the loops that move ``nbytes`` in pieces of at most ``per`` bytes."""
-    if nbytes <= 0:
-        return [0]
-    full, rest = divmod(nbytes, per)
-    return [per] * full + ([rest] if rest else [])
+def evaluate(schedule, m, nranks: int, link, sharing: str = "pair", device_mode: bool = False,
+             by_rank: bool = False) -> float:
+    """Seconds of the steps ``schedule()`` yields (a fresh iterator per call: some forms walk
+    them twice) on ``nranks`` ranks (see the module docstring for which form)."""
+    mesh, uneven = False, False
+    for step in schedule():
+        if isinstance(step, MeshPass):
+            mesh = True
+        elif isinstance(step, Local):
+            uneven = uneven or _uneven(step.nbytes)
+        elif isinstance(step, RingStep):
+            uneven = uneven or _uneven(step.write) or _uneven(step.local)
+        else:
+            raise TypeError(f"closed_form: no cost for a step {step!r}")
+    if mesh:
+        return _mesh_form(schedule, m, nranks, link, sharing, device_mode)
+    if by_rank or uneven:
+        return _rank_form(schedule, m, nranks, link, device_mode)
+    return _step_form(schedule(), m, link, device_mode)
+
+
+def _uneven(nbytes) -> bool:
+    """Whether some rank moves bytes in this step and another none (it skips the task)."""
+    if np.ndim(nbytes) == 0:
+        return False
+    busy = np.asarray(nbytes) > 0
+    return bool(busy.any() and not busy.all())
+
+
+def _most(nbytes) -> int:
+    return int(np.max(nbytes)) if np.ndim(nbytes) else int(nbytes)
+
+
+def _bandwidth(m, what: str) -> float:
+    return m.reduce_bandwidth if what == "reduce" else m.copy_bandwidth
 
 
 def _ring_step(m, link, s: int, local: float) -> float:
@@ -69,55 +125,27 @@ def _orchestration(m, device_mode: bool, entries: int, dev: float, last: float) 
     return launch + batch + head + dev + tail
 
 
-# -- ring ------------------------------------------------------------------------------------------
-def ring_allgather(m, nranks: int, nbytes: int, link, device_mode: bool = False, ccl: int = DEFAULT_CCL) -> float:
-    """``allgather_ring``: per loop a staging copy, ``p - 1`` steps (write ``s``, copy ``s`` out),
-    the rank's own copy: ``2 (d + s/Bc) + (p-1) [2 (d + nr + max(d, L) + nw) + d + s/B + L + d + s/Bc]``."""
-    p = nranks
-    copy = m.copy_bandwidth
+# -- local tasks and ring steps ----------------------------------------------------------------------
+def _step_form(steps, m, link, device_mode: bool) -> float:
+    """The step form: every step charged the most bytes any rank moves in it, one after another
+    on one thread: a local task ``d + s/Bc`` (``s/Br`` for a reduce), a ring step
+    ``2 (d + nr + max(d, L) + nw) + d + s/B + L + d + s'/Bc``; the device path beside the program
+    issuing its entries (:func:`_orchestration`). A ring AllGather of ``s`` bytes per rank (one
+    loop) is ``2 (d + s/Bc) + (p-1) step(s)``."""
+    d = m.task_dispatch
     dev, entries, last = 0.0, 0, 0.0
-    for s in _loops(nbytes, slot(ccl, p)):
-        c = m.task_dispatch + s / copy
-        dev += 2 * c + (p - 1) * _ring_step(m, link, s, s / copy)
-        entries += 2 + 6 * (p - 1)
-        last = c
-    return _orchestration(m, device_mode, entries, dev, last)
-
-
-def ring_reduce_scatter(m, nranks: int, nbytes: int, link, device_mode: bool = False,
-                        ccl: int = DEFAULT_CCL) -> float:
-    """``reduce_scatter_ring``: per loop a staging copy, ``p - 1`` steps (write ``s``, reduce ``s``),
-    the copy to the output: ``2 (d + s/Bc) + (p-1) [... + s/B + L + d + s/Br]``."""
-    p = nranks
-    dev, entries, last = 0.0, 0, 0.0
-    for s in _loops(nbytes, slot(ccl, 2)):
-        c = m.task_dispatch + s / m.copy_bandwidth
-        dev += 2 * c + (p - 1) * _ring_step(m, link, s, s / m.reduce_bandwidth)
-        entries += 2 + 6 * (p - 1)
-        last = c
-    return _orchestration(m, device_mode, entries, dev, last)
-
-
-def ring_allreduce(m, nranks: int, nbytes: int, link, device_mode: bool = False, ccl: int = DEFAULT_CCL,
-                   elem: int = 4) -> float:
-    """``all_reduce_ring``: the ring ReduceScatter of slices of ``nbytes / p`` then the ring
-    AllGather of the reduced slices, on one thread (one program: the two device paths add up).
-    When some slice is empty (fewer elements than ranks) the ranks no longer do the same tasks:
-    :func:`ring_allreduce_ranks` then."""
-    p = nranks
-    if 0 < nbytes // elem < p:
-        return ring_allreduce_ranks(m, nranks, nbytes, link, device_mode, ccl, elem)
-    per = (nbytes // elem + p - 1) // p * elem          # the largest slice
-    copy = m.copy_bandwidth
-    dev, entries, last = 0.0, 0, 0.0
-    for s in _loops(per, slot(ccl, 2)):
-        dev += 2 * (m.task_dispatch + s / copy) + (p - 1) * _ring_step(m, link, s, s / m.reduce_bandwidth)
-        entries += 2 + 6 * (p - 1)
-    for s in _loops(per, slot(ccl, p)):
-        c = m.task_dispatch + s / copy
-        dev += c + (p - 1) * _ring_step(m, link, s, s / copy)     # in place: no own copy at the end
-        entries += 1 + 6 * (p - 1)
-        last = c
+    for step in steps:
+        if isinstance(step, Local):
+            task = d + _most(step.nbytes) / _bandwidth(m, step.what)
+            dev += step.times * task
+            entries += step.times
+            last = task
+        else:
+            write, local = _most(step.write), _most(step.local)
+            after = local / _bandwidth(m, step.after)
+            dev += _ring_step(m, link, write, after)
+            entries += 6
+            last = d + after
     return _orchestration(m, device_mode, entries, dev, last)
 
 
@@ -168,46 +196,38 @@ class _Ranks:
         self.task(back > 0, back / local_bw)
 
 
-def ring_allreduce_ranks(m, nranks: int, nbytes: int, link, device_mode: bool = False, ccl: int = DEFAULT_CCL,
-                         elem: int = 4) -> float:
-    """``all_reduce_ring`` rank by rank (:class:`_Ranks`), for slices of unequal task lists: a
-    rank writes, reduces and copies only non-empty pieces but does every handshake, so its
-    neighbours' records come earlier or later than its own; AI CPU orchestration submits each
-    rank's own number of tasks. When every slice has its elements: under AI CPU orchestration
-    the value of :func:`ring_allreduce`'s form; under host orchestration at least that form
-    (which takes the longer of the device path and the host's issue, this has both at once)."""
+def _rank_form(schedule, m, nranks: int, link, device_mode: bool) -> float:
+    """The steps rank by rank (:class:`_Ranks`), for ranks whose task lists differ: a rank
+    writes, reduces and copies only non-empty pieces but does every handshake, so its neighbours'
+    records come earlier or later than its own; AI CPU orchestration submits each rank's own
+    number of tasks. Where every rank moves the same bytes: under AI CPU orchestration the step
+    form's value; under host orchestration at least that (the step form takes the longer of the
+    device path and the host's issue, this has both at once)."""
     p = nranks
-    counts = np.array(slices(nbytes // elem, p)[0], dtype=np.int64)
-    r = np.arange(p)
-    copy, red = m.copy_bandwidth, m.reduce_bandwidth
 
-    def schedule(ranks) -> None:
-        elems = slot(ccl, 2) // elem
-        for done in range(0, int(counts.max()), elems):
-            piece = np.clip(counts - done, 0, elems) * elem
-            ranks.task(piece[(r - 1) % p] > 0, piece[(r - 1) % p] / copy)
-            for s in range(p - 1):
-                ranks.step(piece[(r - s - 1) % p], piece[(r - s - 2) % p], red)
-            ranks.task(piece > 0, piece / copy)
-        per = slot(ccl, p)
-        sizes = counts * elem
-        for done in range(0, int(sizes.max()), per):
-            piece = np.clip(sizes - done, 0, per)
-            ranks.task(piece > 0, piece / copy)
-            for s in range(p - 1):
-                ranks.step(piece[(r - s) % p], piece[(r - s - 1) % p], copy)
+    def vector(nbytes):
+        return np.full(p, nbytes, dtype=np.int64) if np.ndim(nbytes) == 0 else nbytes
+
+    def run(ranks) -> None:
+        for step in schedule():
+            if isinstance(step, Local):
+                piece = vector(step.nbytes)
+                for _ in range(step.times):
+                    ranks.task(piece > 0, piece / _bandwidth(m, step.what))
+            else:
+                ranks.step(vector(step.write), vector(step.local), _bandwidth(m, step.after))
 
     if not device_mode:
         ranks = _Ranks(m, link, np.zeros(p), False)
-        schedule(ranks)
+        run(ranks)
         return float(ranks.free.max())
     tally = _Ranks(m, link, np.zeros(p), True)
-    schedule(tally)                                 # how many tasks each rank's kernel submits
+    run(tally)                                      # how many tasks each rank's kernel submits
     launch = m.host_submit + m.kernel_launch
     head = m.task_dispatch + m.notify_wait
     tail = m.task_dispatch + m.notify_record + m.notify_latency + m.notify_wait
     ranks = _Ranks(m, link, launch + (tally.issued + 2) * m.batch_submit + m.batch_fixed + head, True)
-    schedule(ranks)
+    run(ranks)
     return float((ranks.free + tail).max())
 
 
@@ -215,9 +235,9 @@ def ring_allreduce_ranks(m, nranks: int, nbytes: int, link, device_mode: bool = 
 class _Mesh:
     """The mesh collectives of every rank at once, as a max-plus recurrence over their tasks.
 
-    Each rank serves its ``p - 1`` peers in groups of at most ``width`` threads (the rounds of a
-    round-robin schedule, :func:`pyhcomm.collectives.patterns.mesh_groups`; the ReduceScatter
-    orders each group from ``rank + 1`` on):
+    Each rank serves its ``p - 1`` peers in the groups the pass cuts (at most ``width`` threads:
+    the rounds of a round-robin schedule, :meth:`pyhcomm.collectives.algorithm.MeshPass.groups`;
+    the ReduceScatter orders each group from ``rank + 1`` on):
     per group the main thread releases the slaves it uses (a record each, the slave waits), every
     thread runs one exchange (record the peer's ACK, wait its own ACK, write ``s`` bytes, record the
     peer's DATA, wait its own DATA; the ReduceScatter stages ``s`` bytes first), and the main
@@ -228,8 +248,9 @@ class _Mesh:
     An exchange pairs two ranks in the same group on both sides, but a rank's group still waits for
     its peers to reach theirs (ranks leave the previous group at different times). The recurrence
     is solved unit by unit (a unit: one rank's group) in sweeps until no time changes; the units
-    form a DAG (the cut is deadlock-free), so the sweeps end. Concurrent copies of a unit share the device's memory; with ``sharing == "port"`` the
-    writes of a unit share the rank's port (:func:`shared_finish`).
+    form a DAG (the cut is deadlock-free), so the sweeps end. Concurrent copies of a unit share the
+    device's memory; with ``sharing == "port"`` the writes of a unit share the rank's port
+    (:func:`shared_finish`).
     """
 
     def __init__(self, m, link, sharing: str, nranks: int, gap: float | None = None):
@@ -253,11 +274,11 @@ class _Mesh:
             self.main = [self._task(t, self.k, body) for t in self.main]
             self.k += 1
 
-    def groups(self, width: int, s: int, main_too: bool, stage: float, rotated: bool = False) -> None:
-        """One mesh pass: every rank exchanges ``s`` bytes with each peer (see the class)."""
-        p = self.p
-        cuts = [mesh_groups(r, p, [q for q in range(p) if q != r], width,
-                            (lambda q, r=r: (q - r) % p) if rotated else None) for r in range(p)]
+    def groups(self, step: MeshPass, stage: float) -> None:
+        """One mesh pass (``step``): every rank exchanges ``step.nbytes`` with each peer, in the
+        groups the step cuts (see the class); ``stage``: seconds of each staging copy (0: none)."""
+        p, s, main_too = self.p, step.nbytes, step.main_too
+        cuts = [step.groups(r, p) for r in range(p)]
         ngroups = len(cuts[0])
         per = (5 if s else 4) + (1 if stage else 0)     # entries per exchange
         k0 = [[self.k] for _ in range(p)]               # per rank: its first entry of each group
@@ -282,7 +303,7 @@ class _Mesh:
                         main_in[g + 1][r], slave_in[g + 1][r] = main, slaves
             if not changed:
                 break
-        else:   # a cycle would mean a deadlocking cut: mesh_groups promises there is none
+        else:   # a cycle would mean a deadlocking cut: MeshPass.groups promises there is none
             raise RuntimeError("closed_form: the mesh recurrence did not settle")
         self.main, self.slaves, self.k = main_in[-1], slave_in[-1], max(k[-1] for k in k0)
 
@@ -330,20 +351,18 @@ class _Mesh:
         return main, slave_free
 
 
-def _mesh_ag(h, nbytes, ccl):
-    m, p = h.m, h.p
-    for s in _loops(nbytes, slot(ccl, p)):
-        h.local(s / m.copy_bandwidth)
-        h.groups(min(MAX_THREADS, p - 1), s, True, 0.0)
-        h.local(s / m.copy_bandwidth, p)
-
-
-def _mesh_rs(h, nbytes, ccl):
-    m, p = h.m, h.p
-    for s in _loops(nbytes, slot(ccl, 2 * p)):
-        h.local(s / m.copy_bandwidth)
-        h.groups(min(MAX_THREADS - 1, p - 1), s, False, s / m.copy_bandwidth, rotated=True)
-        h.local(s / m.reduce_bandwidth, p - 1)
+def _mesh_form(schedule, m, nranks, link, sharing, device_mode) -> float:
+    """Local tasks and mesh passes, every rank at once (:class:`_Mesh`)."""
+    h = _Mesh(m, link, sharing, nranks, None if device_mode else m.host_submit)
+    for step in schedule():
+        if isinstance(step, Local):
+            h.local(_most(step.nbytes) / _bandwidth(m, step.what), step.times)
+        elif isinstance(step, MeshPass):
+            h.groups(step, step.nbytes / m.copy_bandwidth if step.stage else 0.0)
+        else:
+            raise TypeError(f"closed_form: a mesh schedule with a {type(step).__name__} has no form")
+    end = max(h.main)
+    return _orchestration(m, True, h.k, end, 0.0) if device_mode else end
 
 
 def _writes_done(starts, s: int, link, sharing: str) -> list:
@@ -408,16 +427,39 @@ def shared_finish(starts, works) -> list:
     return done
 
 
-def _mesh(m, nranks, link, sharing, device_mode, run) -> float:
-    h = _Mesh(m, link, sharing, nranks, None if device_mode else m.host_submit)
-    run(h)
-    end = max(h.main)
-    return _orchestration(m, True, h.k, end, 0.0) if device_mode else end
+# -- the forms by name ---------------------------------------------------------------------------------
+def ring_allgather(m, nranks: int, nbytes: int, link, device_mode: bool = False, ccl: int = DEFAULT_CCL) -> float:
+    """The ring AllGather of ``nbytes`` per rank: per loop a staging copy, ``p - 1`` steps (write
+    ``s``, copy ``s`` out), the rank's own copy:
+    ``2 (d + s/Bc) + (p-1) [2 (d + nr + max(d, L) + nw) + d + s/B + L + d + s/Bc]``."""
+    return predict("ring", AG, m, nranks, nbytes, link, device_mode=device_mode, ccl=ccl)
+
+
+def ring_reduce_scatter(m, nranks: int, nbytes: int, link, device_mode: bool = False,
+                        ccl: int = DEFAULT_CCL) -> float:
+    """The ring ReduceScatter of ``nbytes`` per rank (fp32): per loop a staging copy, ``p - 1``
+    steps (write ``s``, reduce ``s``), the copy to the output."""
+    return predict("ring", RS, m, nranks, nbytes, link, device_mode=device_mode, ccl=ccl)
+
+
+def ring_allreduce(m, nranks: int, nbytes: int, link, device_mode: bool = False, ccl: int = DEFAULT_CCL,
+                   elem: int = 4) -> float:
+    """The ring AllReduce: the ring ReduceScatter of slices of ``nbytes / p``, then the ring
+    AllGather of the reduced slices, on one thread. When some slice is empty (fewer elements
+    than ranks) the ranks no longer do the same tasks: rank by rank then
+    (:func:`ring_allreduce_ranks`)."""
+    return predict("ring", AR, m, nranks, nbytes, link, device_mode=device_mode, ccl=ccl, elem=elem)
+
+
+def ring_allreduce_ranks(m, nranks: int, nbytes: int, link, device_mode: bool = False, ccl: int = DEFAULT_CCL,
+                         elem: int = 4) -> float:
+    """The ring AllReduce rank by rank (:func:`_rank_form`), whatever the slices."""
+    return predict("ring", AR, m, nranks, nbytes, link, device_mode=device_mode, ccl=ccl, elem=elem, by_rank=True)
 
 
 def mesh_allgather(m, nranks: int, nbytes: int, link, sharing: str = "pair", device_mode: bool = False,
                    ccl: int = DEFAULT_CCL) -> float:
-    """``allgather_mesh``: per loop stage ``s``, then per group of at most 64 peers: the main
+    """The mesh AllGather: per loop stage ``s``, then per group of at most 64 peers: the main
     thread releases the slaves (one record each), every thread runs one exchange at once, the main
     thread waits for each slave; then ``p`` copies out. One group (up to 65 ranks):
     ``(d + s/Bc) + [k (d + nr) + exchange(s) + k (d + nw)] + p (d + s/Bc)``, ``exchange(s)`` the
@@ -425,29 +467,29 @@ def mesh_allgather(m, nranks: int, nbytes: int, link, sharing: str = "pair", dev
     Atlas A2 the host issues every entry, each task starting no earlier than its issue; on A3 /
     350 the AI CPU kernel submits the batch first. Past 65 ranks: groups of the same form, one
     after another (:class:`_Mesh`)."""
-    return _mesh(m, nranks, link, sharing, device_mode, lambda h: _mesh_ag(h, nbytes, ccl))
+    return predict("mesh", AG, m, nranks, nbytes, link, sharing, device_mode, ccl)
 
 
 def mesh_reduce_scatter(m, nranks: int, nbytes: int, link, sharing: str = "pair", device_mode: bool = False,
                         ccl: int = DEFAULT_CCL) -> float:
-    """``reduce_scatter_mesh``: per loop the main thread copies its own slice, then per group of at
+    """The mesh ReduceScatter: per loop the main thread copies its own slice, then per group of at
     most 63 peers the slaves stage ``s`` each (the copies share the device's memory bandwidth) and
     run one exchange; then the main thread reduces ``p - 1`` slices:
     ``(d + s/Bc) + sum_g [k_g (d + nr) + d + k_g s/Bc + exchange(s) + k_g (d + nw)] + (p-1)(d + s/Br)``
     for aligned groups (:class:`_Mesh` for the general case and host orchestration)."""
-    return _mesh(m, nranks, link, sharing, device_mode, lambda h: _mesh_rs(h, nbytes, ccl))
+    return predict("mesh", RS, m, nranks, nbytes, link, sharing, device_mode, ccl)
 
 
 def mesh_allreduce(m, nranks: int, nbytes: int, link, sharing: str = "pair", device_mode: bool = False,
                    ccl: int = DEFAULT_CCL, elem: int = 4) -> float:
     """The mesh ReduceScatter of ``nbytes / p`` per rank followed, in the same call, by the mesh
-    AllGather of the result: HCCL's mesh AllReduce, ``2 alpha + 2/p n beta + (p-1)/p n gamma``."""
+    AllGather of the result (the two mesh descriptors' steps one after the other): HCCL's mesh
+    AllReduce, ``2 alpha + 2/p n beta + (p-1)/p n gamma``."""
     per = (nbytes // elem + nranks - 1) // nranks * elem
-
-    def run(h):
-        _mesh_rs(h, per, ccl)
-        _mesh_ag(h, per, ccl)
-    return _mesh(m, nranks, link, sharing, device_mode, run)
+    mesh = find("mesh")
+    rs, ag = mesh.implementation(RS).schedule, mesh.implementation(AG).schedule
+    return evaluate(lambda: chain(rs(nranks, per, ccl, elem), ag(nranks, per, ccl, elem)), m, nranks, link, sharing,
+                    device_mode)
 
 
 def hccl_formula(algorithm: str, op: str, nranks: int, nbytes: int, alpha: float, beta: float,
@@ -468,5 +510,6 @@ def hccl_formula(algorithm: str, op: str, nranks: int, nbytes: int, alpha: float
     return forms[(algorithm, op)]
 
 
-__all__ = ["ring_allgather", "ring_reduce_scatter", "ring_allreduce", "ring_allreduce_ranks", "mesh_allgather",
-           "mesh_reduce_scatter", "mesh_allreduce", "hccl_formula", "slot"]
+__all__ = ["predict", "evaluate", "ring_allgather", "ring_reduce_scatter", "ring_allreduce", "ring_allreduce_ranks",
+           "mesh_allgather", "mesh_reduce_scatter", "mesh_allreduce", "hccl_formula", "slot"]
+

@@ -19,6 +19,20 @@ from ..reduce_scatter import reduce_scatter_ring, reduce_scatterv_ring
 from ..scatter import scatter_ring
 
 
+class _Pieces:
+    """The bytes of one loop's slices (slice ``k``: ``piece[k]``), as the ranks see them:
+    :meth:`of` ``(shift)`` is what rank ``r`` moves of slice ``r - shift`` (an array over the
+    ranks; an int when every slice has the same bytes)."""
+
+    def __init__(self, piece):
+        self.piece, self.p = piece, len(piece)
+        self.same = int(piece[0]) if (piece == piece[0]).all() else None
+        self.r = np.arange(self.p)
+
+    def of(self, shift: int):
+        return self.same if self.same is not None else self.piece[(self.r - shift) % self.p]
+
+
 def gather_steps(sizes, ccl: int, in_place: bool = False):
     """The steps of :func:`..allgather.allgatherv_ring` for segments of ``sizes`` bytes (rank r's
     ``sizes[r]``); ``in_place``: the own segment is already in place (no copy at the end)."""
@@ -27,15 +41,14 @@ def gather_steps(sizes, ccl: int, in_place: bool = False):
         if not in_place:
             yield Local("copy", sizes)
         return
-    r = np.arange(p)
     per = slot_size(ccl, p)
     for done in range(0, int(sizes.max()), per):
-        piece = np.clip(sizes - done, 0, per)
-        yield Local("copy", piece)                      # stage the own piece in its slot
+        piece = _Pieces(np.clip(sizes - done, 0, per))
+        yield Local("copy", piece.of(0))                # stage the own piece in its slot
         for s in range(p - 1):                          # forward slot r - s, copy out slot r - s - 1
-            yield RingStep(piece[(r - s) % p], piece[(r - s - 1) % p], "copy")
+            yield RingStep(piece.of(s), piece.of(s + 1), "copy")
         if not in_place:
-            yield Local("copy", piece)                  # the own piece into the output
+            yield Local("copy", piece.of(0))            # the own piece into the output
 
 
 def reduce_scatter_steps(counts, elem: int, ccl: int):
@@ -45,14 +58,13 @@ def reduce_scatter_steps(counts, elem: int, ccl: int):
     if p == 1:
         yield Local("copy", counts * elem)
         return
-    r = np.arange(p)
     elems = slot_size(ccl, 2) // elem
     for done in range(0, int(counts.max()), elems):
-        piece = np.clip(counts - done, 0, elems) * elem
-        yield Local("copy", piece[(r - 1) % p])         # stage slice r - 1
+        piece = _Pieces(np.clip(counts - done, 0, elems) * elem)
+        yield Local("copy", piece.of(1))                # stage slice r - 1
         for s in range(p - 1):                          # send slice r - s - 1, reduce into r - s - 2
-            yield RingStep(piece[(r - s - 1) % p], piece[(r - s - 2) % p], "reduce")
-        yield Local("copy", piece)                      # the own slice, complete, into the output
+            yield RingStep(piece.of(s + 1), piece.of(s + 2), "reduce")
+        yield Local("copy", piece.of(0))                # the own slice, complete, into the output
 
 
 def allgather_schedule(nranks: int, nbytes: int, ccl: int, elem: int = 1):
