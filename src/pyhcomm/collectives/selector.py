@@ -57,16 +57,21 @@ RULES = (
 )
 
 
+def rule_for(call: Call) -> Rule:
+    """The first rule of :data:`RULES` that covers ``call`` (``HCCL_E_NOT_SUPPORT`` when none does)."""
+    for rule in RULES:
+        if call.op in rule.ops and rule.when(call):
+            return rule
+    raise not_support("collective", f"no algorithm of pyhcomm's collective library runs {Op(call.op).name}")
+
+
 def select(call: Call) -> Algorithm:
-    """The algorithm that runs ``call``: the first rule of :data:`RULES` that covers it.
+    """The algorithm that runs ``call``: the one :func:`rule_for` names.
 
     ``HCCL_E_NOT_SUPPORT`` when no rule covers the collective; ``ValueError`` when the rule names
     an algorithm that does not implement it (a defect of the table)."""
-    for rule in RULES:
-        if call.op in rule.ops and rule.when(call):
-            algorithm = algorithms.find(rule.algorithm)
-            if call.op not in algorithm.ops:
-                raise ValueError(f"selector rule for {Op(call.op).name} names {rule.algorithm!r}, "
-                                 "which does not implement it")
-            return algorithm
-    raise not_support("collective", f"no algorithm of pyhcomm's collective library runs {Op(call.op).name}")
+    rule = rule_for(call)
+    algorithm = algorithms.find(rule.algorithm)
+    if call.op not in algorithm.ops:
+        raise ValueError(f"selector rule for {Op(call.op).name} names {rule.algorithm!r}, which does not implement it")
+    return algorithm
