@@ -326,3 +326,24 @@ def test_the_c_tier_chooses_no_algorithm():
     """The flat C tier converts arguments and calls the dispatcher: it imports no algorithm."""
     for name in ("hccl_ops.py", "hccl_ops_v.py", "hccl_group.py"):
         assert _imports(SRC / "capi" / name) <= {"dispatch", "group", "support", "algorithm"}, name
+
+
+def test_the_timing_model_shows_the_algorithm_of_each_call():
+    """The replay's calls and the trace's collectives track carry the algorithm of the marker."""
+    from pyhcomm.timing import trace_dict
+    from pyhcomm.timing.replay import replay
+    sim = pyhcomm.Sim(Config.from_env().with_values(record_capacity=0), product=A2, data=False)
+
+    def body(comm):
+        buf, _ = acl.rt.malloc(4096, 0)
+        stream, _ = acl.rt.create_stream()
+        assert pyhcomm.HcclAllReduce(buf, buf, 1024, pyhcomm.HCCL_DATA_TYPE_FP32, pyhcomm.HCCL_REDUCE_SUM,
+                                     comm.handle, stream) == 0
+        assert pyhcomm.HcclAllGather(buf, buf + 1024, 64, pyhcomm.HCCL_DATA_TYPE_FP32, comm.handle, stream) == 0
+        acl.rt.synchronize_stream(stream)
+
+    pyhcomm.launch(body, 2, sim=sim)
+    tl = replay(sim)
+    assert [(c.name, c.algorithm) for c in tl.calls] == [("HcclAllReduce", "ring"), ("HcclAllGather", "mesh")]
+    slices = [(e["name"], e["args"]["algorithm"]) for e in trace_dict(tl)["traceEvents"] if e.get("cat") == "collective"]
+    assert sorted(slices) == [("HcclAllGather", "mesh")] * 2 + [("HcclAllReduce", "ring")] * 2

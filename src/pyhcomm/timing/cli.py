@@ -73,7 +73,8 @@ def main(argv) -> int:
         size = write_trace(tl, path)
         print(f"trace: {path} ({size} bytes, {len(tl)} entries, {tl.model.product} cost model)")
         for call in tl.calls:
-            print(f"  {call.name} on ranks {_ranks(call.ranks)}: {call.seconds * 1e6:.2f} us modeled")
+            algorithm = f" ({call.algorithm})" if call.algorithm else ""
+            print(f"  {call.name} on ranks {_ranks(call.ranks)}: {call.seconds * 1e6:.2f} us modeled{algorithm}")
         if not tl.calls:
             print(f"  no collective call; last entry ends at {tl.makespan * 1e6:.2f} us")
         if ns.png and k == 0:

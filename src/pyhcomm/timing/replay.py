@@ -653,6 +653,7 @@ class _Replay:
         is_launch = self.is_launch
         calls: dict = {}
         count: dict = {}
+        algorithm: dict = {}
         for i, e in zip(marks.tolist(), self.objects(marks)):
             extra = e.extra or {}
             name, first = extra.get("name", e.api), extra.get("first", e.seq)
@@ -667,10 +668,11 @@ class _Replay:
                         got.append(more)
             k = count[(e.rank, name)] = count.get((e.rank, name), 0) + 1
             ranks, parts = calls.setdefault((name, k), ([], []))
+            algorithm.setdefault((name, k), extra.get("algorithm"))
             ranks.append(e.rank)
             parts.extend(got)
         out = []
-        for (name, _k), (ranks, parts) in calls.items():
+        for (name, k), (ranks, parts) in calls.items():
             begin, last = inf, -inf        # part by part (a kernel's entries each): no call-sized copies
             for part in parts:
                 ends = end[part]
@@ -682,7 +684,7 @@ class _Replay:
                 continue
             entries = array("q")
             entries.frombytes(_union(parts, self.n).view(np.uint8))
-            out.append(CallTime(name, tuple(sorted(ranks)), begin, last, entries))
+            out.append(CallTime(name, tuple(sorted(ranks)), begin, last, entries, algorithm[(name, k)]))
         return out
 
 

@@ -20,13 +20,15 @@ class CallTime(NamedTuple):
     part, and its modeled span: from the first entry's issue to the last entry's end over every
     rank (seconds). ``entries``: indices into the timeline, in increasing order, as an
     ``array('q')`` (a large call has millions: 8 bytes each, against some 40 for a tuple of ints;
-    ``np.frombuffer(call.entries, np.int64)`` views them as a numpy array)."""
+    ``np.frombuffer(call.entries, np.int64)`` views them as a numpy array). ``algorithm``: the
+    collective library's algorithm it ran (its marker's; None for a caller's own algorithm)."""
 
     name: str
     ranks: tuple
     begin: float
     end: float
     entries: array
+    algorithm: str | None = None
 
     @property
     def seconds(self) -> float:

@@ -161,7 +161,8 @@ def trace_events(tl) -> list:
             ts, dur = _span(call.begin, call.end)
             body.append({"ph": "X", "name": call.name, "cat": "collective", "pid": pid, "tid": tid,
                          "ts": ts, "dur": dur,
-                         "args": {"call": k, "modeled_us": round(call.seconds * us, 3)}})
+                         "args": {"call": k, "modeled_us": round(call.seconds * us, 3),
+                                  **({"algorithm": call.algorithm} if call.algorithm else {})}})
     return meta + body
 
 
