@@ -52,9 +52,9 @@ TABLE = [
     (("A2", C.HCCL_CMD_ALLREDUCE, 8, 1, MIB, HOST), "ring", "Ring.md"),
     (("A3", C.HCCL_CMD_ALLREDUCE, 5, 1, 4, AI_CPU), "ring", "Ring.md"),
     (("910", C.HCCL_CMD_ALLREDUCE, 16, 2, MIB, HOST), "ring", "Ring.md"),
-    # HcclBroadcast: broadcast on broadcast_peers (the root: every rank; the others: the root)
+    # HcclBroadcast: broadcast, the root connected to every rank, the others to the root
     (("A2", C.HCCL_CMD_BROADCAST, 4, 1, MIB, HOST), "star", "S2"),
-    # HcclReduce: reduce_to_root on broadcast_peers
+    # HcclReduce: reduce_to_root, the same channels
     (("A3", C.HCCL_CMD_REDUCE, 4, 1, MIB, AI_CPU), "star", "towards the root"),
     # HcclScatter: scatter_ring on the ring peers
     (("A2", C.HCCL_CMD_SCATTER, 4, 1, MIB, HOST), "ring", "S4"),

@@ -1,5 +1,9 @@
 """A collective library built only from HCOMM primitives (see :mod:`.context` for how each
-product runs an algorithm, :mod:`.patterns` for the handshakes the algorithms share)."""
+product runs an algorithm, :mod:`.patterns` for the handshakes the algorithms share).
+
+Each algorithm family is a descriptor (:mod:`.algorithm`) in the catalogue (:mod:`.algorithms`);
+:mod:`.selector` chooses one per call and :mod:`.dispatch` runs it for the tiers
+(docs/algorithms.md)."""
 from .allgather import allgather_mesh  # noqa: F401
 from .context import CollectiveContext, context, run  # noqa: F401
 from .pairwise import alltoall, alltoallv, batch_send_recv  # noqa: F401,E402

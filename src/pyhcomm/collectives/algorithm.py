@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..defs.hccl_types import HcclCMDType, HcclOpExpansionMode
-from .patterns import mesh_groups
+from . import patterns
 
 Op = HcclCMDType
 HOST = HcclOpExpansionMode.HCCL_OP_EXPANSION_MODE_HOST
@@ -125,8 +125,7 @@ def every_rank(call: Call) -> None:
 
 def ring_peers(call: Call) -> list:
     """``[left, right]`` (one peer for 2 ranks, none for 1)."""
-    n, r = call.nranks, call.rank
-    return sorted({(r - 1) % n, (r + 1) % n} - {r})
+    return patterns.ring_peers(call.rank, call.nranks)
 
 
 def root_peers(call: Call) -> list:
@@ -225,7 +224,7 @@ class MeshPass:
         same group on both sides)."""
         peers = [q for q in range(nranks) if q != rank]
         order = (lambda q: (q - rank) % nranks) if self.rotated else None
-        return mesh_groups(rank, nranks, peers, self.width, order)
+        return patterns.mesh_groups(rank, nranks, peers, self.width, order)
 
 
 #: The smallest slot the HCCL buffer is cut into (EX05 aligns slots to 128 bytes).

@@ -17,14 +17,14 @@ release and wait (:func:`.patterns.mesh`); the slots and the result are the same
 
 ``allgather_ring`` (and ``allgatherv_ring``, segments of any size) needs one thread and the
 channels to the two neighbours only: every slice travels round the ring in ``N - 1`` steps (see
-its docstring). ``HcclAllGather`` uses the mesh on every product; the ring serves the ring
-AllReduce and is available to :func:`.context.run` callers.
+its docstring). Which one runs ``HcclAllGather`` is the selector's (:mod:`.selector`: the mesh
+today); the ring serves the ring AllReduce and AllGatherV.
 """
 from __future__ import annotations
 
 from ..hcomm.local import local_copy
 from .context import buffer_parts, chunk_bytes
-from .patterns import mesh, mesh_exchange, ring_step
+from .patterns import mesh, mesh_exchange, ring_peers, ring_step  # noqa: F401  (ring_peers re-exported)
 
 
 @buffer_parts(lambda n: n)
@@ -48,11 +48,6 @@ def allgather_mesh(ctx, send: int, recv: int, nbytes: int) -> None:
 
 
 # -- ring -------------------------------------------------------------------------------------------
-def ring_peers(rank: int, nranks: int) -> list[int]:
-    """The ranks a ring algorithm talks to: ``[left, right]`` (one peer for 2 ranks, none for 1)."""
-    return sorted({(rank - 1) % nranks, (rank + 1) % nranks} - {rank})
-
-
 @buffer_parts(lambda n: n)
 def allgather_ring(ctx, send: int, recv: int, nbytes: int) -> None:
     """Issue the ring AllGather of ``nbytes`` per rank (``recv`` holds ``nranks * nbytes``).

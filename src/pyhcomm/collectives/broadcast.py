@@ -40,7 +40,3 @@ def broadcast(ctx, buf: int, nbytes: int, root: int) -> None:
         else:
             pull(t, ctx.channel(root), buf + done, ctx.peer_ccl(root), cur)
 
-
-def broadcast_peers(nranks: int, rank: int, root: int) -> list[int]:
-    """The ranks ``rank`` needs a channel to: every rank for the root, the root for the others."""
-    return list(range(nranks)) if rank == root else [root]

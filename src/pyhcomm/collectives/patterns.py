@@ -100,6 +100,11 @@ def fan_in(main: int, slaves) -> None:
         _notify.wait(main, i, WAIT_TIMEOUT)
 
 
+def ring_peers(rank: int, nranks: int) -> list[int]:
+    """The ranks a ring algorithm talks to: ``[left, right]`` (one peer for 2 ranks, none for 1)."""
+    return sorted({(rank - 1) % nranks, (rank + 1) % nranks} - {rank})
+
+
 def pairing_round(a: int, b: int, n: int) -> int:
     """The round in which ranks ``a`` and ``b`` (``a != b``) of ``n`` meet in a round-robin
     schedule (the circle method): in every round each rank meets at most one peer, and every pair
