@@ -137,7 +137,7 @@ def _transport_pings(world, ch, pings) -> float:
     Aborts the job when an answer takes longer than 30 s (no scheduler here to report a hang)."""
     from pyhcomm.hcomm.resources.channel import connected_peer, get_channel
     from pyhcomm.sim import current_sim
-    from pyhcomm.transport.mpi_link import _unlink_mpi_segments
+    from pyhcomm.transport.mpi_failures import unlink_mpi_segments
     transport = current_sim().transport
     end = get_channel(ch, "benchmarks/mpi.py")
     out = connected_peer(end, "benchmarks/mpi.py").notifies[world.rank]
@@ -153,7 +153,7 @@ def _transport_pings(world, ch, pings) -> float:
             while not mine.value:
                 if not serve() and time.monotonic() > deadline:
                     print(f"process {world.rank}: no answer to a channel notify in 30 s", file=sys.stderr, flush=True)
-                    _unlink_mpi_segments()  # (MPI_Abort leaves MPICH's shared-memory files behind)
+                    unlink_mpi_segments()  # (MPI_Abort leaves MPICH's shared-memory files behind)
                     world.Abort(1)          # (the peer may be blocked in MPI: end the whole job)
         mine.consume()
         if world.rank == 1:

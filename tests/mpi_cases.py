@@ -255,7 +255,7 @@ def ring_overflow(comm, extra: int = 300) -> list:
     _, t = T.HcclThreadAcquireWithStream(comm.handle, T.COMM_ENGINE_CPU_TS, stream, 1)
     ch = _channel(comm, T.COMM_ENGINE_CPU_TS, T.COMM_PROTOCOL_HCCS, 2)
     sim = pyhcomm.current_sim()
-    rung = sim.transport.link.rung
+    rung = sim.transport.link.near.rung
     if comm.rank == 0:
         for _ in range(RING + extra):
             assert T.HcommChannelNotifyRecordOnThread(t, ch, 0) == 0
@@ -269,4 +269,4 @@ def ring_overflow(comm, extra: int = 300) -> list:
         assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
     gens = [[g for (_src, _tid, i), gs in sim.transport.arrivals.items() if i == k for g in gs] for k in (0, 1)]
     comm.barrier()
-    return [sim.transport.link.rung - rung, len(gens[0]), gens[1]]
+    return [sim.transport.link.near.rung - rung, len(gens[0]), gens[1]]

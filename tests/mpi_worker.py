@@ -202,8 +202,8 @@ def paths_case(case: str, n: int, *args) -> None:
         gc.collect()
         fds.append(len(os.listdir("/proc/self/fd")))
     t = sim.transport
-    print(json.dumps({"proc": MPI.COMM_WORLD.rank, "near": sorted(t.link.near), "direct": t.direct,
-                      "rings": t.link.rung, "fds": fds, "mapped": sum(1 for v in t.attached.values() if v),
+    print(json.dumps({"proc": MPI.COMM_WORLD.rank, "near": sorted(t.link.near.procs), "direct": t.direct,
+                      "rings": t.link.near.rung, "fds": fds, "mapped": sum(1 for v in t.peer_memory.attached.values() if v),
                       "same": results[0] == results[1], "text": results[0]}), flush=True)
 
 

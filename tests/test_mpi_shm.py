@@ -2,14 +2,12 @@
 second mapping of it, handled in the order of the sender's messages, and the checks that keep a
 process from ringing a mailbox that is not the one its hello named; the link's serve order with a
 stand-in for MPI."""
-import threading
-
 import numpy as np
 import pytest
 
 from pyhcomm.backend import CpuBackend
 from pyhcomm.backend import cpu as cpu_mod
-from pyhcomm.transport import mpi_link, mpi_shm
+from pyhcomm.transport import mpi_link, mpi_shm, mpi_wire
 from pyhcomm.transport.mpi_shm import RING, Doorbell, Mailbox
 
 pytestmark = pytest.mark.skipif(not cpu_mod._MEMFD, reason="needs memfd_create and /proc (Linux)")
@@ -74,6 +72,10 @@ def test_the_host_key_names_this_boot_of_this_machine():
 class _FakeMPI:
     ANY_SOURCE, BYTE = -1, "byte"
 
+    @staticmethod
+    def Status():
+        return _Status()
+
 
 class _Status:
     def Get_source(self):
@@ -93,10 +95,16 @@ class _Msg:
 
 
 class _Comm:
-    """Messages from other processes, in order; counts the probes."""
+    """Messages from other processes, in order (to process 0 of 3); counts the probes."""
 
     def __init__(self):
         self.queue, self.probes = [], 0
+
+    def Get_rank(self):
+        return 0
+
+    def Get_size(self):
+        return 3
 
     def Iprobe(self, _src, _tag):
         self.probes += 1
@@ -124,9 +132,9 @@ class _Ends:
 
 
 def _notify_message(tid, index) -> bytes:
-    buf = np.zeros(mpi_link.HDR, np.uint8)
+    buf = np.zeros(mpi_wire.HDR, np.uint8)
     buf[0] = ord("D")
-    buf[8:].view(np.int64)[:] = (mpi_link.NOTIFY, tid, 0, 0, index, 0, 0, 0)
+    buf[8:].view(np.int64)[:] = (mpi_wire.NOTIFY, tid, 0, 0, index, 0, 0, 0)
     return buf.tobytes()
 
 
@@ -134,13 +142,13 @@ def _notify_message(tid, index) -> bytes:
 def served(box):
     """Process 0's link of a job of 3 (no MPI), with process 2 ringing its mailbox."""
     mine, bell = box
-    ln = mpi_link.Link.__new__(mpi_link.Link)
+    class MPI(_FakeMPI):
+        COMM_WORLD = _Comm()
+
+    ln = mpi_link.Link(MPI, mpi_link.LinkSettings(liveness=0, shm=False))   # made, not started
     ends = _Ends()
-    ln.MPI, ln.comm, ln.status, ln.me, ln.lock = _FakeMPI, _Comm(), _Status(), 0, threading.RLock()
-    ln.rbuf = np.empty(mpi_link.HDR + 64, np.uint8)
-    ln.mailbox, ln.ringers, ln.recv_from, ln.received, ln.last_seen = mine, [2], [0, 0, 0], 0, {}
-    ln.routes_end, ln.beat, ln.sends, ln.pending_confirm, ln.rang_last = {9: ends}, None, [], None, False
-    ln.idle_spins, ln.paused_at, ln.waiting_since = 0, 0.0, 0.0
+    ln.near.mailbox, ln.near.ringers = mine, [2]
+    ln.routes_end[9] = ends
     return ln, bell, ends
 
 

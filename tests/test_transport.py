@@ -256,3 +256,46 @@ def test_device_memory_is_storage_the_transport_chooses():
     assert sim.transport.sizes.count(4096) == 1 and 4097 in sim.transport.sizes   # not the host mallocs
     can_share = sim.backend.allocate_shared(16) is not None     # where the platform has it
     assert got == [(can_share, True), (can_share, True)]
+
+
+def test_the_whole_job_services_answer_for_one_process_on_any_transport():
+    """Launching, merging records and the hang report call these on any transport: the base
+    class's defaults say what one process holding every rank means."""
+    sim = pyhcomm.Sim(scheduler="coop")
+    for t in (Transport(sim), LocalTransport(sim)):
+        assert t.processes() == (1, 0)
+        assert t.gather({"part": 1}) == [{"part": 1}] and t.gather("x", root=0) == ["x"]
+        assert t.gather_results(5, 3, {2: "c", 0: "a", 1: "b"}) == ["a", "b", "c"]
+        assert (t.record_facts(), t.remote_hang_facts(), t.abort_origin()) == (None, None, None)
+    sim.scheduler.abort_reason = None
+    LocalTransport(sim).abort_all("rank 1 failed: boom", 1)
+    assert sim.scheduler.abort_reason == "rank 1 failed: boom"      # this Sim's blocking calls give up
+
+
+def _transport_uses(files):
+    """``(file, line, attribute)`` of every ``<x>.transport.<attribute>`` (or ``_transport``) in
+    ``files``, and every ``hasattr`` / ``getattr`` call that names a transport."""
+    import ast
+    uses, probes = [], []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute):
+                v = node.value
+                name = v.attr if isinstance(v, ast.Attribute) else v.id if isinstance(v, ast.Name) else None
+                if name in ("transport", "_transport"):
+                    uses.append((path.name, node.lineno, node.attr))
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in ("hasattr", "getattr") and "transport" in ast.unparse(node)):
+                probes.append((path.name, node.lineno, ast.unparse(node)))
+    return uses, probes
+
+
+def test_every_transport_call_outside_the_transport_is_declared_on_its_base_class():
+    """No caller asks which transport it has: what it calls is on :class:`Transport` (with a
+    local default where the transport may not need it), and nothing probes with ``hasattr``."""
+    import pathlib
+    src = pathlib.Path(pyhcomm.__file__).parent
+    uses, probes = _transport_uses(p for p in src.rglob("*.py") if p.relative_to(src).parts[0] != "transport")
+    assert len({u[2] for u in uses}) > 20          # (the scan sees the callers)
+    assert [u for u in uses if not hasattr(Transport, u[2])] == []
+    assert probes == []

@@ -23,8 +23,11 @@ DEFAULT_QUEUE_BUDGET = 1024
 SCHEDULERS = ("threaded", "coop")
 TRANSPORTS = ("auto", "local", "mpi")
 DEFAULT_MPI_LIVENESS = 10.0
-#: set by MPI launchers in every process they start: the number of processes (Hydra / MPICH, Open MPI)
+#: set by MPI launchers in every process they start (Hydra / MPICH, Open MPI): the number of
+#: processes, this process's number, the number of processes on this machine
 LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
+LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
+LAUNCHER_LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
 
 def _parse_int(raw: str, minimum: int) -> int:
     value = int(raw.strip())
@@ -74,6 +77,17 @@ _VARS = {
 }
 
 
+def _launcher_value(env, variables):
+    """The first of ``variables`` (an MPI launcher's, set in every process it starts) that holds an
+    integer, else None (a launcher's variable is never an error of the user's)."""
+    for var in variables:
+        try:
+            return int(env.get(var, ""))
+        except ValueError:
+            continue
+    return None
+
+
 def _choice(value: str, allowed) -> str:
     if value not in allowed:
         raise ValueError
@@ -102,6 +116,8 @@ class Config:
     mpi_liveness: float = DEFAULT_MPI_LIVENESS  # seconds of silence after which a process is dead
     mpi_shm: bool = True                    # MPI processes of one machine share exposed memory
     launcher_size: int = 1                  # processes an MPI launcher started (PMI_SIZE, ...)
+    launcher_rank: int = 0                  # this process's number among them (PMI_RANK, ...)
+    launcher_local_size: int | None = None  # ... how many run on this machine (None: not said)
     queue_budget: int = DEFAULT_QUEUE_BUDGET   # coop: tasks an actor issues before it yields
     verify: bool = False                    # check every launch (pyhcomm.verify)
     #: variable -> message, for every variable whose value did not parse
@@ -122,12 +138,12 @@ class Config:
                 errors[var] = f"{var}={raw!r} is not valid: expected {valid}"
         if values.get("product") == "":
             values.pop("product")
-        for var in LAUNCHER_SIZE_VARS:
-            try:
-                values["launcher_size"] = max(1, int(env.get(var, "")))
-                break
-            except ValueError:
-                continue
+        for name, variables, minimum in (("launcher_size", LAUNCHER_SIZE_VARS, 1),
+                                         ("launcher_rank", LAUNCHER_RANK_VARS, 0),
+                                         ("launcher_local_size", LAUNCHER_LOCAL_SIZE_VARS, 1)):
+            value = _launcher_value(env, variables)
+            if value is not None:
+                values[name] = max(minimum, value)
         return cls(errors=errors, **values)
 
     @property

@@ -9,6 +9,7 @@ import os
 import pickle
 import sys
 
+from .config import Config
 from .spmd import RankError, launch, observe_launches
 
 
@@ -25,7 +26,7 @@ def main(folder: str) -> int:
         _save_record(folder, sims, want_record)
         return 1
     _save_record(folder, sims, want_record)
-    if int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0"))) == 0:
+    if Config.from_env().launcher_rank == 0:
         _write_once(outcome, (True, results))
     return 0
 

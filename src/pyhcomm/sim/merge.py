@@ -253,8 +253,7 @@ def snapshot(source) -> ProcessRecord:
     record = getattr(source, "record", source)
     if not isinstance(record, Record):
         raise TypeError(f"snapshot: {source!r} is neither a Sim nor a Record")
-    transport = getattr(source, "transport", None)
-    facts = transport.record_facts() if hasattr(transport, "record_facts") else None
+    facts = None if source is record else source.transport.record_facts()
     process = facts["process"] if facts else 0
     runtime = getattr(source, "runtime", None)
     product = runtime.product.name if runtime is not None else None
@@ -275,10 +274,7 @@ def gather(source=None, root: int = 0):
     from . import current_sim
     sim = source if source is not None else current_sim()
     part = snapshot(sim)
-    transport = sim.transport
-    if not hasattr(transport, "gather"):
-        return merge([part])
-    parts = transport.gather(part, root)
+    parts = sim.transport.gather(part, root)
     return None if parts is None else merge(parts)
 
 

@@ -34,6 +34,12 @@ held, except ``leave`` and ``memory_freed``; the data-plane hooks are called by 
 while it runs a task (one task at a time per Sim), and directly by the NBI host calls and
 ``HcommChannelNotifyRecord``.
 
+**Whole-job services.** Launching ranks (``pyhcomm.launch``), merging records
+(:mod:`pyhcomm.sim.merge`) and the hang report call :meth:`processes`, :meth:`abort_all`,
+:meth:`abort_origin`, :meth:`gather_results`, :meth:`gather`, :meth:`record_facts` and
+:meth:`remote_hang_facts` on any transport: the base class answers for one process (every
+rank here), so no caller asks which transport it has.
+
 Errors: a hook raises :class:`TransportError` (a refused join, a freed or closed remote range at
 run time); callers turn it into the HCCL code of the API (``HCCL_E_PARA`` for a join,
 ``HCCL_E_MEMORY`` for a transfer, which fails its stream).
@@ -296,3 +302,44 @@ class Transport:
         False when another process may still send something (it polls again; this may wait a
         short poll interval). One process: True at once."""
         return True
+
+    # -- whole-job services: launching ranks, merging records, hang reports -----------------------
+    # (one process holds every rank: the defaults are what that means; a transport whose ranks
+    # live in several processes answers for the whole job)
+    def processes(self) -> tuple:
+        """``(number of processes of the job, this one's)``: one process, ``(1, 0)``."""
+        return 1, 0
+
+    def abort_all(self, reason: str, rank=None) -> None:
+        """``rank`` of this process failed: every blocking call of the job gives up with
+        ``reason`` (here: this Sim's, through its scheduler)."""
+        self.sim.scheduler.abort(reason)
+
+    def abort_origin(self):
+        """``(reason, rank)`` when an abort began in another process (or with a process's
+        death), else None (one process: always None)."""
+        return None
+
+    def gather_results(self, root: int, nranks: int, mine: dict) -> list:
+        """Every rank's result of ``root``'s world in rank order, given this process's ``mine``
+        (rank -> result); blocks until every process sent its own (one process: ``mine`` holds
+        them all)."""
+        return [mine[r] for r in range(nranks)]
+
+    def gather(self, value, root: int = 0):
+        """Every process's ``value``, in process order, at process ``root`` (None elsewhere);
+        every process of the job calls it, in the same order. One process: ``[value]`` (it is
+        every root)."""
+        return [value]
+
+    def record_facts(self):
+        """What the record of this process's Sim needs to be merged with the other processes'
+        (:mod:`pyhcomm.sim.merge`: the process, the remote notify records sent per target
+        notify, the generation each remote record that arrived here set, the rendezvous
+        arrivals), or None: one process, nothing to merge."""
+        return None
+
+    def remote_hang_facts(self):
+        """Every process's hang facts (``{process: facts}``) when the last hang detection spanned
+        processes, else None (one process: the hang report reads this Sim)."""
+        return None

@@ -46,7 +46,10 @@ import zlib
 import numpy as np
 
 from .base import PeerInfo, PeerRef, RemoteNotify, RootKey, Transport, TransportError
-from .mpi_link import ACC, GET, GOT, LinkError, NOTIFY, PUT, BULK, INLINE, link
+from .mpi_failures import LinkError
+from .mpi_link import LinkSettings, link
+from .mpi_regions import PeerMemory, share_handles
+from .mpi_wire import ACC, BULK, GET, GOT, NOTIFY, PUT
 
 #: data types a reduce can carry (index in this table: word 7 of the header)
 _DTYPE_NAMES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32",
@@ -107,21 +110,26 @@ class _Desc:
 
 
 class MpiTransport(Transport):
-    """Ranks in many processes (see the module docstring). ``sim.config.mpi_liveness`` sets how
-    long a silent process may live."""
+    """Ranks in many processes (see the module docstring). ``sim.config`` says how the process's
+    link runs (:class:`~.mpi_link.LinkSettings`: ``PYHCOMM_MPI_LIVENESS``, ``PYHCOMM_MPI_SHM``).
+
+    Made, it starts nothing: the link (MPI, the heartbeat thread) starts at the first use that
+    needs another process (:meth:`started`: a root, a join, a channel, the job's processes, a
+    gather); until then the transport is one process's (:meth:`progress` has nothing to do,
+    :meth:`world_idle` is true, nothing can come from elsewhere)."""
 
     name = "mpi"
     remote = True           # ranks may live in other processes (schedulers poll, never sleep long)
 
     def __init__(self, sim):
         super().__init__(sim)
-        self.link = link(sim.config.mpi_liveness, sim.config.mpi_shm)
-        self.me = self.link.me
-        #: device memory is shared storage (processes of this machine map what an end exposes)
-        self.shares = sim.config.mpi_shm and self.link.mailbox is not None
-        self.link.snapshotter = self._snapshot
-        if self.link.handlers is None or self.link.handlers.sim is not sim:
-            self.link.handlers = self     # the newest Sim of the process gets what has no route
+        cfg = sim.config
+        self.settings = LinkSettings.of(cfg)
+        self.link = None                # the process's link, once started
+        self.me = None                  # this process's number in the job, once started
+        #: device memory is shared storage (processes of this machine map what an end exposes);
+        #: before the link starts, as the launcher's variables say it will be
+        self.shares = cfg.mpi_shm and cfg.launcher_size > 1 and (cfg.launcher_local_size or cfg.launcher_size) > 1
         self._ends = itertools.count(1)
         self.worlds: dict = {}          # root -> _World
         self.named: dict = {}           # rank-table path -> [generation, root]
@@ -136,21 +144,35 @@ class MpiTransport(Transport):
         self.notifies_sent: dict = {}   # (end id, notify index) of another process -> records sent
         self.arrivals: dict = {}        # (origin process, end id, index) -> the generation each arrival set
         self.meetings: list = []        # rendezvous arrivals of this process's ranks (see _meet)
-        # memory of near processes, mapped here
-        self.peer_spans: dict = {}      # peer end id -> [(start, stop, allocation address, handle)]
-        self.attached: dict = {}        # handle -> the mapped storage (False: it could not be mapped)
+        self.peer_memory = PeerMemory(sim.backend)     # memory of near processes, mapped here
         self.direct = 0                 # transfers done directly in a near process's memory
+
+    def started(self):
+        """The process's link, started on the first call (MPI initialised unless the program did,
+        the heartbeat thread, the hellos to the other processes); this transport then receives
+        what has no other route (the newest to start in the process). Raises ``ValueError`` when
+        the link already runs with other settings (another Sim's)."""
+        ln = self.link
+        if ln is None:
+            ln = link(self.settings)
+            self.me = ln.me
+            self.shares = self.settings.shm and ln.near.mailbox is not None
+            ln.snapshotter = self._snapshot
+            ln.handlers = self
+            self.link = ln
+        return ln
 
     # -- worlds ----------------------------------------------------------------------------------
     def _route(self, root) -> _World:
         w = self.worlds.get(root)
         if w is None:
             w = self.worlds[root] = _World()
-            self.link.routes_root[root] = self
+            self.started().routes_root[root] = self
         return w
 
     def new_root(self) -> int:
-        root = (self.me << 32) | self.link.root_number()
+        ln = self.started()
+        root = (ln.me << 32) | ln.root_number()
         self._route(root)
         return root
 
@@ -166,10 +188,9 @@ class MpiTransport(Transport):
         if root == 0:
             raise TransportError(f"it was made without MPI (in process {key.pid}): ranks of other processes "
                                  "cannot join it")
-        owner = root >> 32
-        if owner >= self.link.nprocs:
-            raise TransportError(f"it names MPI process {owner}, and this job has {self.link.nprocs} "
-                                 f"(0..{self.link.nprocs - 1})")
+        owner, nprocs = root >> 32, self.started().nprocs
+        if owner >= nprocs:
+            raise TransportError(f"it names MPI process {owner}, and this job has {nprocs} (0..{nprocs - 1})")
         if root not in self.worlds:
             other = self.link.routes_root.get(root)
             if other is not None and other is not self and root in other.worlds:
@@ -190,7 +211,7 @@ class MpiTransport(Transport):
             entry[1] = None
         if entry[1] is None:
             crc = zlib.crc32(str(name).encode())
-            owner = crc % self.link.nprocs
+            owner = crc % self.started().nprocs
             entry[1] = (owner << 32) | (1 << 31) | ((crc & 0x7FFFF) << 12) | (entry[0] & 0xFFF)
             self._route(entry[1]).nranks = nranks
         return entry[1]
@@ -203,7 +224,7 @@ class MpiTransport(Transport):
             raise TransportError(f"rank {rank} already joined")
         w.refused.pop(rank, None)
         w.members[rank] = device
-        self.link.owners.setdefault(self.me, set()).add(rank)
+        self.link.failures.owners.setdefault(self.me, set()).add(rank)
         self.link.send_ctrl(root >> 32, ("join", root, nranks, rank, device))
         if rank in w.refused:   # the root is this process: refused at once
             why = w.refused.pop(rank)
@@ -315,7 +336,7 @@ class MpiTransport(Transport):
         w.procs = dict(procs)
         w.complete = True
         for rank, p in procs.items():
-            self.link.owners.setdefault(p, set()).add(rank)
+            self.link.failures.owners.setdefault(p, set()).add(rank)
 
     def _ctrl_left(self, src, root, rank):
         self._route(root).left.add(rank)
@@ -334,6 +355,7 @@ class MpiTransport(Transport):
 
     # -- channels --------------------------------------------------------------------------------
     def publish(self, end, key) -> None:
+        self.started()
         tid = (self.me << 32) | next(self._ends)
         end.key, end.tid = key, tid
         self.ends[tid] = end
@@ -343,7 +365,7 @@ class MpiTransport(Transport):
             spans.append((region.start, region.start + region.size, alloc))
             regions.append(region)
             self.exposers.setdefault(alloc, []).append(end)
-        handles = self._handles(end.exposed())
+        handles = share_handles(self.sim.backend, end.exposed(), self.shares)
         self.spans[tid] = spans
         self.local.setdefault(key, {})[end.rank] = end
         proc = self._proc_of(end.world_id, end.peer_rank)
@@ -358,16 +380,6 @@ class MpiTransport(Transport):
             d = self.remote_descs.get(key, {}).get(end.peer_rank)
             if d is not None and not d.closed and d.peer_rank == end.rank:
                 self._connect(end, d)
-
-    def _handles(self, exposed) -> tuple:
-        """Per ``(region, allocation)`` of ``exposed``: ``(allocation address, the backend's share
-        handle)``, or None where the storage is not shared (or gone)."""
-        share = self.sim.backend.share
-        out = []
-        for _region, alloc in exposed:
-            h = share(alloc.storage) if self.shares and alloc.storage is not None else None
-            out.append(None if h is None else (alloc.addr, h))
-        return tuple(out)
 
     def device_storage(self, size: int):
         """Shared storage where processes of this machine may map it (see the module docstring);
@@ -410,34 +422,9 @@ class MpiTransport(Transport):
 
     def _map_spans(self, tid, regions, handles) -> None:
         """Note which regions of the peer end ``tid`` this process may write directly (a near
-        process's shared storage); storage no region names any more is unmapped."""
-        spans = []
-        if self.shares and (tid >> 32) in self.link.near:
-            spans = [(r.start, r.start + r.size, h[0], h[1]) for r, h in zip(regions, handles) if h is not None]
-        if spans:
-            self.peer_spans[tid] = spans
-        elif self.peer_spans.pop(tid, None) is None:
-            return
-        live = {s[3] for spans_ in self.peer_spans.values() for s in spans_}
-        for handle in [h for h in self.attached if h not in live]:
-            del self.attached[handle]
-
-    def _mapped(self, tid, remote, n):
-        """``(storage, offset)`` of the peer's ``remote`` range in memory mapped here, or None
-        (then messages carry the transfer)."""
-        spans = self.peer_spans.get(tid)
-        if spans is not None:
-            for start, stop, base, handle in spans:
-                if start <= remote and remote + n <= stop:
-                    storage = self.attached.get(handle)
-                    if storage is None:
-                        try:
-                            storage = self.sim.backend.attach(handle)
-                        except (OSError, NotImplementedError):
-                            storage = False     # never again: this memory goes by messages
-                        self.attached[handle] = storage
-                    return (storage, remote - base) if storage is not False else None
-        return None
+        process's shared storage, :mod:`.mpi_regions`)."""
+        near = self.shares and (tid >> 32) in self.link.near.procs
+        self.peer_memory.note(tid, regions, handles, near)
 
     def _ctrl_publish(self, src, key, world, rank, peer_rank, tid, owners, regions, handles=()):
         d = _Desc(key, world, rank, peer_rank, tid, owners, regions, handles)
@@ -496,7 +483,7 @@ class MpiTransport(Transport):
             if not end.closed:
                 kept = [(region, a) for region, a in end.exposed() if not a.freed]
                 self._tell_peer(end, ("regions", end.key, end.rank, end.tid, tuple(r for r, _a in kept),
-                                      self._handles(kept)))
+                                      share_handles(self.sim.backend, kept, self.shares)))
 
     # -- data plane: origin ----------------------------------------------------------------------
     def _local_target(self, tid, remote, n):
@@ -522,7 +509,7 @@ class MpiTransport(Transport):
             storage, roff = self._local_target(peer.end, remote, n)
             self.sim.backend.copy(storage, roff, alloc.storage, off, n)
             return
-        mapped = self._mapped(peer.end, remote, n)
+        mapped = self.peer_memory.find(peer.end, remote, n)
         if mapped is not None:
             self.sim.backend.copy(mapped[0], mapped[1], alloc.storage, off, n)
             self.direct += 1
@@ -550,7 +537,7 @@ class MpiTransport(Transport):
             storage, roff = self._local_target(peer.end, remote, n)
             self.sim.backend.copy(alloc.storage, off, storage, roff, n)
             return
-        mapped = self._mapped(peer.end, remote, n)
+        mapped = self.peer_memory.find(peer.end, remote, n)
         if mapped is not None:
             self.sim.backend.copy(alloc.storage, off, mapped[0], mapped[1], n)
             self.direct += 1
@@ -565,7 +552,7 @@ class MpiTransport(Transport):
         if peer.end >> 32 == self.me:
             storage, roff = self._local_target(peer.end, remote, n)
         else:
-            storage, roff = self._mapped(peer.end, remote, n) or (None, 0)
+            storage, roff = self.peer_memory.find(peer.end, remote, n) or (None, 0)
             self.direct += storage is not None
         if storage is not None:
             if into_peer:
@@ -670,17 +657,20 @@ class MpiTransport(Transport):
 
     # -- progress --------------------------------------------------------------------------------
     def progress(self) -> bool:
-        return self.link.serve() > 0
+        ln = self.link
+        return ln is not None and ln.serve() > 0
 
     def watch(self) -> bool:
-        return self.link.watch() > 0
+        ln = self.link
+        return ln is not None and ln.watch() > 0
 
     def world_idle(self) -> bool:
-        return self.link.world_idle()
+        ln = self.link
+        return ln is None or ln.world_idle()
 
     def remote_hang_facts(self):
-        """Every process's hang facts from the last verdict (``{process: facts}``), or None."""
-        v = self.link.verdict
+        ln = self.link
+        v = None if ln is None else ln.termination.verdict
         return None if v is None else v[1]
 
     def _snapshot(self):
@@ -689,23 +679,20 @@ class MpiTransport(Transport):
 
     # -- whole-job services (pyhcomm.launch) -----------------------------------------------------
     def processes(self):
-        """``(number of processes of the job, this one's)``."""
-        return self.link.nprocs, self.me
+        ln = self.started()
+        return ln.nprocs, ln.me
 
     def abort_all(self, reason: str, rank=None) -> None:
-        """``rank`` of this process failed: every process's blocking calls give up with ``reason``."""
         self.sim.scheduler.abort(reason)
-        self.link.abort_all(reason, rank)
+        if self.link is not None:
+            self.link.failures.abort_all(reason, rank)
 
     def abort_origin(self):
-        """``(reason, rank)`` when an abort began in another process (or with a death), else None."""
-        ln = self.link
-        return (ln.abort_reason, ln.abort_rank) if ln.abort_remote else None
+        failures = None if self.link is None else self.link.failures
+        return (failures.reason, failures.rank) if failures is not None and failures.remote else None
 
     def gather_results(self, root: int, nranks: int, mine: dict) -> list:
-        """Every rank's result of ``root``'s world, given this process's ``mine`` (rank -> result);
-        blocks until every process sent its own. Raises :class:`~.mpi_link.LinkError` when the
-        job is aborted or a process dies first."""
+        """Raises :class:`~.mpi_failures.LinkError` when the job is aborted or a process dies first."""
         got = self.results.setdefault(root, {})
         got.update(mine)
         for p in sorted(set(self.worlds[root].procs.values()) - {self.me}):
@@ -718,16 +705,14 @@ class MpiTransport(Transport):
         self.results.setdefault(root, {}).update(theirs)
 
     def record_facts(self) -> dict:
-        """What the record of this process's Sim needs to be merged with the other processes'
-        (:mod:`pyhcomm.sim.merge`): the process, the remote notify records sent per target notify,
-        the generation each remote record that arrived here set, the rendezvous arrivals."""
-        return {"process": self.me, "processes": self.link.nprocs, "sent": dict(self.notifies_sent),
+        """The process, the remote notify records sent per target notify, the generation each
+        remote record that arrived here set, the rendezvous arrivals (see the base class)."""
+        ln = self.started()
+        return {"process": ln.me, "processes": ln.nprocs, "sent": dict(self.notifies_sent),
                 "arrivals": {k: list(v) for k, v in self.arrivals.items()}, "meetings": list(self.meetings)}
 
     def gather(self, value, root: int = 0):
-        """Every process's ``value``, in process order, at process ``root`` (None elsewhere); every
-        process of the job calls it, in the same order."""
         try:
-            return self.link.gather(value, root)
+            return self.started().gather(value, root)
         except LinkError as why:
             raise TransportError(str(why)) from None

@@ -156,3 +156,42 @@ class Doorbell:
         w[s], w[s + 1], w[s + 2] = tid, index, order
         self.head = head = head + 1
         w[self._head_at] = head             # last: the owner reads the slot only after this
+
+
+class Near:
+    """The processes of this machine as this one (``me`` of ``nprocs``) knows them: its own
+    mailbox (None: no shared memory, then everything goes by messages), the processes whose
+    hello it could use (:attr:`procs`), the doorbells it rings and the processes that ring it."""
+
+    def __init__(self, me: int, nprocs: int, backend: CpuBackend, enabled: bool):
+        self.me, self.nprocs, self.backend = me, nprocs, backend
+        self.mailbox = Mailbox.make(nprocs, backend) if enabled else None
+        self.procs: set = set()         # processes whose mailbox this one mapped: same machine
+        self.bells: dict = {}           # process -> Doorbell this process rings
+        self.ringers: list = []         # processes that ring this one (their rings are polled)
+        self.rung = 0                   # rings this process wrote
+
+    def hello(self):
+        """The hello to send every other process (``("hello", host key, pid, handle, token)``),
+        or None without a mailbox (no hello: messages only)."""
+        return None if self.mailbox is None else ("hello",) + self.mailbox.hello(self.backend)
+
+    def on_hello(self, src: int, hello: tuple) -> bool:
+        """``src`` said hello: map its mailbox when it is on this machine (then it is near); True
+        when this process will ring it (tell it ``ringing``, so that it polls this one's rings).
+        Without a mailbox of its own a process uses none."""
+        if self.mailbox is None:
+            return False
+        bell = Doorbell.attach(hello, self.me, self.nprocs, self.backend)
+        if bell is None:
+            return False
+        self.procs.add(src)
+        if not RINGS:
+            return False
+        self.bells[src] = bell
+        return True
+
+    def on_ringing(self, src: int) -> None:
+        """``src`` rings this process from now on: poll its ring."""
+        if self.mailbox is not None and src not in self.ringers:
+            self.ringers.append(src)

@@ -221,8 +221,7 @@ def _key(task):
 def explain_deadlock(heads, scheduler) -> str:
     """The report for blocked ``(stream, task)`` heads of a world that cannot progress; with ranks
     in other processes, the report over every process's facts (the transport's)."""
-    remote = getattr(scheduler.sim.transport, "remote_hang_facts", None)
-    everyone = remote() if remote is not None else None
+    everyone = scheduler.sim.transport.remote_hang_facts()
     if everyone:
         return explain_snapshots([everyone[p] for p in sorted(everyone)])
     facts = Facts(scheduler.sim)
