@@ -36,7 +36,10 @@ Each process has its own Sim; its transport speaks to the other processes throug
 * **Progress, hangs, failures.** ``progress`` serves what arrived; ``world_idle`` is true only
   when every process of the job is idle with nothing in flight, and the hang report then holds
   the facts of every process. A process that raises tells the others (their blocking calls give
-  up naming its ranks); one that dies is found by its silence (:mod:`.mpi_link`).
+  up naming its ranks); one that dies is found by its silence (:mod:`.mpi_liveness`, :mod:`.mpi_failures`).
+* **Start.** Making the transport (a Sim whose configuration says MPI) starts nothing; the
+  process's link, and with it MPI and the heartbeat thread, starts at the transport's first use
+  that needs another process (:meth:`MpiTransport.started`).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Shared memory between the processes of an MPI job on one machine: who is on this machine, and
 the doorbells that carry remote notifies without a message.
 
-**Same machine.** Every process says hello to every other one (:func:`hello`): its host key
+**Same machine.** Every process says hello to every other one (:meth:`Near.hello`): its host key
 (host name and boot id), its pid and the handle of its mailbox (memory another process maps:
 :meth:`~pyhcomm.backend.CpuBackend.allocate_shared`). A process that gets a hello with its own
 host key maps the sender's mailbox and checks the random token the sender wrote there: only then
@@ -16,6 +16,10 @@ the sender, and before it handles the next one, so rings and messages keep the s
 (a remote notify follows the writes before it, whichever way they went). A ring is an 8-byte
 store after the slot's stores: the other process sees them in that order on x86-64 (TSO) only,
 so elsewhere notifies stay messages (:data:`RINGS`).
+
+:class:`Near` is what a process's link knows of this: its mailbox, the near processes, the
+doorbells it rings and the processes that ring it (the link rings and takes the rings,
+:mod:`.mpi_link`).
 """
 from __future__ import annotations
 
