@@ -42,7 +42,7 @@ from .mpi_liveness import HEAR_EVERY, Heartbeat
 from .mpi_poll import IdleClock, pause
 from .mpi_shm import Near
 from .mpi_termination import Termination
-from .mpi_wire import BULK, EAGER, FENCE, FENCED, GET, GOT, HDR, TAG
+from .mpi_wire import BULK, CONTROL, DATA, EAGER, FENCE, FENCED, GET, GOT, HDR, TAG
 
 REPORT_IDLE = 1e-3      # idle this long: report it to the coordinator of the hang detection
 
@@ -344,10 +344,10 @@ class Link:
                 handled += self._rings(src)     # rung before this message was sent
             self.recv_from[src] += 1
             kind = buf[0]
-            if kind == wire.DATA:
+            if kind == DATA:
                 self.received += 1
                 self._dispatch_data(src, buf, n)
-            elif kind == wire.CONTROL:
+            elif kind == CONTROL:
                 counted, ctrl = wire.read_control(buf, n)
                 if counted:
                     self.received += 1

@@ -65,5 +65,5 @@ def data(op: int, tid: int, addr: int, size: int, aux: int, reqid: int, extra: i
 def read_data(buf, n: int):
     """The eight words of the ``D`` message in ``buf[:n]``, then its inline payload (a view into
     ``buf``) or None."""
-    words = tuple(int(x) for x in buf[8:HDR].view(np.int64))
+    words = buf[8:HDR].view(np.int64).tolist()
     return words, (buf[HDR:n] if words[6] == INLINE else None)
