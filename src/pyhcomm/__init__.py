@@ -5,7 +5,7 @@ Three tiers over one core:
 * the flat C tier, here: ``HcommLocalCopyOnThread``, ``HcclThreadAcquireWithStream`` ... with
   pyhccl's conventions (ints for pointers and handles, ``ret, out = f(...)``, return codes);
 * the acl facade, :mod:`pyhcomm.acl` (pyACL's names: ``dev_ptr, ret = acl.rt.malloc(...)``);
-* the Pythonic tier: :class:`Device`, :class:`Comm`, :class:`Thread`, :class:`Buffer` ... raising
+* the Pythonic tier: :class:`Device`, :class:`Comm`, :class:`Thread`, :class:`Channel`, :class:`Buffer` ... raising
   :class:`HcclError`.
 
 Every enum member is also a module constant (``pyhcomm.COMM_ENGINE_CPU_TS``).
@@ -99,7 +99,7 @@ for _enum in _enums.ALL_ENUMS + (HcclResult, AclError) + _capi_enums:
     _constants.update(_enum.__members__)
 globals().update(_constants)
 
-from .pythonic import Buffer, Comm, Device, Kernel, Stream, Thread  # noqa: E402
+from .pythonic import Buffer, Channel, Comm, Device, Kernel, Stream, Thread  # noqa: E402
 from .spmd import LaunchTimeout, RankError, launch  # noqa: E402
 from .verify import hang as _hang  # noqa: E402,F401  (installs the hang report)
 from . import verify  # noqa: E402,F401  (installs the verifier's launch hooks: PYHCOMM_VERIFY)
@@ -110,6 +110,6 @@ __all__ = (list(_capi_all) + list(_constants)
               "PRODUCTS", "Product", "find_product", "set_product", "get_product", "reset", "record",
               "Sim", "current_sim",
               "set_notify_counting", "launch", "RankError", "LaunchTimeout",
-              "Buffer", "Comm", "Device", "Kernel", "Stream", "Thread", "CommEngine", "HcommDataType",
+              "Buffer", "Channel", "Comm", "Device", "Kernel", "Stream", "Thread", "CommEngine", "HcommDataType",
               "HcommReduceOp", "HcclDataType", "HcclReduceOp", "HCCL", "HCCL_ROOT_INFO_BYTES",
               "COMM_NAME_MAX_LENGTH", "HCCL_RES_TAG_MAX_LEN"])

@@ -111,6 +111,18 @@ def batch_end(tag) -> None:
         _sim().record.note_batch(bid, host_ctx().program, batch.tasks[0].seq, batch.tasks[-1].seq)
 
 
+def batch_drop(tag) -> None:
+    """Close the caller's open batch ``tag`` without launching its tasks (recorded as skipped):
+    what a caller whose batch could not be completed does (pyhcomm's; HCOMM has no such call).
+    Nothing happens when no batch of that tag is open."""
+    tag = _check_tag(tag, "HcommBatchModeEnd")
+    batch = host_ctx().batch
+    if batch is None or batch.tag != tag:
+        return
+    host_ctx().batch = None
+    batch.abandon()
+
+
 def _dead_owner(tasks):
     """Why one of ``tasks`` can no longer be launched (its stream or thread is gone), or None."""
     threads = _sim().handles.threads
