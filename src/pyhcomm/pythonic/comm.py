@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..defs.res_defs import CommMem, CommMemType
+from ..defs.res_defs import CommMem, CommMemType, CommProtocol
 from ..enums import CommEngine
 from ..errors import not_found as _not_found
 from ..hccl import comm as _comm
@@ -96,7 +96,7 @@ class Comm(Closable):
         (``HcclRankGraphGetLayers``, ``...GetRanksByLayer``, ``...GetLinks``), best first, each
         once: ``[COMM_PROTOCOL_HCCS, COMM_PROTOCOL_HCCS_ONLY, COMM_PROTOCOL_ROCE]`` between two
         NPUs of one Atlas A2 server, ``[COMM_PROTOCOL_ROCE]`` between servers."""
-        return list(dict.fromkeys(link.linkAttr.linkProtocol for link in self._links(peer)))
+        return list(dict.fromkeys(CommProtocol(link.linkAttr.linkProtocol) for link in self._links(peer)))
 
     def _links(self, peer: int) -> list:
         out = []
@@ -147,7 +147,7 @@ class Comm(Closable):
         for link in links:
             if link.linkAttr.linkProtocol in spoken:
                 return link
-        have = ", ".join(dict.fromkeys(link.linkAttr.linkProtocol.name for link in links)) or "none"
+        have = ", ".join(p.name for p in dict.fromkeys(CommProtocol(link.linkAttr.linkProtocol) for link in links))
         names = ", ".join(sorted(p.name for p in spoken))
         raise _not_found(api, f"no link of the rank graph from rank {self.rank} to rank {peer} speaks a protocol of "
                               f"{CommEngine(engine).name} channels on {_sim().runtime.product.name} ({names}); "
