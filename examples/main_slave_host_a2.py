@@ -76,9 +76,14 @@ for i in range(SLAVES):
     check(HcommThreadNotifyWaitOnThread(main, i, WAIT_TIMEOUT_S), "HcommThreadNotifyWaitOnThread(main)")
 print(f"enqueued {SLAVES} releases, {SLAVES} x (wait, copy, record) and {SLAVES} waits; all returned 0")
 
+# A deliberate race, to show that the calls above only enqueued: this read of dst is not ordered
+# after the slaves' copies (here it sees the old bytes; on hardware any mix of old and new ones).
+# `python -m pyhcomm verify` reports it, labelled deliberate by the comment on the call.
 host_out = np.zeros(TOTAL, dtype=np.uint8)
-check(acl.rt.memcpy(acl.util.numpy_to_ptr(host_out), TOTAL, dst, TOTAL, ACL_MEMCPY_DEVICE_TO_HOST), "aclrtMemcpy")
-print("before aclrtSynchronizeStream, dst is still zero:", bool((host_out == 0).all()))
+out_ptr = acl.util.numpy_to_ptr(host_out)
+ret = acl.rt.memcpy(out_ptr, TOTAL, dst, TOTAL, ACL_MEMCPY_DEVICE_TO_HOST)  # pyhcomm: deliberate race
+check(ret, "aclrtMemcpy")
+print("before aclrtSynchronizeStream (a deliberate race), dst is still zero:", bool((host_out == 0).all()))
 
 ret = acl.rt.synchronize_stream(stream)
 print(f"aclrtSynchronizeStream(user stream) -> {ret}")

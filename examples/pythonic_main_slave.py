@@ -57,7 +57,9 @@ with Device(0) as dev:
 
     fan_out_fan_in(main, slaves, acc, inp)
     main.local_copy(out, acc)                     # runs after the fan-in: every slice is complete
-    print("  enqueued; out before synchronize is still zero:", not out.read().any())
+    # a deliberate race: this read is not ordered after the copy (verify reports it, labelled)
+    early = out.read()                            # pyhcomm: deliberate race
+    print("  enqueued; out read before synchronize (a deliberate race) is still zero:", not early.any())
     user.synchronize()                            # the user stream only
     result = out.read(np.float32)
     print("  out == acc + inp:", bool(np.array_equal(result, expected)))
@@ -95,7 +97,8 @@ with Device(0) as dev:
     host.record(main_on_cpu, SLAVES)              # host -> device: the kernel may start
     Kernel(kernel).launch(user, main, slaves, host_on_aicpu, acc, inp)
     host.wait(0, WAIT_S)                          # device -> host: the user stream waits for the kernel
-    print("  handshake and kernel enqueued; acc unchanged so far:", bool((acc.read(np.float32) == 10.0).all()))
+    early = acc.read(np.float32)                  # pyhcomm: deliberate race (as in part 1)
+    print("  handshake and kernel enqueued; acc read now (a deliberate race) is unchanged:", bool((early == 10).all()))
     user.synchronize()
     result = acc.read(np.float32)
     print("  acc == 10 + inp:", bool(np.array_equal(result, expected)))

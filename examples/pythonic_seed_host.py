@@ -13,7 +13,8 @@ with Device(0) as dev:
     src.write(np.arange(256, dtype=np.uint8))
 
     thread.local_copy(dst, src)             # enqueued: nothing has moved yet
-    print("before synchronize:", dst.read()[:8])
+    # a deliberate race: this read is not ordered after the copy (verify reports it, labelled)
+    print("before synchronize (a deliberate race):", dst.read()[:8])   # pyhcomm: deliberate race
     stream.synchronize()
     print("after synchronize: ", dst.read()[:8])
     assert (dst.read() == np.arange(256, dtype=np.uint8)).all()

@@ -20,6 +20,7 @@ from ..analysis import analyze
 from ..analysis.findings import ERROR, HANG, Finding
 from ..errors import HcclDeadlockError
 from .explore import DEFAULT_DEPTH, Explorer, parse
+from .labels import label_of
 
 
 class VerificationError(AssertionError):
@@ -32,7 +33,9 @@ class VerificationError(AssertionError):
 
 class Report:
     """What :func:`check` found: ``findings`` (each defect once), the ``schedules`` run, whether
-    a bounded exhaustive exploration was ``complete``."""
+    a bounded exhaustive exploration was ``complete``. ``labelled``: ``finding.key -> file:line``
+    of the findings the program labels deliberate (:mod:`.labels`); they do not count against
+    :attr:`ok`."""
 
     def __init__(self, program: str = "", nranks: int = 0, product: str = ""):
         self.program, self.nranks, self.product = program, nranks, product
@@ -40,10 +43,17 @@ class Report:
         self.schedules: list = []       # (token, findings in that run, seconds)
         self.complete = False
         self._keys: dict = {}
+        self.labelled: dict = {}
 
     @property
     def ok(self) -> bool:
-        return not self.findings
+        """No finding, or only findings the program labels deliberate."""
+        return not self.unexpected
+
+    @property
+    def unexpected(self) -> list:
+        """The findings no label in the program calls deliberate."""
+        return [f for f in self.findings if f.key not in self.labelled]
 
     def __bool__(self):
         return self.ok
@@ -63,6 +73,9 @@ class Report:
                 f.replay = replay(token) if replay is not None else None
             self._keys[f.key] = f
             self.findings.append(f)
+            where = label_of(f)
+            if where is not None:
+                self.labelled[f.key] = where
             new += 1
         return new
 
@@ -72,9 +85,14 @@ class Report:
                 + (" (all of the bound)" if self.complete else "") + ", ")
         if not self.findings:
             return head + "no findings"
-        out = [head + f"{len(self.findings)} finding(s)"]
+        labelled = len(self.findings) - len(self.unexpected)
+        out = [head + f"{len(self.findings)} finding(s)" + (f", {labelled} labelled deliberate" if labelled else "")]
         for k, f in enumerate(self.findings, 1):
-            out.append(f"[{k}] " + f.text())
+            text = f.text()
+            where = self.labelled.get(f.key)
+            if where is not None:
+                text = f"{f.kind} (deliberate, labelled at {where}):" + text[len(f.kind) + 1:]
+            out.append(f"[{k}] " + text)
         return "\n".join(out)
 
     __str__ = text
@@ -82,7 +100,8 @@ class Report:
     def to_json(self) -> dict:
         return {"program": self.program, "ranks": self.nranks, "product": self.product,
                 "schedules": [{"schedule": t, "findings": n, "seconds": round(s, 3)} for t, n, s in self.schedules],
-                "complete": self.complete, "findings": [f.to_json() for f in self.findings]}
+                "complete": self.complete,
+                "findings": [dict(f.to_json(), deliberate=self.labelled.get(f.key)) for f in self.findings]}
 
     def write_json(self, path) -> None:
         with open(path, "w", encoding="utf-8") as f:
@@ -90,8 +109,8 @@ class Report:
             f.write("\n")
 
     def raise_for_findings(self) -> None:
-        """Raise :class:`VerificationError` when there is a finding."""
-        if self.findings:
+        """Raise :class:`VerificationError` when there is a finding not labelled deliberate."""
+        if not self.ok:
             raise VerificationError(self)
 
 

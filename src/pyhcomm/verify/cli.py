@@ -11,7 +11,8 @@ Two kinds of script:
   makes is checked (each on the schedule's policy), and so is its default simulation when it
   used one (the cooperative scheduler is used for it).
 
-``--replay TOKEN`` runs the one schedule a finding printed (its replay command).
+``--replay TOKEN`` runs the one schedule a finding printed (its replay command). The exit status
+is 1 when a finding is not labelled deliberate in the program (:mod:`.labels`).
 """
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def main(argv) -> int:
     print(report.text())
     if args.json:
         report.write_json(args.json)
-    return 1 if report.findings else 0
+    return 0 if report.ok else 1
 
 
 def _run(script: str, args):
