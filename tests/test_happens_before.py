@@ -310,19 +310,19 @@ def test_a_write_with_notify_orders_the_peers_wait_and_a_drain_waits_for_the_thr
 def _kernels_are_the_tasks(g, some=True):
     """The graph reads a device-side task's kernel from one task of its program (a kernel's
     tasks are its own program's): the same as every task's own ``kernel``."""
-    cols = g._cols
-    tasks = cols["task_entries"]
-    got = cols["kernel"][cols["tasks"]].tolist()
+    cols = g.columns
+    tasks = cols.task_entries
+    got = cols.kernel[cols.tasks].tolist()
     want = [(t.kernel or 0) if t.side == "device" else 0 for t in tasks]
     assert got == want and (any(want) or not some)
 
 
 def _notify_waits_are_the_tasks(g):
-    """The graph tells a notify task's waiting from its kind (``_NOTIFY_WAIT_TASKS``): the same as
+    """The graph tells a notify task's waiting from its kind (its ``notify`` use): the same as
     the task's own ``waits`` for every record and wait that ran."""
-    cols = g._notify_cols
+    cols = g.notify_columns
     at = cols.at[:cols.tasks]
-    flags = [g.entry(int(s)).waits for s in g._seq[at]]
+    flags = [g.entry(int(s)).waits for s in g.columns.seq[at]]
     assert True in flags and False in flags
     assert cols.waits[:cols.tasks].tolist() == flags
 
@@ -366,7 +366,7 @@ def test_the_first_step_of_each_logged_seq_is_numpys_unique(logged):
     that is no entry's: the same as ``np.unique(logged, return_index=True)``."""
     seq = np.array([1, 2, 3, 4, 5], dtype=np.int64)
     logged = np.array(logged, dtype=np.int64)
-    got, want = hb._first_steps(logged, hb._locator(seq), seq), np.unique(logged, return_index=True)
+    got, want = hb._first_steps(logged, hb.locator(seq), seq), np.unique(logged, return_index=True)
     assert [a.tolist() for a in got] == [a.tolist() for a in want]
 
 

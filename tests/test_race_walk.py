@@ -45,8 +45,8 @@ def test_the_walks_clocks_order_exactly_what_a_path_of_the_graph_orders(fn, nran
     sim = _run(fn, nranks, product, schedule)
     g = build(sim)
     det = RaceDetector(g, notify_queries(g, notify_uses(g))).run()
-    assert not g._coalesced and not det.never_ran     # every edge guaranteed: the clocks are the graph's
-    seqs, entries = g.seqs, g._entries
+    assert not g.coalesced and not det.never_ran     # every edge guaranteed: the clocks are the graph's
+    seqs, entries = g.seqs, g.entries
     ran = set(g.order())
     executed = [i for i, s in enumerate(seqs) if s in ran]
     ends = {}                                           # program -> its last host effect

@@ -11,7 +11,10 @@ from pyhcomm import acl
 from pyhcomm.analysis import happens_before
 from pyhcomm.config import Config
 from pyhcomm.timing.costs import cost_model
-from pyhcomm.timing.replay import _Replay, replay
+from pyhcomm.timing.entry_costs import EntryCosts
+from pyhcomm.timing.exact import exact_times
+from pyhcomm.timing.replay import replay
+from pyhcomm.timing.walk import walk
 from hcomm_testutil import host_setup, malloc
 
 pytestmark = pytest.mark.timeout(120)
@@ -21,11 +24,10 @@ def _both(sim):
     """(walk, engine) times of the record of ``sim``: each an (issue, start, end) of arrays."""
     record = sim.record
     graph = happens_before.build(record)
-    rp = _Replay(cost_model(sim.runtime.product), graph, record)
-    rp.costs()
-    walked = rp.walk()
+    costs = EntryCosts(cost_model(sim.runtime.product), graph, record)
+    walked = walk(costs)
     assert walked is not None           # no two flows overlapped: the walk's times are final
-    return walked, rp.engine()
+    return walked, exact_times(costs)
 
 
 def _ring_allgather(comm):
@@ -121,12 +123,12 @@ def test_a_timeline_does_not_keep_the_replays_arrays_alive(monkeypatch):
     import gc
     import weakref
     made = []
-    init = _Replay.__init__
+    init = EntryCosts.__init__
 
     def remember(self, *args):
         init(self, *args)
         made.append(weakref.ref(self))
-    monkeypatch.setattr(_Replay, "__init__", remember)
+    monkeypatch.setattr(EntryCosts, "__init__", remember)
     config = Config.from_env().with_values(record_capacity=0)
     sim = pyhcomm.Sim(config, scheduler="coop", seed=7, product="Atlas A3", data=False)
     pyhcomm.launch(_ring_allgather, 4, sim=sim)
@@ -147,8 +149,7 @@ def test_a_channel_notify_record_s_signal_takes_its_channel_s_link_latency(serve
     record, model = sim.record, cost_model(sim.runtime.product)
     protocols = {p for p, _peer in record.channel_info.values()}
     assert len(protocols) == servers
-    rp = _Replay(model, happens_before.build(record), record)
-    rp.costs()
+    rp = EntryCosts(model, happens_before.build(record), record)
     records = [(i, e) for i, e in enumerate(record.entries()) if e.kind == "ChannelNotifyRecord"]
     assert records
     want = [model.link(record.channel_info[e.target[0]][0]).latency for _i, e in records]

@@ -15,7 +15,7 @@ import types
 
 from .. import args as argcheck
 from ..sim import current_sim as _sim
-from ..sim import memory
+from ..sim import kinds, memory
 from ..sim.kernel import start_kernel
 from ..sim.runtime import host_ctx
 from ..sim.task import Task, call_site
@@ -200,7 +200,7 @@ def aclrtLaunchKernelWithConfig(func_handle, num_blocks, stream, cfg, args_handl
 def launch_function(fn, stream, args, num_blocks=1, timeout=None, name=None) -> None:
     """Enqueue ``fn(*args)`` as an AI CPU kernel on ``stream`` (a Stream object)."""
     name = name or getattr(fn, "__name__", repr(fn))
-    task = Task("KernelLaunch", stream, start_kernel, (), site=call_site(), detail=name)
+    task = Task(kinds.KERNEL_LAUNCH, stream, start_kernel, (), site=call_site(), detail=name)
     task.args = (task, name, fn, args, stream, num_blocks, timeout)
     task.program = host_ctx().program
     _sim().scheduler.submit(task)

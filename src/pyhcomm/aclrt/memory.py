@@ -12,7 +12,7 @@ import functools
 
 from .. import args
 from ..sim import current_sim as _sim
-from ..sim import memory
+from ..sim import kinds, memory
 from ..sim.runtime import host_ctx
 from ..sim.task import Task, call_site
 from ..enums import MALLOC_KNOWN_BITS, aclrtMallocAttrType, aclrtMemcpyKind
@@ -201,7 +201,7 @@ def aclrtMemcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> Non
         "aclrtMemcpy", dst, dest_max, src, count, kind)
     sim = _sim()
     sim.backend.copy(d_st, dst - d.addr, s_st, src - s.addr, count)
-    sim.record.host_effect("Memcpy", "aclrtMemcpy", device=d.device if d.device is not None else s.device,
+    sim.record.host_effect(kinds.MEMCPY, "aclrtMemcpy", device=d.device if d.device is not None else s.device,
                            reads=((src, count, s),), writes=((dst, count, d),), nbytes=count,
                            direction=_K(kind).name)
 
@@ -220,7 +220,7 @@ def aclrtMemcpyAsync(dst: int, dest_max: int, src: int, count: int, kind: int, s
     st = get_stream(stream, api)
     dst, src, kind, count, (d, _d_st, d_owner), (s, _s_st, s_owner) = _check_copy(
         api, dst, dest_max, src, count, kind)
-    task = Task("MemcpyAsync", st, _run_async_copy, (d, dst - d.addr, s, src - s.addr, count, (d_owner, s_owner)),
+    task = Task(kinds.MEMCPY_ASYNC, st, _run_async_copy, (d, dst - d.addr, s, src - s.addr, count, (d_owner, s_owner)),
                 reads=((src, count),), writes=((dst, count),), site=call_site(), detail=kind)
     task.program = host_ctx().program
     _sim().scheduler.submit(task)
@@ -246,7 +246,7 @@ def aclrtMemset(dev_ptr: int, max_count: int, value: int, count: int) -> None:
     dev_ptr, value, count, (a, storage, _owner) = _check_set("aclrtMemset", dev_ptr, max_count, value, count)
     sim = _sim()
     sim.backend.memset(storage, dev_ptr - a.addr, value, count)
-    sim.record.host_effect("Memset", "aclrtMemset", device=a.device, writes=((dev_ptr, count, a),), nbytes=count,
+    sim.record.host_effect(kinds.MEMSET, "aclrtMemset", device=a.device, writes=((dev_ptr, count, a),), nbytes=count,
                            value=value)
 
 
@@ -263,7 +263,7 @@ def aclrtMemsetAsync(dev_ptr: int, max_count: int, value: int, count: int, strea
     st = get_stream(stream, api)
     dev_ptr, value, count, (a, _storage, owner) = _check_set(api, dev_ptr, max_count, value, count)
     fill = functools.partial(_run_memset, _keep=owner) if a.kind == memory.HOST else _run_memset
-    task = Task("MemsetAsync", st, fill, (a, dev_ptr - a.addr, value, count), writes=((dev_ptr, count),),
+    task = Task(kinds.MEMSET_ASYNC, st, fill, (a, dev_ptr - a.addr, value, count), writes=((dev_ptr, count),),
                 site=call_site())
     task.program = host_ctx().program
     _sim().scheduler.submit(task)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import args
 from ..sim import current_sim as _sim
+from ..sim import kinds
 from ..sim.notify import Notify
 from ..sim.notify import NotifyRecordTask, NotifyWaitTask
 from ..sim.runtime import finalize_hooks, host_ctx
@@ -84,7 +85,7 @@ def aclrtRecordNotify(notify, stream) -> None:
     api = "aclrtRecordNotify"
     n = _get(notify, api)
     st = _stream_of(n, stream, api)
-    task = NotifyRecordTask("AclrtNotifyRecord", st, None, None, "host", n.notify, n.id, 3)
+    task = NotifyRecordTask(kinds.ACLRT_NOTIFY_RECORD, st, None, None, "host", n.notify, n.id, 3)
     task.program = host_ctx().program
     _sim().scheduler.submit(task)
 
@@ -95,7 +96,7 @@ def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
     n = _get(notify, api)
     st = _stream_of(n, stream, api)
     timeout = args.integer(timeout, api, "timeout (s)", 0, UINT32_MAX, _invalid)
-    task = NotifyWaitTask("AclrtNotifyWait", st, None, None, "host", n.notify, n.id, timeout, 3)
+    task = NotifyWaitTask(kinds.ACLRT_NOTIFY_WAIT, st, None, None, "host", n.notify, n.id, timeout, 3)
     task.program = host_ctx().program
     _sim().scheduler.submit(task)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import args
 from ..sim import current_sim as _sim
+from ..sim import kinds
 from ..sim.record import outcome
 from ..sim.runtime import host_ctx
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
@@ -44,7 +45,7 @@ def aclrtDestroyStream(stream: int) -> None:
     if dev is not None and st is dev.default_stream:
         raise acl_error(AclError.ACL_ERROR_RT_PARAM_INVALID, api, "the default stream cannot be destroyed")
     status = _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None, api, (st,))
-    _sim().record.host_effect("Synchronize", api, ok=status == DONE_OK and st.error is None, device=st.device,
+    _sim().record.host_effect(kinds.SYNCHRONIZE, api, ok=status == DONE_OK and st.error is None, device=st.device,
                               streams=(st.handle,), result=outcome(status, st.error))
     st.error = None
     _sim().scheduler.drop_stream(st)
@@ -85,7 +86,7 @@ def sync_streams(streams, api: str, timeout_s=None):
 
     status = _sim().scheduler.run_until(done, timeout_s, api, streams)
     first = next((st.error for st in streams if st.error is not None), None)
-    _sim().record.host_effect("Synchronize", api, ok=status == DONE_OK and first is None,
+    _sim().record.host_effect(kinds.SYNCHRONIZE, api, ok=status == DONE_OK and first is None,
                               device=streams[0].device if streams else None,
                               streams=tuple(st.handle for st in streams), timeout=timeout_s,
                               result=outcome(status, first))

@@ -15,9 +15,9 @@ from .findings import UNSYNCHRONIZED, Describer, Finding
 def completion_findings(graph, detector, describer: Describer) -> list:
     """See the module docstring; ``detector`` is a :class:`pyhcomm.analysis.race.RaceDetector`
     that ran over ``graph``."""
-    entries = graph._entries
+    entries = graph.entries
     owner = graph.host_program
-    kernels = graph._kernel_of
+    kernels = graph.kernel_of
     last: dict = {}     # (host program, stream chain) -> index of the last task of it that ran
     for (p, c), i in detector.last_task.items():
         hp = owner(p)

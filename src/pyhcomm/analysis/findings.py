@@ -82,7 +82,7 @@ class Describer:
         """device -> the rank of the first entry on it (made on first use: naming memory)."""
         if self._rank_of_device is None:
             self._rank_of_device = {}
-            for e in self.g._entries:
+            for e in self.g.entries:
                 if e.rank is not None and e.device is not None:
                     self._rank_of_device.setdefault(e.device, e.rank)
         return self._rank_of_device

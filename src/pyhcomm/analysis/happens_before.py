@@ -46,12 +46,8 @@ every path. Entries that never ran (pending, skipped, a wait that failed) are no
 their ``stream``, ``program`` and other static edges), but get no ``notify`` edge. A blocking call
 that timed out, was stuck or aborted gets no ``sync`` / ``join`` / ``drain`` edge.
 
-The API (stable; :class:`Graph`): ``seqs``, ``preds(seq)``, ``succs(seq)``, ``edges()``, ``pred_codes()``,
-``pred_csr()``, ``entry(seq)``, ``event(seq)``, ``program(seq)``, ``programs``, ``host_program(program)``,
-``stream(seq)``, ``step(seq)``,
-``ran(seq)``, ``order()``, ``executed()``, ``happens_before(a, b)``, ``complete``. Every ``seq`` is an
-entry of the record; ``order()`` is a topological order of the entries that executed (their
-execution order).
+The graph (:class:`~.graph.Graph`, :mod:`.graph`: its queries and its public columns) is what
+:func:`build` returns; the names of :mod:`.graph` are available here too.
 
 The build reads each field of the entries once, column by column, and finds the edges of the
 tasks with numpy (tasks are almost every entry: a 1024-rank ring AllGather records 6 million);
@@ -61,7 +57,6 @@ chains are made on first use.
 from __future__ import annotations
 
 import gc
-from collections import deque
 from itertools import compress, count
 from operator import attrgetter
 from typing import NamedTuple
@@ -69,385 +64,20 @@ from typing import NamedTuple
 import numpy as np
 
 from ..sched.base import SKIP_FLAG
+from ..sim.kinds import NotifyUse, Role
+from ..sim.kinds import kinds_where
+from .graph import (BATCH, CODE, CODE_MASK, DRAIN, EDGE_KINDS, FENCE, JOIN, KERNEL_END, LAUNCH, NOTIFY,  # noqa: F401
+                    PROGRAM, RENDEZVOUS, SHIFT, STREAM, SYNC, Built, Columns, Edge, Graph, Program, int_column,
+                    locator)
 from .keysort import stable_argsort
 
-STREAM, KERNEL_END, NOTIFY, PROGRAM, BATCH, LAUNCH = "stream", "kernel_end", "notify", "program", "batch", "launch"
-SYNC, JOIN, DRAIN, FENCE, RENDEZVOUS = "sync", "join", "drain", "fence", "rendezvous"
-#: Every edge kind, in the order of the table above.
-EDGE_KINDS = (STREAM, KERNEL_END, NOTIFY, PROGRAM, BATCH, LAUNCH, SYNC, JOIN, DRAIN, FENCE, RENDEZVOUS)
-_CODE = {k: i for i, k in enumerate(EDGE_KINDS)}
-_SHIFT = 4      # an edge is stored as src_index << _SHIFT | kind code
-
-#: Host effects that wait for streams, and the kind of their edges.
-_BLOCKING = {"Synchronize": SYNC, "ThreadJoin": JOIN, "ChannelDrain": DRAIN}
 #: Host effects whose transfer completes at a fence (the NBI family).
-NBI_KINDS = frozenset(("WriteNbi", "ReadNbi", "WriteWithNotifyNbi"))
-#: Task kinds that record or wait for a notify (``notify``, ``gen``, ``waits``).
-_NOTIFY_TASKS = frozenset(("ThreadNotifyRecord", "ThreadNotifyWait", "AclrtNotifyRecord", "AclrtNotifyWait",
-                           "ChannelNotifyRecord", "ChannelNotifyWait", "WriteWithNotify", "WriteReduceWithNotify"))
-#: Those of them that wait (their tasks' ``waits``: told by the kind, not read from each task)
-_NOTIFY_WAIT_TASKS = frozenset(("ThreadNotifyWait", "AclrtNotifyWait", "ChannelNotifyWait"))
+NBI_KINDS = kinds_where(lambda k: k.at_fence)
 #: Results of a blocking call after which the streams it waited for had ended.
 _NOT_ENDED = frozenset(("timeout", "stuck", "aborted"))
-_SEQ, _KIND, _PROGRAM, _KERNEL = (attrgetter(a) for a in ("seq", "kind", "program", "kernel"))
-_TASK_KEY = attrgetter("kind", "side", "program", "stream")
-_GEN = attrgetter("gen")
-_NOTIFY = attrgetter("notify")
+_SEQ, _KIND, _PROGRAM, _KERNEL, _ENGINE = (attrgetter(a) for a in ("seq", "kind", "program", "kernel", "engine"))
+_TASK_KEY = attrgetter("kind", "side", "program", "stream", "engine")
 _DEVICE_SIDE = "device"
-
-
-class Edge(NamedTuple):
-    """A direct predecessor: ``src`` (its seq) happens before the entry, for reason ``kind``."""
-
-    src: int
-    kind: str
-
-
-class Program(NamedTuple):
-    """A host program or kernel: ``id`` (the record's ``program``), ``kernel`` (the seq of its
-    ``KernelLaunch``, None for a host program), the ``ranks`` it issued entries for, and a label
-    for messages (``rank 0's host program``, ``kernel HcclAllGather of rank 1 (launch #41)``)."""
-
-    id: int
-    kernel: int | None
-    ranks: tuple
-    label: str
-
-
-def _extra(e, name, default=None):
-    extra = e.extra
-    return extra.get(name, default) if extra else default
-
-
-class Graph:
-    """The happens-before graph of a record (see the module docstring). Built by :func:`build`.
-
-    The edges are kept as two numpy arrays (:meth:`pred_csr`); the per-entry lists of
-    :meth:`pred_codes`, the seq index and the step table are made on first use."""
-
-    def __init__(self, record, tasks, host, T, H, complete):
-        self.record = record
-        self._parts = (tasks, host, T, H)   # entry T[j] is tasks[j], entry H[j] is host[j]
-        self._n = len(T) + len(H)
-        self._seq = None                # numpy: the seqs
-        self._ptr = None                # numpy (n + 1): entry i's edges are codes[ptr[i]:ptr[i + 1]]
-        self._codes = None              # numpy: src_index << _SHIFT | kind code
-        self._step = None               # numpy: per entry, +step (ran), -step (failed, skipped), 0
-        self._is_host = None            # numpy: per entry, whether it is a host effect
-        self._xsteps = None             # (seqs, signed steps) of the execution log, for ``_steps``
-        self._cols = None               # per-entry columns the build read (kind codes ...), for replays
-        self._lazy: dict = {}
-        self._succs = None
-        self._programs = None
-        self._builder = None
-        #: wait index -> the records after the first one it consumed (coalesced into the bit the first
-        #: one set, so lost: in another schedule the wait runs before them)
-        self._coalesced: dict = {}
-        self._launcher: dict = {}       # KernelLaunch seq -> the program that queued it
-        self._chain_state = None        # what the chains are computed from (see _chains)
-        self._kernel_pairs = None       # what ``_kernel_of`` is made from
-        self._notify_parts = None       # what ``_notify_entries`` is made from
-        self._notify_cols = None        # the notify uses that ran (NotifyColumns), for the notify checks
-        self._locate = None
-        #: whether the record held every entry (nothing dropped, recording never disabled)
-        self.complete = complete
-
-    # -- made on first use -------------------------------------------------------------------------
-    @property
-    def _entries(self) -> list:
-        """The task objects and host effects, in issue order."""
-        out = self._lazy.get("entries")
-        if out is None:
-            tasks, host, T, H = self._parts
-            order = np.empty(self._n, dtype=np.int64)
-            order[T] = np.arange(len(T), dtype=np.int64)
-            order[H] = np.arange(len(T), self._n, dtype=np.int64)
-            out = self._lazy["entries"] = list(map((tasks + host).__getitem__, order.tolist()))
-        return out
-
-    @property
-    def seqs(self) -> list:
-        """The seq of every entry, in issue order."""
-        out = self._lazy.get("seqs")
-        if out is None:
-            out = self._lazy["seqs"] = self._seq.tolist()
-        return out
-
-    @property
-    def _index(self) -> dict:
-        d = self._lazy.get("index")
-        if d is None:
-            d = self._lazy["index"] = {s: i for i, s in enumerate(self.seqs)}
-        return d
-
-    @property
-    def _steps(self) -> dict:
-        """seq -> +step / -step, as ``Record.step_table()`` when the graph was built."""
-        d = self._lazy.get("steps")
-        if d is None:
-            seqs, signed = self._xsteps
-            d = self._lazy["steps"] = dict(zip(seqs.tolist(), signed.tolist()))
-        return d
-
-    @property
-    def _preds(self) -> list:
-        """Per entry: None or the list of its edge codes (``src_index << _SHIFT | kind code``)."""
-        out = self._lazy.get("preds")
-        if out is None:
-            codes = self._codes.tolist()
-            ptr = self._ptr.tolist()
-            out = [codes[a:b] or None for a, b in zip(ptr, ptr[1:])]
-            self._lazy["preds"] = out
-        return out
-
-    @property
-    def _chain(self) -> list:
-        """Per entry: its chain (see pyhcomm.analysis.race)."""
-        if "chain" not in self._lazy:
-            self._chains()
-        return self._lazy["chain"]
-
-    @property
-    def _notify_entries(self) -> list:
-        """The indices of the notify records and waits, in issue order."""
-        out = self._lazy.get("notify")
-        if out is None:
-            tasks, host = self._notify_split
-            out = np.sort(np.concatenate([tasks, np.asarray(host, dtype=np.int64)])).tolist()
-            self._lazy["notify"] = out
-        return out
-
-    @property
-    def _notify_split(self) -> tuple:
-        """The notify records and waits (ran or not): ``(task indices, host effect indices)``."""
-        table, kc, T, host = self._notify_parts
-        return T[of_kinds(table, kc[T], _NOTIFY_TASKS)], host
-
-    @property
-    def _kernel_of(self) -> dict:
-        """kernel program -> the seq of its KernelLaunch."""
-        out = self._lazy.get("kernel_of")
-        if out is None:
-            pid, kernel, T, on_device, programs, kernels = self._kernel_pairs
-            tasks = T[on_device]
-            tasks = tasks[kernel[tasks] != 0]
-            out = {(p if p >= 0 else None): k for p, k in zip(pid[tasks].tolist(), kernel[tasks].tolist())}
-            out.update(zip(programs, kernels))
-            self._lazy["kernel_of"] = out
-        return out
-
-    def _chains(self) -> None:
-        """Number the chains (a stream, a program, or NBI transfers that fences separate) in order
-        of their first entry."""
-        tasks, handles, host_keys = self._chain_state
-        n = self._n
-        chain = np.zeros(n, dtype=np.int64)
-        if len(tasks):
-            uniq, first, inverse = np.unique(handles, return_index=True, return_inverse=True)
-            task_first = tasks[first]
-        else:
-            uniq, inverse, task_first = (), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        key_first: dict = {}
-        for i, key in host_keys:
-            key_first.setdefault(key, i)
-        firsts = np.concatenate([task_first, np.fromiter(key_first.values(), np.int64, len(key_first))])
-        rank = np.empty(len(firsts), dtype=np.int64)
-        rank[np.argsort(firsts, kind="stable")] = np.arange(len(firsts))
-        if len(tasks):
-            chain[tasks] = rank[:len(uniq)][inverse.reshape(-1)]
-        key_id = dict(zip(key_first, rank[len(uniq):].tolist()))
-        for i, key in host_keys:
-            chain[i] = key_id[key]
-        self._lazy["chain"] = chain.tolist()
-        self._lazy["chain_array"] = chain
-
-    @property
-    def _chain_array(self) -> np.ndarray:
-        """:attr:`_chain` as a numpy array."""
-        if "chain_array" not in self._lazy:
-            self._chains()
-        return self._lazy["chain_array"]
-
-    # -- reading -----------------------------------------------------------------------------------
-    def __len__(self):
-        return self._n
-
-    def __contains__(self, seq):
-        return seq in self._index
-
-    def locate(self, seqs: np.ndarray) -> np.ndarray:
-        """The entry indices of ``seqs`` (a numpy integer array), -1 for a seq not in the graph."""
-        if self._locate is None:
-            self._locate = _locator(self._seq)
-        return self._locate(np.asarray(seqs, dtype=np.int64))
-
-    def entry(self, seq):
-        """The task object or host effect of ``seq`` (as the record keeps it)."""
-        return self._entries[self._index[seq]]
-
-    def event(self, seq):
-        """The typed event of ``seq`` (:mod:`pyhcomm.sim.events`; built on demand)."""
-        if self._builder is None:
-            from ..sim.events import Builder
-            self._builder = Builder(self.record, self.record.steps(), _issued(self._entries))
-        return self._builder.build(self.entry(seq))
-
-    def preds(self, seq) -> tuple:
-        """The direct predecessors of ``seq``, as :class:`Edge` values."""
-        seqs = self.seqs
-        i = self._index[seq]
-        return tuple(Edge(seqs[c >> _SHIFT], EDGE_KINDS[c & 15])
-                     for c in self._codes[self._ptr[i]:self._ptr[i + 1]].tolist())
-
-    def pred_codes(self) -> list:
-        """Every entry's direct predecessors in compact form, for replays over the whole graph:
-        per entry, in the order of ``seqs``, None or a list of ``src << 4 | k``, ``src`` the
-        position of the predecessor in ``seqs`` and ``k`` the index of its kind in
-        :data:`EDGE_KINDS`. Read-only."""
-        return self._preds
-
-    def pred_csr(self) -> tuple:
-        """The same as two numpy arrays ``(ptr, codes)``: entry ``i``'s codes are
-        ``codes[ptr[i]:ptr[i + 1]]``, in the order :meth:`pred_codes` lists them. Read-only."""
-        return self._ptr, self._codes
-
-    def succs(self, seq) -> tuple:
-        """The entries ``seq`` is a direct predecessor of, as :class:`Edge` values (``src`` is the
-        successor's seq)."""
-        if self._succs is None:
-            succs = [[] for _ in self._entries]
-            for i, codes in enumerate(self._preds):
-                for c in codes or ():
-                    succs[c >> _SHIFT].append(i << _SHIFT | (c & 15))
-            self._succs = succs
-        seqs = self.seqs
-        return tuple(Edge(seqs[c >> _SHIFT], EDGE_KINDS[c & 15]) for c in self._succs[self._index[seq]])
-
-    def edges(self):
-        """Every edge as ``(src, dst, kind)``, grouped by ``dst`` in issue order."""
-        seqs = self.seqs
-        for i, codes in enumerate(self._preds):
-            for c in codes or ():
-                yield seqs[c >> _SHIFT], seqs[i], EDGE_KINDS[c & 15]
-
-    def step(self, seq):
-        """The step of the entry's first execution-log entry (None: not executed)."""
-        s = self._steps.get(seq)
-        return None if s is None else abs(s)
-
-    def ran(self, seq) -> bool:
-        """Whether the entry ran (a task that started running, a host effect that succeeded)."""
-        return self._steps.get(seq, 0) > 0
-
-    def program(self, seq):
-        """The ``program`` of the entry: the host program or kernel that issued it."""
-        return getattr(self.entry(seq), "program", None)
-
-    def stream(self, seq):
-        """The stream handle of a task (None for a host effect)."""
-        e = self.entry(seq)
-        return e.stream.handle if e.entry == "task" else None
-
-    @property
-    def programs(self) -> dict:
-        """program id -> :class:`Program`."""
-        if self._programs is None:
-            self._programs = _programs(self._entries)
-        return self._programs
-
-    def host_program(self, program):
-        """The host program behind ``program``: itself, or for a kernel the program that queued
-        its launch (followed up, for kernels launched from kernels)."""
-        kernel_of, launcher = self._kernel_of, self._launcher
-        for _ in range(64):
-            k = kernel_of.get(program)
-            if k is None:
-                return program
-            program = launcher.get(k)
-        return program
-
-    def executed(self):
-        """The positions (in ``seqs``) of the entries that executed, in execution order: a numpy
-        array (see :meth:`order`)."""
-        step = self._step
-        done = np.flatnonzero((step > 0) | (self._is_host & (step != 0)))
-        return done[np.argsort(np.abs(step[done]), kind="stable")]
-
-    def order(self) -> list:
-        """The seqs of every entry that executed (ran, or failed as a host effect), in execution
-        order: a topological order of the graph restricted to them."""
-        return self._seq[self.executed()].tolist()
-
-    def happens_before(self, a: int, b: int) -> bool:
-        """Whether there is a path ``a -> ... -> b`` (a backward search from ``b``; for tests and
-        small graphs: the race detector uses vector clocks)."""
-        if a == b:
-            return False
-        target = self._index[a]
-        seen = {self._index[b]}
-        todo = deque(seen)
-        preds = self._preds
-        while todo:
-            i = todo.popleft()
-            for c in preds[i] or ():
-                j = c >> _SHIFT
-                if j == target:
-                    return True
-                if j not in seen:
-                    seen.add(j)
-                    todo.append(j)
-        return False
-
-
-def _issued(entries) -> dict:
-    out: dict = {}
-    for e in entries:
-        k = getattr(e, "kernel", None)
-        if k:
-            out.setdefault(k, []).append(e.seq)
-    return out
-
-
-def _programs(entries) -> dict:
-    ranks: dict = {}
-    devices: dict = {}
-    kernels: dict = {}
-    launches = {}
-    rank_of_device: dict = {}
-    for e in entries:
-        p = e.program
-        if e.kind == "KernelLaunch":
-            launches[e.seq] = e
-        if e.rank is not None and e.device is not None:
-            rank_of_device.setdefault(e.device, e.rank)
-        if p is None:
-            continue
-        r = ranks.setdefault(p, set())
-        if e.rank is not None:
-            r.add(e.rank)
-        elif e.device is not None:
-            devices.setdefault(p, set()).add(e.device)
-        k = e.kernel
-        if k:
-            kernels[p] = k
-    out = {}
-    for p, rs in sorted(ranks.items()):
-        for dev in devices.get(p, ()):      # entries of no rank (acl calls): the rank on their device
-            if dev in rank_of_device:
-                rs.add(rank_of_device[dev])
-        k = kernels.get(p)
-        rs = tuple(sorted(rs))
-        on = f" of rank {rs[0]}" if len(rs) == 1 else ""
-        if k is not None:
-            launch = launches.get(k)
-            name = launch.args[1] if launch is not None else "?"
-            label = f"kernel {name}{on} (launch #{k})"
-        elif len(rs) == 1:
-            label = f"rank {rs[0]}'s host program"
-        else:
-            label = f"host program {p}"
-        out[p] = Program(p, k, rs, label)
-    return out
 
 
 def build(source) -> Graph:
@@ -466,44 +96,6 @@ def build(source) -> Graph:
             gc.enable()
 
 
-def _locator(seq):
-    """A function mapping a numpy array of seqs to their positions in ``seq`` (sorted), -1 where
-    absent."""
-    n = len(seq)
-    if n and int(seq[-1]) - int(seq[0]) == n - 1:       # contiguous: the common case
-        base = int(seq[0])
-
-        def locate(values):
-            pos = values - base
-            if not len(pos) or (int(pos.min()) >= 0 and int(pos.max()) < n):
-                return pos
-            return np.where((pos >= 0) & (pos < n), pos, -1)
-    elif n:
-        def locate(values):
-            pos = np.minimum(np.searchsorted(seq, values), n - 1)
-            return np.where(seq[pos] == values, pos, -1)
-    else:
-        def locate(values):
-            return np.full(len(values), -1, dtype=np.int64)
-    return locate
-
-
-def of_kinds(table: dict, codes: np.ndarray, kinds) -> np.ndarray:
-    """Per entry of ``codes`` (kind codes, ``table``: kind -> code): whether its kind is one of ``kinds``."""
-    lut = np.zeros(max(table.values(), default=0) + 1, dtype=bool)
-    lut[[c for k, c in table.items() if k in kinds]] = True
-    return lut[codes]
-
-
-def _ints(values, missing=-1):
-    """A numpy int64 array of ``values`` (a list of ints or None; None gives ``missing``)."""
-    n = len(values)
-    try:
-        return np.fromiter(values, np.int64, n)
-    except TypeError:
-        return np.fromiter(map({None: missing}.get, values, values), np.int64, n)
-
-
 def _kernels(tasks, on_device, programs):
     """The kernel (KernelLaunch seq, 0: none) of the device-side ``tasks`` (``on_device``: a mask
     of them; ``programs``: their programs, -1: none), a numpy int64 array. A kernel issues its
@@ -518,9 +110,9 @@ def _kernels(tasks, on_device, programs):
         one[programs] = at                      # a task of each program (whichever is written last)
         have = np.flatnonzero(one >= 0)
         of_program = np.zeros(len(one), dtype=np.int64)
-        of_program[have] = _ints([tasks[i].kernel for i in one[have].tolist()], 0)
+        of_program[have] = int_column([tasks[i].kernel for i in one[have].tolist()], 0)
         return of_program[programs]
-    return _ints(list(map(_KERNEL, compress(tasks, on_device.tolist()))), 0)
+    return int_column(list(map(_KERNEL, compress(tasks, on_device.tolist()))), 0)
 
 
 def _program_ids(entries):
@@ -528,13 +120,14 @@ def _program_ids(entries):
     try:
         return np.fromiter(map(_PROGRAM, entries), np.int64, len(entries))
     except TypeError:
-        return _ints(list(map(_PROGRAM, entries)))
+        return int_column(list(map(_PROGRAM, entries)))
 
 
 class _Columns:
     """What the build reads of the entries, one field at a time: positions in issue order of the
-    tasks (``T``) and host effects (``H``), and per entry its seq, kind code, program (-1: None),
-    kernel (the KernelLaunch seq, 0: none) and signed step."""
+    tasks (``T``) and host effects (``H``), and per entry its seq, kind code (``kinds[code]``: the
+    kind), program (-1: None), kernel (the KernelLaunch seq, 0: none), engine code (``engines``)
+    and signed step."""
 
     def __init__(self, record):
         i64 = np.int64
@@ -551,39 +144,63 @@ class _Columns:
         self.seq[self.T] = task_seq
         self.seq[self.H] = host_seq
         self.tasks, self.host = tasks, host
-        self.locate = _locator(self.seq)
+        self.locate = locator(self.seq)
         self.is_host = np.zeros(n, dtype=bool)
         self.is_host[self.H] = True
-        self.table: dict = {}          # kind -> a code (any int: the position it was first seen at)
+        self.table: dict = {}           # kind -> its code (in order of first appearance)
+        self.engine_table: dict = {}    # engine -> its code
         self.kc = np.empty(n, dtype=i64)
-        # tasks: one read of (kind, side, program, stream), whose combinations are few (a pass over
-        # millions of tasks costs its iteration more than the fields it reads): each combination
-        # is decoded once. A kind's code is where it was first seen, as for host effects. (The
-        # combinations are kept while the build runs, with the collector paused: see build.)
-        combos: dict = {}
-        combo_at = np.fromiter(map(combos.setdefault, map(_TASK_KEY, tasks), count()), i64, nt)
-        firsts = np.fromiter(combos.values(), i64, len(combos))          # increasing
-        which = np.searchsorted(firsts, combo_at)
-        del combo_at
-        self.kc[self.T] = np.array([self.table.setdefault(k, at) for (k, _s, _p, _st), at in combos.items()],
-                                   dtype=i64)[which]
-        self.on_device = np.array([side == _DEVICE_SIDE for _k, side, _p, _st in combos], dtype=bool)[which]
+        self.engine = np.empty(n, dtype=np.int32)
         self.pid = np.empty(n, dtype=i64)
-        self.pid[self.T] = np.array([-1 if p is None else p for _k, _s, p, _st in combos], dtype=i64)[which]
-        self.handle = np.array([st.handle for _k, _s, _p, st in combos], dtype=i64)[which]
-        del combos, which
-        self.kc[self.H] = np.fromiter(map(self.table.setdefault, map(_KIND, host), count(nt)), i64, nh)
+        self._read_tasks(tasks)
+        self.kc[self.H] = np.fromiter(map(self._code, map(_KIND, host)), i64, nh)
+        self.engine[self.H] = np.fromiter(map(self._engine_code, map(_ENGINE, host)), np.int32, nh)
         self.pid[self.H] = _program_ids(host)
         self.kernel = np.zeros(n, dtype=i64)
         dev = self.T[self.on_device]
         if len(dev):
             self.kernel[dev] = _kernels(tasks, self.on_device, self.pid[dev])
-        self.is_launch = self.of_kind(("KernelLaunch",))
+        self.is_launch = self.of_kind(lambda k: k.role is Role.LAUNCH)
         self.step, self.xsteps = _steps(record, self.locate, n, self.seq)
 
-    def of_kind(self, kinds):
-        """Per entry: whether its kind is one of ``kinds``."""
-        return of_kinds(self.table, self.kc, kinds)
+    def _read_tasks(self, tasks) -> None:
+        """The tasks' columns: one read of (kind, side, program, stream, engine), whose
+        combinations are few (a pass over millions of tasks costs its iteration more than the
+        fields it reads): each combination is decoded once. (The combinations are kept while the
+        build runs, with the collector paused: see build.)"""
+        i64, nt = np.int64, len(tasks)
+        combos: dict = {}
+        combo_at = np.fromiter(map(combos.setdefault, map(_TASK_KEY, tasks), count()), i64, nt)
+        firsts = np.fromiter(combos.values(), i64, len(combos))          # increasing
+        which = np.searchsorted(firsts, combo_at)
+        del combo_at
+        self.kc[self.T] = np.array([self._code(k) for k, _s, _p, _st, _e in combos], dtype=i64)[which]
+        self.engine[self.T] = np.array([self._engine_code(e) for _k, _s, _p, _st, e in combos], dtype=np.int32)[which]
+        self.on_device = np.array([side == _DEVICE_SIDE for _k, side, _p, _st, _e in combos], dtype=bool)[which]
+        self.pid[self.T] = np.array([-1 if p is None else p for _k, _s, p, _st, _e in combos], dtype=i64)[which]
+        self.handle = np.array([st.handle for _k, _s, _p, st, _e in combos], dtype=i64)[which]
+
+    def _code(self, kind) -> int:
+        code = self.table.get(kind)
+        if code is None:
+            code = self.table[kind] = len(self.table)
+        return code
+
+    def _engine_code(self, engine) -> int:
+        code = self.engine_table.get(engine)
+        if code is None:
+            code = self.engine_table[engine] = len(self.engine_table)
+        return code
+
+    def of_kind(self, test):
+        """Per entry: whether ``test(kind)`` holds for its kind."""
+        lut = np.fromiter((bool(test(k)) for k in self.table), bool, len(self.table))
+        return lut[self.kc] if len(lut) else np.zeros(self.n, dtype=bool)
+
+    def columns(self) -> Columns:
+        """The graph's public columns."""
+        return Columns(self.seq, self.step, self.is_host, self.kc, list(self.table), self.pid, self.kernel,
+                       self.engine, list(self.engine_table), self.T, self.tasks, self.H, self.host, self.on_device)
 
     def launch_at(self, kernels):
         """The positions of the KernelLaunch tasks of ``kernels`` (seqs); KeyError for one that is
@@ -664,8 +281,7 @@ class _HostEffects:
     markers): their edges, and what the tasks' edges need of them."""
 
     def __init__(self, c: _Columns, streams: _Streams):
-        sh = _SHIFT
-        c_prog, c_launch, c_fence, c_rdv = (_CODE[k] for k in (PROGRAM, LAUNCH, FENCE, RENDEZVOUS))
+        self.c, self.streams = c, streams
         self.dst: list = []             # their edges, in order
         self.codes: list = []
         self.events: list = []          # (program, index): a program's last host effect changed here
@@ -676,77 +292,88 @@ class _HostEffects:
         self.notify: list = []          # indices of host effects with a notify
         self.records: list = []         # (owner, index, gen, entry index, notify) of notify records
         self.waits: list = []           # the same for notify waits
-        last_he: dict = {}              # program -> index of its last host effect so far (program order)
-        nbi: dict = {}                  # program -> [(index, channel)] posted since its last fence
-        nbi_free: dict = {}             # program -> keys of NBI chains whose transfers a fence completed
-        chain: dict = {}                # index -> chain key
-        kernel_last, events = self.kernel_last, self.events
+        self.last_he: dict = {}         # program -> index of its last host effect so far (program order)
+        self.nbi: dict = {}             # program -> [(index, channel)] posted since its last fence
+        self.nbi_free: dict = {}        # program -> keys of NBI chains whose transfers a fence completed
+        self.chain: dict = {}           # index -> chain key
         for i, e in zip(c.H.tolist(), c.host):
-            program = e.program
-            kernel = e.kernel
-            if kernel:
-                self.kernel_programs.append(program)
-                self.kernel_seqs.append(kernel)
-                c.kernel[i] = kernel
-            kind = e.kind
-            if kind in NBI_KINDS:
-                free = nbi_free.get(program)
-                key = free.pop() if free else ("nbi", i)
+            self._visit(i, e)
+
+    def _visit(self, i: int, e) -> None:
+        """Host effect ``e`` at index ``i``: its chain, its edges, what it tells the tasks."""
+        c, kind, program, kernel = self.c, e.kind, e.program, e.kernel
+        if kernel:
+            self.kernel_programs.append(program)
+            self.kernel_seqs.append(kernel)
+            c.kernel[i] = kernel
+        if kind.at_fence:
+            free = self.nbi_free.get(program)
+            key = free.pop() if free else ("nbi", i)
+        else:
+            key = ("program", program)
+        self.keys.append((i, key))
+        self.chain[i] = key
+        mine = []
+        src = self.last_he.get(program)
+        if src is not None:
+            mine.append(src << SHIFT | CODE[PROGRAM])
+        elif kernel:
+            mine.append(int(c.launch_at(np.array([kernel]))[0]) << SHIFT | CODE[LAUNCH])
+        if kind.at_fence:
+            self.nbi.setdefault(program, []).append((i, kind.get(e, "channel")))
+        else:
+            self._in_program(i, e, kind, program, kernel, mine)
+        n_ = kind.get(e, "notify")
+        if n_ is not None:
+            self.notify.append(i)
+            gen = kind.get(e, "gen")
+            if gen is not None:
+                uses = self.waits if kind.notify is NotifyUse.WAIT else self.records
+                uses.append((n_.owner, n_.index, gen, i, n_))
+        if mine:
+            self.dst.extend([i] * len(mine))
+            self.codes.extend(mine)
+
+    def _in_program(self, i, e, kind, program, kernel, mine) -> None:
+        """The edges of a host effect in its program's order (not an NBI transfer), by role."""
+        role = kind.role
+        if role is Role.HOST_SYNC:
+            if kind.get(e, "result") not in _NOT_ENDED:
+                _tails(mine, e, i, self.c, self.streams, self.kernel_last, CODE[kind.sync_edge])
+        elif role is Role.FENCE:
+            self._fence(i, kind.get(e, "channel"), program, mine)
+        elif role is Role.RENDEZVOUS:
+            members = kind.get(e, "programs", ())
+            for q in members:
+                if q != program:
+                    j = self.last_he.get(q)
+                    if j is not None:
+                        mine.append(j << SHIFT | CODE[RENDEZVOUS])
+            for q in members:
+                self.last_he[q] = i
+                self.events.append((-1 if q is None else q, i))
+        if program is not None:
+            self.last_he[program] = i
+            self.events.append((program, i))
+        if kernel:
+            self.kernel_last[kernel] = i
+
+    def _fence(self, i, ch, program, mine) -> None:
+        """A fence completes the NBI transfers its program posted (on channel ``ch``, or all);
+        their chains are free again."""
+        posted = self.nbi.get(program)
+        if not posted:
+            return
+        keep = []
+        free = self.nbi_free.setdefault(program, [])
+        for j, cj in posted:
+            if ch is None or cj == ch:
+                mine.append(j << SHIFT | CODE[FENCE])
+                if self.chain[j] not in free:
+                    free.append(self.chain[j])
             else:
-                key = ("program", program)
-            self.keys.append((i, key))
-            chain[i] = key
-            mine = []
-            src = last_he.get(program)
-            if src is not None:
-                mine.append(src << sh | c_prog)
-            elif kernel:
-                mine.append(int(c.launch_at(np.array([kernel]))[0]) << sh | c_launch)
-            if kind in NBI_KINDS:
-                nbi.setdefault(program, []).append((i, _extra(e, "channel")))
-            else:
-                blocking = _BLOCKING.get(kind)
-                if blocking is not None:
-                    if _extra(e, "result") not in _NOT_ENDED:
-                        _tails(mine, e, i, c, streams, kernel_last, _CODE[blocking])
-                elif kind == "Fence":
-                    posted = nbi.get(program)
-                    if posted:
-                        ch = _extra(e, "channel")
-                        keep = []
-                        free = nbi_free.setdefault(program, [])
-                        for j, cj in posted:
-                            if ch is None or cj == ch:
-                                mine.append(j << sh | c_fence)
-                                if chain[j] not in free:
-                                    free.append(chain[j])
-                            else:
-                                keep.append((j, cj))
-                        nbi[program] = keep
-                elif kind == "Rendezvous":
-                    members = _extra(e, "programs", ())
-                    for q in members:
-                        if q != program:
-                            j = last_he.get(q)
-                            if j is not None:
-                                mine.append(j << sh | c_rdv)
-                    for q in members:
-                        last_he[q] = i
-                        events.append((-1 if q is None else q, i))
-                if program is not None:
-                    last_he[program] = i
-                    events.append((program, i))
-                if kernel:
-                    kernel_last[kernel] = i
-            n_ = _extra(e, "notify")
-            if n_ is not None:
-                self.notify.append(i)
-                gen = _extra(e, "gen")
-                if gen is not None:
-                    (self.waits if _extra(e, "waits") else self.records).append((n_.owner, n_.index, gen, i, n_))
-            if mine:
-                self.dst.extend([i] * len(mine))
-                self.codes.extend(mine)
+                keep.append((j, cj))
+        self.nbi[program] = keep
 
 
 def _program_edges(c: _Columns, host: _HostEffects, batches) -> tuple:
@@ -789,15 +416,15 @@ def _program_edges(c: _Columns, host: _HostEffects, batches) -> tuple:
     del tk
     batched = _batched(batches, tp, c.seq[T], int(c.seq[-1]) + 1 if c.n else 1)
     del tp
-    kind = np.where(has_he, _CODE[PROGRAM], _CODE[LAUNCH])
-    kind[batched] = _CODE[BATCH]
+    kind = np.where(has_he, CODE[PROGRAM], CODE[LAUNCH])
+    kind[batched] = CODE[BATCH]
     del batched
     some = has_he
     some |= by_launch
     del by_launch
     code = src[some]
     del src
-    code <<= _SHIFT
+    code <<= SHIFT
     code |= kind[some]
     return T[some], code
 
@@ -815,8 +442,8 @@ def _stream_edges(c: _Columns, streams: _Streams, host: _HostEffects) -> tuple:
         last = host.kernel_last.get(int(c.seq[j]))
         if last is not None:
             kend_dst.append(i)
-            kend_code.append(last << _SHIFT | _CODE[KERNEL_END])
-    return (dst, src << _SHIFT | _CODE[STREAM]), (np.array(kend_dst, dtype=i64), np.array(kend_code, dtype=i64))
+            kend_code.append(last << SHIFT | CODE[KERNEL_END])
+    return (dst, src << SHIFT | CODE[STREAM]), (np.array(kend_dst, dtype=i64), np.array(kend_code, dtype=i64))
 
 
 def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
@@ -825,17 +452,18 @@ def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
     notify checks read (:class:`NotifyColumns`)."""
     i64 = np.int64
     T = c.T
-    mine = np.flatnonzero(c.of_kind(_NOTIFY_TASKS)[T])        # positions in c.tasks
+    mine = np.flatnonzero(c.of_kind(_uses_notify)[T])         # positions in c.tasks
     mine = mine[c.step[T[mine]] > 0]
     ran = T[mine]
     picked = np.zeros(len(T), dtype=bool)
     picked[mine] = True
     objs = list(compress(c.tasks, picked.tolist()))
     del picked
+    gen_of, notify_of_task = _task_getter(c, ran, "gen"), _task_getter(c, ran, "notify")
     try:
-        gens = np.fromiter(map(_GEN, objs), i64, len(objs))
+        gens = np.fromiter(map(gen_of, objs), i64, len(objs))
     except TypeError:                   # some ran without setting a generation
-        got = list(map(_GEN, objs))
+        got = list(map(gen_of, objs))
         keep = [k for k, v in enumerate(got) if v is not None]
         ran, mine, objs = ran[keep], mine[keep], [objs[k] for k in keep]
         gens = np.array([got[k] for k in keep], dtype=i64)
@@ -844,21 +472,21 @@ def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
     # tasks share their notify objects (some hash by value, slowly): read each one's (owner,
     # index) once, by identity (the objects are alive, so their ids are distinct), in the order
     # they first appear. (The ids as a numpy array: millions of tasks, a few thousand notifies.)
-    ids = np.fromiter(map(id, map(_NOTIFY, objs)), i64, len(objs))
+    ids = np.fromiter(map(id, map(notify_of_task, objs)), i64, len(objs))
     distinct, first, which = np.unique(ids, return_index=True, return_inverse=True)
     del ids, distinct
     key_of: dict = {}                   # (owner, index) -> key
     notify_of: list = []                # key -> one of its notify objects
     key_at = np.empty(len(first), dtype=i64)
     for u in np.argsort(first).tolist():
-        n_ = objs[first[u]].notify
+        n_ = notify_of_task(objs[first[u]])
         key = key_of.setdefault((n_.owner, n_.index), len(key_of))
         if key == len(notify_of):
             notify_of.append(n_)
         key_at[u] = key
     keys = key_at[which.reshape(-1)]
     del first, which, key_at
-    is_wait = c.of_kind(_NOTIFY_WAIT_TASKS)[ran]
+    is_wait = c.of_kind(_waits)[ran]
     nt = len(keys)
     if host.records or host.waits:
         more = host.records + host.waits
@@ -878,6 +506,27 @@ def _notify_uses(c: _Columns, host: _HostEffects) -> tuple:
     return (keys, gens, ran, is_wait), cols
 
 
+def _uses_notify(kind) -> bool:
+    return kind.entry == "task" and kind.notify is not None
+
+
+def _waits(kind) -> bool:
+    return kind.notify is NotifyUse.WAIT
+
+
+def _task_getter(c: _Columns, at, field: str):
+    """The accessor of ``field`` for the entries at ``at``: their kinds' one accessor when they
+    share it (one pass, at C speed, over millions of tasks), else one that asks each entry's kind."""
+    present = set(np.unique(c.kc[at]).tolist())
+    getters = {k.getter(field) for k, code in c.table.items() if code in present}
+    if len(getters) == 1:
+        return getters.pop()
+
+    def get(e):
+        return e.kind.getter(field)(e)
+    return get
+
+
 class NotifyColumns(NamedTuple):
     """The notify records and waits that ran with a generation (tasks first, then host effects),
     as the build found them: per use its notify (``key``), generation, entry index (``at``),
@@ -895,35 +544,28 @@ class NotifyColumns(NamedTuple):
 def _build(source) -> Graph:
     record = getattr(source, "record", source)
     c = _Columns(record)
-    g = Graph(record, c.tasks, c.host, c.T, c.H, record.whole())
-    g._seq, g._step, g._xsteps, g._is_host = c.seq, c.step, c.xsteps, c.is_host
     streams = _Streams(c)
     host = _HostEffects(c, streams)
-    uses, g._notify_cols = _notify_uses(c, host)
+    uses, notify_columns = _notify_uses(c, host)
     i64 = np.int64
     # every edge, per entry in the order: program (or a host effect's own), stream, kernel end, notify
     (st_dst, st_code), (kend_dst, kend_code) = _stream_edges(c, streams, host)
     prog_dst, prog_code = _program_edges(c, host, record.batches)
-    nf_dst, nf_code = _notify_edges(*uses, g._coalesced, _CODE[NOTIFY])
+    coalesced: dict = {}
+    nf_dst, nf_code = _notify_edges(*uses, coalesced, CODE[NOTIFY])
     del uses
-    g._ptr, g._codes = _csr(c.n, [
+    ptr, codes = _csr(c.n, [
         (prog_dst, prog_code, False),
         (np.array(host.dst, dtype=i64), np.array(host.codes, dtype=i64), True),
         (st_dst, st_code, False),
         (kend_dst, kend_code, False),
         (nf_dst, nf_code, True),
     ])
-    g._notify_parts = (c.table, c.kc, c.T, host.notify)
-    g._chain_state = (c.T, c.handle, host.keys)
-    g._kernel_pairs = (c.pid, c.kernel, c.T, c.on_device, host.kernel_programs, host.kernel_seqs)
     launches = np.flatnonzero(c.is_launch)
-    g._launcher = {k: (p if p >= 0 else None) for k, p in zip(c.seq[launches].tolist(), c.pid[launches].tolist())}
-    #: what a replay reads too: per entry its kind's code (``kind_table``: kind -> code), program
-    #: (-1: None), kernel (the KernelLaunch seq, 0: none); the positions of the tasks (in issue order,
-    #: ``task_entries``) and of the host effects (``host_entries``); which tasks are device-side
-    g._cols = {"kind_code": c.kc, "kind_table": c.table, "program": c.pid, "kernel": c.kernel, "tasks": c.T,
-               "task_entries": c.tasks, "on_device": c.on_device, "host": c.H, "host_entries": c.host}
-    return g
+    launcher = {k: (p if p >= 0 else None) for k, p in zip(c.seq[launches].tolist(), c.pid[launches].tolist())}
+    built = Built(ptr, codes, c.xsteps, coalesced, launcher, c.handle, host.keys, host.kernel_programs,
+                  host.kernel_seqs, host.notify, notify_columns)
+    return Graph(record, c.columns(), built, record.whole())
 
 
 def _batched(batches, programs, seqs, big):
@@ -1029,7 +671,7 @@ def _notify_edges(key, gens, at, is_wait, coalesced, code):
     dst = np.concatenate(dst_parts)
     src = np.concatenate(src_parts)
     o = np.argsort(dst, kind="stable")
-    return dst[o], src[o] << _SHIFT | code
+    return dst[o], src[o] << SHIFT | code
 
 
 def _csr(n, parts):
@@ -1043,7 +685,7 @@ def _csr(n, parts):
         if len(d):
             fill += np.bincount(d, minlength=n)
     total = int(fill.sum())
-    it = np.int32 if max(n << _SHIFT | 15, total) <= np.iinfo(np.int32).max else i64
+    it = np.int32 if max(n << SHIFT | 15, total) <= np.iinfo(np.int32).max else i64
     ptr = np.zeros(n + 1, dtype=it)
     ptr[1:] = np.cumsum(fill)
     codes = np.empty(total, dtype=it)
@@ -1068,7 +710,7 @@ def _tails(mine, e, i, c, streams, kernel_last, code) -> None:
     launch)."""
     step, by_stream = c.step, streams.by_stream
     mine_step = abs(int(step[i])) or None
-    for h in _extra(e, "streams", ()):
+    for h in e.kind.get(e, "streams", ()):
         r = streams.range.get(h)
         if r is None:
             continue
@@ -1077,13 +719,14 @@ def _tails(mine, e, i, c, streams, kernel_last, code) -> None:
         for j in by_stream[lo:hi][::-1].tolist():
             s = int(step[j])
             if s > 0 and (mine_step is None or s < mine_step):
-                mine.append(j << _SHIFT | code)
+                mine.append(j << SHIFT | code)
                 if c.is_launch[j]:
                     k = kernel_last.get(int(c.seq[j]))
                     if k is not None:
-                        mine.append(k << _SHIFT | code)
+                        mine.append(k << SHIFT | code)
                 break
 
 
-__all__ = ["build", "Graph", "Edge", "Program", "EDGE_KINDS", "NBI_KINDS", "STREAM", "KERNEL_END", "NOTIFY",
-           "PROGRAM", "BATCH", "LAUNCH", "SYNC", "JOIN", "DRAIN", "FENCE", "RENDEZVOUS"]
+__all__ = ["build", "batch_ends", "NotifyColumns", "Graph", "Columns", "Edge", "Program", "EDGE_KINDS", "NBI_KINDS",
+           "STREAM", "KERNEL_END", "NOTIFY", "PROGRAM", "BATCH", "LAUNCH", "SYNC", "JOIN", "DRAIN", "FENCE",
+           "RENDEZVOUS"]

@@ -27,10 +27,8 @@ from operator import attrgetter
 
 import numpy as np
 
+from ..sim.kinds import NotifyUse
 from .findings import HANG, LATE_WAIT, LOST_RECORD, NOTIFY_LEFT_SET, Describer, Finding
-from .happens_before import _NOTIFY_TASKS
-
-_HOST_NOTIFY = frozenset(("ChannelNotifyRecordNow", "ChannelNotifyWaitNow", "WriteWithNotifyNbi"))
 
 
 class _Use:
@@ -87,15 +85,15 @@ def notify_uses(graph) -> NotifyUses:
 def _fast_columns(graph):
     """The graph's notify columns sorted by (notify, generation, entry), when they hold every
     notify record and wait of the record (each ran, with a generation); else None."""
-    cols = graph._notify_cols
+    cols = graph.notify_columns
     if cols is None:
         return None
-    tasks, host = graph._notify_split
+    tasks, host = graph.notify_split()
     if len(tasks) != cols.tasks or len(host) != len(cols.key) - cols.tasks:
         return None         # a notify task that did not run (or has no generation), a host use that did not
     if len(host):
-        entries, step = graph._entries, graph._step
-        if any(entries[i].kind not in _HOST_NOTIFY or step[i] <= 0 for i in host):
+        entries, step = graph.entries, graph.columns.step
+        if any(entries[i].kind.notify is None or step[i] <= 0 for i in host):
             return None
     o = np.lexsort((cols.at, cols.gen, cols.key))
     return cols._replace(key=cols.key[o], gen=cols.gen[o], at=cols.at[o], waits=cols.waits[o], lane=cols.lane[o])
@@ -103,26 +101,19 @@ def _fast_columns(graph):
 
 def _by_notify(graph) -> dict:
     out = {}
-    steps = graph._steps
-    entries = graph._entries
-    for i in graph._notify_entries:
+    steps = graph.step_table()
+    entries = graph.entries
+    for i in graph.notify_entries():
         e = entries[i]
         kind = e.kind
-        if e.entry == "task":
-            if kind not in _NOTIFY_TASKS:
-                continue
-            n = e.notify
-            ran = steps.get(e.seq, 0) > 0
-            use = _Use(e, e.gen if ran else None, ran, ("stream", e.stream.handle), e.waits, i)
-        else:
-            if kind not in _HOST_NOTIFY:
-                continue
-            n = e.extra.get("notify")
-            if n is None:
-                continue
-            ran = steps.get(e.seq, 0) > 0
-            use = _Use(e, e.extra.get("gen") if ran else None, ran, ("program", e.program),
-                       bool(e.extra.get("waits")), i)
+        if kind.notify is None:
+            continue
+        n = kind.get(e, "notify")
+        if n is None:
+            continue
+        ran = steps.get(e.seq, 0) > 0
+        lane = ("stream", e.stream.handle) if e.entry == "task" else ("program", e.program)
+        use = _Use(e, kind.get(e, "gen") if ran else None, ran, lane, kind.notify is NotifyUse.WAIT, i)
         key = (n.owner, n.index)        # a notify is known by owner and index (a remote one is a value)
         slot = out.get(key)
         if slot is None:
@@ -222,7 +213,7 @@ def _flagged(graph, f, unordered) -> list:
     keys = np.unique(np.concatenate(keys))
     if not len(keys):
         return []
-    entries = graph._entries
+    entries = graph.entries
     lo, hi = np.searchsorted(f.key, keys), np.searchsorted(f.key, keys, side="right")  # f is sorted by key
     first = [int(f.at[a:z].min()) for a, z in zip(lo.tolist(), hi.tolist())]    # each notify's first use
     out = []
@@ -367,8 +358,8 @@ def hang_findings(graph, describer: Describer, uses=None, report: str | None = N
 def _stream_blockers(graph) -> dict:
     """stream handle -> the first task of it that never ran and was not skipped (where it stuck)."""
     out = {}
-    steps = graph._steps
-    for e in graph._entries:
+    steps = graph.step_table()
+    for e in graph.entries:
         if e.entry == "task" and steps.get(e.seq, 0) <= 0 and e.state != "skipped":
             out.setdefault(e.stream.handle, e)
     return out
@@ -384,8 +375,8 @@ def _why(w, n, records, waits, d, blocked_by, waits_for) -> str:
             head = blocked_by.get(r.e.stream.handle)
             if head is not None and head is not r.e and head.seq < r.seq:
                 what = f"{head.kind} at {d.where(head)}"
-                if getattr(head, "waits", False):
-                    what += f" (waiting for {_name(head.notify)})"
+                if head.kind.notify is NotifyUse.WAIT:
+                    what += f" (waiting for {_name(head.kind.get(head, 'notify'))})"
                     waits_for.setdefault(w.seq, head.seq)
                 parts.append(f"the record at {d.where(r.e)} never ran: {d.who(r.e)} was stuck at {what}")
             elif r.e.state == "skipped":

@@ -22,8 +22,9 @@ write/read). Ranges are kept per 4 MiB bucket of the address space, split where 
 overlap partly; device memory is one address space (device addresses are unique), host memory
 one space per host allocation (host addresses are reused by new arrays).
 
-What each entry accesses: its ``reads`` and ``writes`` (docs/record.md); a one-sided transfer
-touches the peer's memory, which is how a race across ranks shows. Entries that did not run
+What each entry accesses: what its kind says (``Kind.spans``: its ``reads`` and ``writes``,
+docs/record.md); a one-sided transfer touches the peer's memory, which is how a race across ranks
+shows. Entries that did not run
 (skipped, pending, failed waits) accessed nothing.
 
 Clocks are numpy arrays shared between chains until one of them joins (copy on write), so a clock
@@ -43,56 +44,26 @@ import bisect
 
 import numpy as np
 
+from ..sim.kinds import engine_name
+from ..sim.record import decode
 from .findings import RACE, Describer, Finding
-from .happens_before import _CODE, _SHIFT, NBI_KINDS, NOTIFY, of_kinds
+from .graph import CODE, CODE_MASK, NOTIFY, SHIFT
 from .keysort import stable_argsort
 
 _BUCKET = 22            # 4 MiB buckets of the shadow memory
 _NONE = np.zeros(0, dtype=np.int64)
-_NOTIFY_CODE = _CODE[NOTIFY]
+_NOTIFY_CODE = CODE[NOTIFY]
 _WW, _RW, _WR = "write/write", "read/write", "write/read"
-#: Kinds that touch no memory (notifies, launches, synchronisation).
-_NO_ACCESS = frozenset(("ThreadNotifyRecord", "ThreadNotifyWait", "AclrtNotifyRecord", "AclrtNotifyWait",
-                        "ChannelNotifyRecord", "ChannelNotifyWait", "ChannelNotifyRecordNow", "ChannelNotifyWaitNow",
-                        "KernelLaunch", "Synchronize", "ThreadJoin", "ChannelDrain", "Fence", "Rendezvous"))
 
 
-def _spans(e):
-    """``((space, lo, hi), write)`` of everything entry ``e`` reads and writes, reads first."""
-    kind = e.kind
-    if e.entry == "task":
-        if kind == "LocalCopy":
-            s, d, n = e.src_alloc.addr + e.src_off, e.dst_alloc.addr + e.dst_off, e.n
-            return (((0, s, s + n), False), ((0, d, d + n), True))
-        if kind == "MemcpyAsync":
-            d, d_off, s, s_off, n, _keep = e.args
-            return (((_space(s), s.addr + s_off, s.addr + s_off + n), False),
-                    ((_space(d), d.addr + d_off, d.addr + d_off + n), True))
-        if kind == "MemsetAsync":
-            a, off, _value, n = e.args
-            return (((_space(a), a.addr + off, a.addr + off + n), True),)
-        reads, writes = e.reads, e.writes
-        if len(reads) == 1 and len(writes) == 1:       # most transfers: one source, one destination
-            (a, n), = reads
-            (b, m), = writes
-            return (((0, a, a + n), False), ((0, b, b + m), True))
-        out = [((0, a, a + n), False) for a, n in reads]
-        out += [((0, a, a + n), True) for a, n in writes]
-        return out
-    out = []
-    for spans, write in ((e.reads, False), (e.writes, True)):
-        for span in spans:
-            a, n = span[0], span[1]
-            space = _space(span[2]) if len(span) > 2 else 0
-            out.append(((space, a, a + n), write))
-    return out
+def _accesses(kind) -> bool:
+    return kind.accesses
 
 
 def never_ran(graph) -> list:
     """The indices of the tasks that never ran and were not behind a failure of their stream:
     still queued when the record was read, or dropped with their stream; in issue order."""
-    from ..sim.record import decode
-    entries = graph._entries
+    entries = graph.entries
     x = np.array(graph.record.xlog, dtype=np.int64)
     bad = x[x <= 0]
     failed: set = set()
@@ -111,11 +82,6 @@ def never_ran(graph) -> list:
     late += pending[pending >= 0].tolist()
     late.sort()
     return late
-
-
-def _space(alloc) -> int:
-    """0 for device memory; the identity of a host allocation for host memory."""
-    return id(alloc) if getattr(alloc, "kind", "device") == "host" else 0
 
 
 class _Shadow:
@@ -219,31 +185,58 @@ class _Plan:
 
     def __init__(self, g, order, late, queries):
         n = len(g)
-        chain = g._chain_array
-        self.nch = nch = int(chain.max()) + 1 if n else 0
-        o = np.asarray(order, dtype=np.int64)
-        m = len(o)
-        oidx = np.full(n, m, dtype=np.int64)        # per entry: its place in the walk (m: not walked)
+        chain = self._chain = g.chains()
+        self.nch = int(chain.max()) + 1 if n else 0
+        o = self._o = np.asarray(order, dtype=np.int64)
+        m = self._m = len(o)
+        oidx = self._oidx = np.full(n, m, dtype=np.int64)    # per entry: its place in the walk (m: not walked)
         oidx[o] = np.arange(m, dtype=np.int64)
-        # positions: the walk's entries grouped by chain (stable: in execution order within one)
-        och = chain[o]
-        ent = o[stable_argsort(och)]
+        ent, start = self._positions(n)
+        k, kind, ed, es = self._edges(g)
+        is_join = np.zeros(n, dtype=bool)
+        is_join[ed] = True
+        seg = self._segments(n, ent, start, is_join)
+        eseg = seg[es]
+        joins_read, read = np.unique(eseg[eseg >= 0], return_counts=True)
+        self.seg_readers = dict(zip(joins_read.tolist(), read.tolist()))
+        self.edge_chain, self.edge_pos = chain[es].tolist(), self.pos[es].tolist()
+        self.edge_seg, self.edge_kind = eseg.tolist(), kind[k].tolist()
+        j = self._queries(queries, seg)
+        self._visits(g, is_join, ed, j)
+        # the last task of each (program, stream chain), as a dict in order of first appearance
+        walked_task = ~g.columns.is_host[o]
+        if len(late):
+            walked_task[np.isin(o, np.asarray(late, dtype=np.int64))] = False
+        self._tasks = o[walked_task]
+        self._program = g.columns.program
+
+    def _positions(self, n) -> tuple:
+        """Every walked entry's position on its chain, each chain's last; returns the walk's entries
+        grouped by chain and, per one, where its chain starts in that grouping."""
+        o, m, chain = self._o, self._m, self._chain
+        # the walk's entries grouped by chain (stable: in execution order within one)
+        ent = o[stable_argsort(chain[o])]
         sch = chain[ent]
         first = np.flatnonzero(np.r_[True, sch[1:] != sch[:-1]]) if m else np.zeros(0, dtype=np.int64)
         counts = np.diff(np.r_[first, m]).astype(np.int64)
         start = np.repeat(first, counts)
         pos = self.pos = np.zeros(n, dtype=np.int64)
         pos[ent] = np.arange(m, dtype=np.int64) - start + 1
-        at = np.zeros(nch, dtype=np.int64)
+        at = np.zeros(self.nch, dtype=np.int64)
         at[sch[first]] = counts
         self.at = at.tolist()
-        # the edges to join
+        return ent, start
+
+    def _edges(self, g) -> tuple:
+        """The edges to join, in walk order of their successor: ``(edge indices, edge kinds,
+        successors, predecessors)``."""
+        chain, oidx, m, pos = self._chain, self._oidx, self._m, self.pos
         ptr, codes = g.pred_csr()
-        dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
-        src = codes >> _SHIFT
-        kind = codes & 15
+        dst = np.repeat(np.arange(len(g), dtype=np.int64), np.diff(ptr))
+        src = codes >> SHIFT
+        kind = codes & CODE_MASK
         keep = (chain[src] != chain[dst]) & (oidx[src] < oidx[dst]) & (oidx[dst] < m)
-        for i, lost in g._coalesced.items():
+        for i, lost in g.coalesced.items():
             for k in range(int(ptr[i]), int(ptr[i + 1])):
                 if kind[k] == _NOTIFY_CODE and int(src[k]) in lost:
                     keep[k] = False
@@ -262,21 +255,23 @@ class _Plan:
             cover = np.where(group[run_first], 0, known[np.maximum(run_first - 1, 0)])
             k = k[ps > cover]       # what earlier entries of the chain joined, from further on: known
         k = k[np.argsort(oidx[dst[k]], kind="stable")]
-        ed, es = dst[k], src[k]
-        # segments
-        is_join = np.zeros(n, dtype=bool)
-        is_join[ed] = True
+        return k, kind, dst[k], src[k]
+
+    def _segments(self, n, ent, start, is_join) -> np.ndarray:
+        """Per entry, the last join of its chain at or before it (-1: none)."""
+        m = self._m
         mark = np.where(is_join[ent], np.arange(m, dtype=np.int64), -1)
         filled = np.maximum.accumulate(mark) if m else mark
         filled = np.where(filled >= start, filled, -1)
         seg = np.full(n, -1, dtype=np.int64)
         seg[ent] = np.where(filled >= 0, ent[np.maximum(filled, 0)], -1)
-        eseg = seg[es]
-        joins_read, read = np.unique(eseg[eseg >= 0], return_counts=True)
-        self.seg_readers = dict(zip(joins_read.tolist(), read.tolist()))
-        self.edge_chain, self.edge_pos = chain[es].tolist(), pos[es].tolist()
-        self.edge_seg, self.edge_kind = eseg.tolist(), kind[k].tolist()
-        # queries: (a, b) pairs asked about b; a walked after b is not before it
+        return seg
+
+    def _queries(self, queries, seg) -> np.ndarray:
+        """The ``before`` queries per entry, the ``after`` ones grouped by the join whose segment
+        the entry asked about is in (returns those joins, in walk order)."""
+        chain, oidx, m, pos = self._chain, self._oidx, self._m, self.pos
+        # (a, b) pairs asked about b; a walked after b is not before it
         (ba, bb), (aa, ab) = queries
         mine = (oidx[bb] < m) & (chain[ba] != chain[bb]) & (oidx[ba] < oidx[bb])
         self.before = {}
@@ -292,26 +287,24 @@ class _Plan:
         aa, ab, j = aa[by], ab[by], j[by]
         self.ask_chain, self.ask_pos = chain[aa].tolist(), pos[aa].tolist()
         self.ask_a, self.ask_b = aa.tolist(), ab.tolist()
-        # the entries to visit
-        cols = g._cols              # entries that touch memory (a host effect that failed touched nothing)
-        access = ~of_kinds(cols["kind_table"], cols["kind_code"], _NO_ACCESS) & (~g._is_host | (g._step > 0))
+        return j
+
+    def _visits(self, g, is_join, ed, j) -> None:
+        """The entries the walk visits: joins, entries that touch memory (a host effect that failed
+        touched nothing), entries with a ``before`` query."""
+        o, oidx = self._o, self._oidx
+        cols = g.columns
+        access = cols.mask(_accesses) & (~cols.is_host | (cols.step > 0))
         visit_mask = is_join | access
         if self.before:
             visit_mask[list(self.before)] = True
         visit = o[visit_mask[o]]
         self.visit = visit.tolist()
-        self.visit_chain = chain[visit].tolist()
+        self.visit_chain = self._chain[visit].tolist()
         self.visit_access = access[visit].tolist()
         at_visit = oidx[visit]
         self.visit_edges = np.searchsorted(oidx[ed], at_visit).tolist() + [len(ed)]
         self.visit_asks = np.searchsorted(oidx[j], at_visit).tolist() + [len(j)]
-        # the last task of each (program, stream chain), as a dict in order of first appearance
-        walked_task = ~g._is_host[o]
-        if len(late):
-            walked_task[np.isin(o, np.asarray(late, dtype=np.int64))] = False
-        self._tasks = o[walked_task]
-        self._program = cols["program"]
-        self._chain = chain
 
     def unordered_at_start(self) -> list:
         """The ``after`` queries of entries before any join of their chain (the zero clock)."""
@@ -332,6 +325,47 @@ class _Plan:
             p = int(self._program[i])
             out[(p if p >= 0 else None, self._chain[i].item())] = i
         return out
+
+
+class _Joins:
+    """The clocks of the joins while the walk goes: a join's clock is kept while entries of its
+    segment have successors on other chains still to read it."""
+
+    def __init__(self, plan: _Plan, zero, unordered: set):
+        self.plan, self.zero, self.unordered = plan, zero, unordered
+        self.seg_clock: dict = {}           # join -> its clock, while entries of its segment have readers
+        self.seg_readers = plan.seg_readers  # join -> edges from its segment still to be read
+
+    def join(self, i, clock, e0, e1, q0, q1):
+        """The clock of join ``i`` (its chain's clock was ``clock``) from its edges ``e0:e1``;
+        answers the queries ``q0:q1`` about the entries of its segment."""
+        plan, zero, seg_clock, seg_readers = self.plan, self.zero, self.seg_clock, self.seg_readers
+        e_cj, e_pj, e_seg = plan.edge_chain, plan.edge_pos, plan.edge_seg
+        maximum = np.maximum
+        fresh = False
+        for k in range(e0, e1):
+            cj, sp, s = e_cj[k], e_pj[k], e_seg[k]
+            if clock[cj] < sp:  # else this chain knows that predecessor already, and what it knew
+                sc = seg_clock[s] if s >= 0 else zero
+                if fresh:
+                    maximum(clock, sc, out=clock)
+                else:
+                    clock = maximum(clock, sc)
+                    fresh = True
+                clock[cj] = sp
+            if s >= 0:
+                left = seg_readers[s] - 1
+                if left:
+                    seg_readers[s] = left
+                else:
+                    del seg_clock[s]
+        if seg_readers.get(i):
+            seg_clock[i] = clock
+        ask_chain, ask_pos = plan.ask_chain, plan.ask_pos
+        for q in range(q0, q1):     # the queries about the entries of its segment
+            if clock[ask_chain[q]] < ask_pos[q]:
+                self.unordered.add((plan.ask_a[q], plan.ask_b[q]))
+        return clock
 
 
 class RaceDetector:
@@ -357,62 +391,34 @@ class RaceDetector:
 
     def run(self) -> "RaceDetector":
         g = self.g
-        entries = g._entries
-        order = self._order()
-        plan = _Plan(g, order, self.never_ran, self.queries)
-        chain_of = self.chain_of = g._chain
+        entries = g.entries
+        plan = _Plan(g, self._order(), self.never_ran, self.queries)
+        chain_of = self.chain_of = g.chains(as_list=True)
         pos = self.pos = plan.pos.tolist()
         self.last_task = plan.last_task()
-        unordered = self.unordered
-        unordered.update(plan.unordered_at_start())
-        nch = plan.nch
-        zero = np.zeros(nch, dtype=np.int32)
-        base = [zero] * nch             # per chain: its clock (own component not kept: see pos)
-        seg_clock: dict = {}            # join -> its clock, while entries of its segment have readers
-        seg_readers = plan.seg_readers  # join -> edges from its segment still to be read
-        ask_chain, ask_pos, ask_a, ask_b = plan.ask_chain, plan.ask_pos, plan.ask_a, plan.ask_b
+        self.unordered.update(plan.unordered_at_start())
+        zero = np.zeros(plan.nch, dtype=np.int32)
+        base = [zero] * plan.nch        # per chain: its clock (own component not kept: see pos)
+        joins = _Joins(plan, zero, self.unordered)
+        join, seg_clock = joins.join, joins.seg_clock
         before = plan.before            # entry -> [(chain, a)]: is a before it, not counting its notify edges
-        e_cj, e_pj, e_seg = plan.edge_chain, plan.edge_pos, plan.edge_seg
         shadow = _Shadow()
         cells_of, exact_get = shadow.cells, shadow.exact.get
         reported = set()
-        maximum = np.maximum
         for i, c, e0, e1, q0, q1, access in zip(plan.visit, plan.visit_chain, plan.visit_edges, plan.visit_edges[1:],
                                                 plan.visit_asks, plan.visit_asks[1:], plan.visit_access):
             clock = base[c]
             if i in before:
                 self._answer(i, c, clock, plan, e0, e1, seg_clock, zero, pos)
             if e0 != e1:                # a join: this entry's clock from its predecessors on other chains
-                fresh = False
-                for k in range(e0, e1):
-                    cj, sp, s = e_cj[k], e_pj[k], e_seg[k]
-                    if clock[cj] < sp:  # else this chain knows that predecessor already, and what it knew
-                        sc = seg_clock[s] if s >= 0 else zero
-                        if fresh:
-                            maximum(clock, sc, out=clock)
-                        else:
-                            clock = maximum(clock, sc)
-                            fresh = True
-                        clock[cj] = sp
-                    if s >= 0:
-                        left = seg_readers[s] - 1
-                        if left:
-                            seg_readers[s] = left
-                        else:
-                            del seg_clock[s]
-                base[c] = clock
-                if seg_readers.get(i):
-                    seg_clock[i] = clock
-                for q in range(q0, q1):     # the queries about the entries of its segment
-                    if clock[ask_chain[q]] < ask_pos[q]:
-                        unordered.add((ask_a[q], ask_b[q]))
+                clock = base[c] = join(i, clock, e0, e1, q0, q1)
             if not access:
                 continue
             e = entries[i]
-            spans = _spans(e)
+            spans = e.kind.spans(e)
             if not spans:
                 continue
-            # reads first (_spans gives them first): an entry that reads and writes the same bytes
+            # reads first (the kinds give them first): an entry that reads and writes the same bytes
             # (a reduce) is ordered with itself
             for key, write in spans:
                 cell = exact_get(key)
@@ -434,7 +440,7 @@ class RaceDetector:
                         cell[3] = {c: i}
                     else:
                         reads[c] = i
-        self.final = {c: (base[c], plan.at[c]) for c in range(nch)}
+        self.final = {c: (base[c], plan.at[c]) for c in range(plan.nch)}
         return self
 
     def _order(self) -> list:
@@ -446,7 +452,7 @@ class RaceDetector:
         x = np.array(g.record.xlog, dtype=np.int64)
         at = g.locate(np.abs(x))        # a skipped task's value (SKIP_FLAG set) is no seq: -1
         ran = x > 0
-        walked = (at >= 0) & (ran | g._is_host[np.maximum(at, 0)])     # ran, or a host effect that failed
+        walked = (at >= 0) & (ran | g.columns.is_host[np.maximum(at, 0)])     # ran, or a host effect that failed
         self.never_ran = late = never_ran(g)
         return at[walked].tolist() + late
 
@@ -494,17 +500,18 @@ class RaceDetector:
         """The chain of ``program``'s host effects (None: it had none)."""
         if self._program_chain is None:
             g = self.g
+            chain = g.chains(as_list=True)
             self._program_chain = {}
-            for i, e in enumerate(g._entries):
-                if e.entry == "host" and e.program not in self._program_chain and e.kind not in NBI_KINDS:
-                    self._program_chain[e.program] = g._chain[i]
+            for i, e in enumerate(g.entries):
+                if e.entry == "host" and e.program not in self._program_chain and not e.kind.at_fence:
+                    self._program_chain[e.program] = chain[i]
         return self._program_chain.get(program)
 
 
 # -- findings ----------------------------------------------------------------------------------------
 def race_findings(detector: RaceDetector, describer: Describer) -> list:
     """One finding per pair of call sites and kinds (the count says how many pairs of entries)."""
-    entries = detector.g._entries
+    entries = detector.g.entries
     late = set(detector.never_ran)
     out: dict = {}
     for kind, a, b, space, lo, hi in detector.races:
@@ -518,7 +525,7 @@ def race_findings(detector: RaceDetector, describer: Describer) -> list:
         what = describer.memory(space, lo, hi)
         lines = [f"{first:5}: {describer.entry(ea)}" + (_NEVER if a in late else ""),
                  f"{second:5}: {describer.entry(eb)}" + (_NEVER if b in late else ""),
-                 f"nothing orders them. "
+                 "nothing orders them. "
                  + (f"To run the {first} first: " if ea.entry == eb.entry == "task" else "To fix: ")
                  + suggest(ea, eb, describer)]
         if ea.entry == "task" and eb.entry == "task":
@@ -526,7 +533,7 @@ def race_findings(detector: RaceDetector, describer: Describer) -> list:
         title = f"{first} and {second} of {what} are not ordered"
         out[key] = Finding(RACE, title, lines, (ea.seq, eb.seq), key,
                            {"access": kind, "first": ea.seq, "second": eb.seq, "space": "device" if space == 0 else "host",
-                            "range": [lo, hi]})
+                            "range": [lo, hi], "engines": [engine_name(ea.engine), engine_name(eb.engine)]})
     found = list(out.values())
     for f in found:
         if f.count > 1:
@@ -541,7 +548,7 @@ _NEVER = " (it had not run when the run ended: nothing waited for it; it runs la
 def suggest(a, b, d: Describer) -> str:
     """What synchronisation would order ``a`` before ``b``."""
     ta, tb = a.entry == "task", b.entry == "task"
-    if a.kind in NBI_KINDS:
+    if a.kind.at_fence:
         return (f"complete the NBI transfer with a fence (HcommChannelFence or HcommChannelFenceOnThread on its "
                 f"channel) after {d.short(a)} and before {d.short(b)}")
     if ta and tb:

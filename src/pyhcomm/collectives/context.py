@@ -42,6 +42,7 @@ from .. import topology
 from ..aclrt.kernel import launch_function
 from ..aclrt.stream import get_stream
 from ..sim import current_sim as _sim
+from ..sim import kinds
 from ..sim.runtime import host_ctx, library_calls
 from ..sim.task import attribute_to, call_site, end_attribution
 from ..enums import CommEngine
@@ -219,7 +220,7 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
             _run(comm_handle, stream, nslaves, algo, args, tag, peers, site)
         # the marker of the call (its entries: this program's from ``first`` on, and its kernel's)
         named = {} if algorithm is None else {"algorithm": algorithm}
-        record.host_effect("Collective", tag, rank=comm_mod.get_comm(comm_handle, tag).rank, name=tag,
+        record.host_effect(kinds.COLLECTIVE, tag, rank=comm_mod.get_comm(comm_handle, tag).rank, name=tag,
                            first=first, **named)
     finally:
         host.batch = batch

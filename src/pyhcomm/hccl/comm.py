@@ -15,7 +15,7 @@ from ..sim import current_sim as _sim
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..sim.runtime import finalize_hooks, host_ctx
 from .. import topology
-from ..sim import memory
+from ..sim import kinds, memory
 from ..enums import HCCL_ROOT_INFO_BYTES
 from ..errors import HcclResult, hccl_error, not_found, para, ptr
 from ..transport.base import RootKey, TransportError
@@ -285,7 +285,7 @@ def _arrive(world: World, rank: int, last: bool, api: str) -> None:
     world.programs[rank] = host_ctx().program
     if last:
         ranks = tuple(sorted(world.programs))
-        _sim().record.host_effect("Rendezvous", api, group=world.name, ranks=ranks,   # of no one rank
+        _sim().record.host_effect(kinds.RENDEZVOUS, api, group=world.name, ranks=ranks,   # of no one rank
                                   programs=tuple(world.programs[r] for r in ranks))
         world.programs = {}
 

@@ -21,6 +21,7 @@ from .. import args
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx, host_var
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
+from ..sim import kinds
 from ..sim.record import outcome
 from ..sim.task import SiteTask, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine
@@ -116,13 +117,12 @@ def _peer_notify(peer, idx, api, name="remoteNotifyIdx"):
 class TransferTask(SiteTask):
     """A one-sided transfer (``Write``, ``Read``, ``WriteReduce``, ``ReadReduce``): the operands in
     slots, no tuple per task (the hot path of every algorithm: one object for the garbage collector
-    to track instead of eight). ``args``, ``reads``, ``writes`` and ``detail`` are made when read,
-    as the record's readers know them (:mod:`pyhcomm.sim.events`); the timing replay reads
-    ``nbytes``, ``channel`` and ``remote`` (the peer's address) straight from the slots."""
+    to track instead of eight). ``args``, ``reads``, ``writes`` and ``detail`` are made when read;
+    the record's readers read the slots its kind names (:mod:`pyhcomm.sim.kinds`: ``nbytes``,
+    ``channel``, ``remote``, the peer's address, ...)."""
 
     __slots__ = ("kind", "api", "peer", "remote", "alloc", "off", "nbytes", "count", "dtype", "op", "write",
                  "src", "dst", "channel", "peer_rank", "transport")
-    transfer_slots = True       # (timing.replay: read the slots, not the tuples)
     notify = None               # (the WithNotify kinds have their own)
 
     def __init__(self, kind, api, t, side, peer, remote, alloc, off, nbytes, write, src, dst, channel, peer_rank,
@@ -242,8 +242,8 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
     if now:  # NBI: the host CPU posts the request and it completes at once here
         _land(api, transport, peer.ref, remote, alloc, off, nbytes if reduce is None else count, write, np_dtype, op)
         gen = transport.remote_notify(peer.ref, notify.index) if notify is not None else None
-        ctx.sim.record.effect(("WriteWithNotifyNbi" if notify is not None else "WriteNbi") if write else "ReadNbi",
-                              api, True, ch.comm.rank, device, ch.engine.name, None, None, ((src, nbytes),),
+        kind = (kinds.WRITE_WITH_NOTIFY_NBI if notify is not None else kinds.WRITE_NBI) if write else kinds.READ_NBI
+        ctx.sim.record.effect(kind, api, True, ch.comm.rank, device, ch.engine, None, None, ((src, nbytes),),
                               ((dst, nbytes),), {"channel": ch.handle, "peer": peer.ref.rank, "nbytes": nbytes,
                                                  "notify": notify, "gen": gen}, ctx)
         return
@@ -265,33 +265,33 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
 # -- one-sided transfers ---------------------------------------------------------------------------
 def write(thread, channel, dst, src, n, defer=False):
     """``HcommWriteOnThread``: enqueue local ``src`` -> the peer's ``dst``."""
-    return _transfer("Write", "HcommWriteOnThread", thread, channel, dst, src, n, True, defer=defer)
+    return _transfer(kinds.WRITE, "HcommWriteOnThread", thread, channel, dst, src, n, True, defer=defer)
 
 
 def read(thread, channel, dst, src, n, defer=False):
     """``HcommReadOnThread``: enqueue the peer's ``src`` -> local ``dst``."""
-    return _transfer("Read", "HcommReadOnThread", thread, channel, dst, src, n, False, defer=defer)
+    return _transfer(kinds.READ, "HcommReadOnThread", thread, channel, dst, src, n, False, defer=defer)
 
 
 def write_reduce(thread, channel, dst, src, count, data_type, reduce_op, defer=False):
-    return _transfer("WriteReduce", "HcommWriteReduceOnThread", thread, channel, dst, src, count, True,
+    return _transfer(kinds.WRITE_REDUCE, "HcommWriteReduceOnThread", thread, channel, dst, src, count, True,
               (data_type, reduce_op), defer=defer)
 
 
 def read_reduce(thread, channel, dst, src, count, data_type, reduce_op, defer=False):
-    return _transfer("ReadReduce", "HcommReadReduceOnThread", thread, channel, dst, src, count, False,
+    return _transfer(kinds.READ_REDUCE, "HcommReadReduceOnThread", thread, channel, dst, src, count, False,
               (data_type, reduce_op), defer=defer)
 
 
 def write_with_notify(thread, channel, dst, src, n, remote_notify_idx, defer=False):
-    return _transfer("WriteWithNotify", "HcommWriteWithNotifyOnThread", thread, channel, dst, src, n, True,
+    return _transfer(kinds.WRITE_WITH_NOTIFY, "HcommWriteWithNotifyOnThread", thread, channel, dst, src, n, True,
               notify_idx=remote_notify_idx, require_950=True, defer=defer)
 
 
 def write_reduce_with_notify(thread, channel, dst, src, count, data_type, reduce_op, remote_notify_idx,
                              defer=False):
-    return _transfer("WriteReduceWithNotify", "HcommWriteReduceWithNotifyOnThread", thread, channel, dst, src, count,
-              True, (data_type, reduce_op), remote_notify_idx, require_950=True, defer=defer)
+    return _transfer(kinds.WRITE_REDUCE_WITH_NOTIFY, "HcommWriteReduceWithNotifyOnThread", thread, channel, dst, src,
+                     count, True, (data_type, reduce_op), remote_notify_idx, require_950=True, defer=defer)
 
 
 # -- non-blocking (NBI) host calls, Atlas 350 COMM_ENGINE_CPU + RoCE ------------------------------------
@@ -311,7 +311,7 @@ def nbi(api, channel, dst, src, n, write_: bool, notify_idx=NO_NOTIFY):
     ch = _nbi_check(channel, api)
     if isinstance(n, int) and not isinstance(n, bool) and n == 0:
         raise para(api, "len must be greater than 0")
-    _transfer("Nbi", api, 0, ch, dst, src, n, write_, notify_idx=notify_idx, now=True)
+    _transfer(None, api, 0, ch, dst, src, n, write_, notify_idx=notify_idx, now=True)
 
 
 # -- channel notifies --------------------------------------------------------------------------------
@@ -324,8 +324,8 @@ def notify_record(thread, channel, remote_notify_idx, defer=False):
         n = notifies[remote_notify_idx]
     else:
         n = _peer_notify(peer, remote_notify_idx, api)   # raises
-    task = RemoteRecordTask("ChannelNotifyRecord", t.stream, t.handle, t.rank, "device" if ctx.kernels else "host",
-                            n, (ch.handle, ch.peer_rank, n.index))
+    task = RemoteRecordTask(kinds.CHANNEL_NOTIFY_RECORD, t.stream, t.handle, t.rank,
+                            "device" if ctx.kernels else "host", n, (ch.handle, ch.peer_rank, n.index), engine=t.engine)
     task.transport = ctx.sim.transport
     if defer:
         return task
@@ -352,8 +352,8 @@ def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNot
         timeout = _check_timeout(timeout, api)
     if timeout == 0 and ch.engine == CommEngine.COMM_ENGINE_CPU and ch.protocol == P.COMM_PROTOCOL_ROCE:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
-    task = NotifyWaitTask("ChannelNotifyWait", t.stream, t.handle, t.rank, side, ch.notifies[local_notify_idx],
-                          (ch.handle, local_notify_idx), timeout)
+    task = NotifyWaitTask(kinds.CHANNEL_NOTIFY_WAIT, t.stream, t.handle, t.rank, side, ch.notifies[local_notify_idx],
+                          (ch.handle, local_notify_idx), timeout, engine=t.engine)
     if not ctx.kernels and ctx.batch is None:   # (enqueue's common case, inline)
         task.program = ctx.program
         ctx.sim.scheduler.submit(task)
@@ -372,8 +372,8 @@ def notify_record_now(channel, remote_notify_idx):
     peer = connected_peer(ch, api)
     n = _peer_notify(peer, remote_notify_idx, api)
     gen = _sim().transport.remote_notify(n.peer, n.index)
-    _sim().record.host_effect("ChannelNotifyRecordNow", api, rank=ch.comm.rank, device=ch.comm.device,
-                              engine=ch.engine.name, channel=ch.handle, peer=ch.peer_rank, notify=n, gen=gen)
+    _sim().record.host_effect(kinds.CHANNEL_NOTIFY_RECORD_NOW, api, rank=ch.comm.rank, device=ch.comm.device,
+                              engine=ch.engine, channel=ch.handle, peer=ch.peer_rank, notify=n, gen=gen)
 
 
 def notify_wait_now(channel, local_notify_idx, timeout):
@@ -390,7 +390,7 @@ def notify_wait_now(channel, local_notify_idx, timeout):
     sim = _sim()
     status = sim.scheduler.run_until(lambda: n.value > 0, timeout, f"{api}(channel 0x{ch.handle:x})", (n,))
     ok = status == DONE_OK
-    sim.record.effect("ChannelNotifyWaitNow", api, ok, ch.comm.rank, ch.comm.device, ch.engine.name, None, None, (),
+    sim.record.effect(kinds.CHANNEL_NOTIFY_WAIT_NOW, api, ok, ch.comm.rank, ch.comm.device, ch.engine, None, None, (),
                       (), {"channel": ch.handle, "notify": n, "gen": n.gen if ok else None, "timeout": float(timeout),
                            "waits": True}, None)
     if status == TIMED_OUT:
@@ -430,7 +430,7 @@ def channel_fence(channel):
 
 def _record_fence(ch, api) -> None:
     """The record's ``Fence`` of a channel: the NBI operations posted on it are complete."""
-    _sim().record.host_effect("Fence", api, rank=ch.comm.rank, device=ch.comm.device, engine=ch.engine.name,
+    _sim().record.host_effect(kinds.FENCE, api, rank=ch.comm.rank, device=ch.comm.device, engine=ch.engine,
                               result="done", channel=ch.handle)
 
 
@@ -445,8 +445,8 @@ def channel_drain(thread, channel):
         raise para(api, "the thread runs on the stream of the calling kernel: it can never drain")
     status = _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None,
                                         f"{api}(thread 0x{t.handle:x})", (st,))
-    _sim().record.host_effect("ChannelDrain", api, ok=status == DONE_OK and st.error is None, rank=t.rank,
-                              device=t.device, engine=t.engine.name, thread=t.handle, stream=st.handle,
+    _sim().record.host_effect(kinds.CHANNEL_DRAIN, api, ok=status == DONE_OK and st.error is None, rank=t.rank,
+                              device=t.device, engine=t.engine, thread=t.handle, stream=st.handle,
                               streams=(st.handle,), result=outcome(status, st.error), channel=ch.handle)
 
 

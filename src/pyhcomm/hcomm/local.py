@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
 from ..backend.cpu import SMALL_COPY
+from ..sim import kinds
 from ..sim.task import SiteTask
 from ..errors import HcclResult, HcclRuntimeError
 from .resources.thread import get_thread
@@ -28,7 +29,7 @@ class LocalCopyTask(SiteTask):
 
     __slots__ = ("dst_alloc", "dst_off", "src_alloc", "src_off", "n")
 
-    kind = "LocalCopy"
+    kind = kinds.LOCAL_COPY
 
     def __init__(self, t, side, d, d_off, s, s_off, n):
         self.on_thread(t, side)

@@ -21,6 +21,7 @@ import math
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
+from ..sim import kinds
 from ..sim.notify import NotifyRecordTask, NotifyWaitTask  # noqa: F401  (the tasks these calls issue)
 from ..errors import para, ptr
 from .resources.thread import get_thread
@@ -61,8 +62,8 @@ def record(thread, dst_thread, dst_notify_idx) -> None:
     if d.device != t.device:
         raise para(api, f"dstThread 0x{d.handle:x} is on device {d.device}, thread 0x{t.handle:x} on device "
                         f"{t.device}: thread notifies do not cross devices (use a channel)")
-    enqueue(NotifyRecordTask("ThreadNotifyRecord", t.stream, t.handle, t.rank, side, notify,
-                             (d.handle, notify.index)), api, ctx)
+    enqueue(NotifyRecordTask(kinds.THREAD_NOTIFY_RECORD, t.stream, t.handle, t.rank, side, notify,
+                             (d.handle, notify.index), engine=t.engine), api, ctx)
 
 
 def default_timeout(side: str, api: str = "notify wait") -> float:
@@ -91,8 +92,8 @@ def wait(thread, notify_idx, timeout, api="HcommThreadNotifyWaitOnThread") -> No
         timeout = default_timeout(side, api)
     else:
         timeout = _check_timeout(timeout, api)
-    enqueue(NotifyWaitTask("ThreadNotifyWait", t.stream, t.handle, t.rank, side, notify,
-                           (t.handle, notify.index), timeout), api, ctx)
+    enqueue(NotifyWaitTask(kinds.THREAD_NOTIFY_WAIT, t.stream, t.handle, t.rank, side, notify,
+                           (t.handle, notify.index), timeout, engine=t.engine), api, ctx)
 
 
 def wait_default(thread, notify_idx) -> None:
@@ -140,7 +141,8 @@ def aclrt_record(thread, dst_notify_id) -> None:
     api = "HcommAclrtNotifyRecordOnThread"
     t, side, ctx = _issuer(thread, api)
     n = _runtime_notify(dst_notify_id, t, api)
-    enqueue(NotifyRecordTask("AclrtNotifyRecord", t.stream, t.handle, t.rank, side, n.notify, n.id), api, ctx)
+    enqueue(NotifyRecordTask(kinds.ACLRT_NOTIFY_RECORD, t.stream, t.handle, t.rank, side, n.notify, n.id,
+                             engine=t.engine), api, ctx)
 
 
 def aclrt_wait(thread, notify_id, timeout) -> None:
@@ -149,4 +151,5 @@ def aclrt_wait(thread, notify_id, timeout) -> None:
     t, side, ctx = _issuer(thread, api)
     n = _runtime_notify(notify_id, t, api)
     timeout = _check_timeout(timeout, api)
-    enqueue(NotifyWaitTask("AclrtNotifyWait", t.stream, t.handle, t.rank, side, n.notify, n.id, timeout), api, ctx)
+    enqueue(NotifyWaitTask(kinds.ACLRT_NOTIFY_WAIT, t.stream, t.handle, t.rank, side, n.notify, n.id, timeout,
+                           engine=t.engine), api, ctx)

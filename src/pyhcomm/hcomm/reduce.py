@@ -39,6 +39,7 @@ from __future__ import annotations
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx, on_device_side
+from ..sim import kinds
 from ..sim.task import Task, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, HcommDataType, HcommReduceOp
 from ..errors import HcclError, HcclResult, HcclRuntimeError, not_support, para
@@ -221,10 +222,10 @@ def _enqueue(thread, dst, src, count, dt, op, device_side) -> None:
     dst_alloc, dst_off = v.thread_dst(t, dst, n, API)
     src_alloc, src_off = v.thread_src(t, src, n, API)
     v.no_partial_overlap(dst, src, n, API)
-    task = Task("LocalReduce", t.stream, _run_reduce,
+    task = Task(kinds.LOCAL_REDUCE, t.stream, _run_reduce,
                 (dst_alloc, dst_off, src_alloc, src_off, count, NUMPY_DTYPE[dt], int(op)),
                 ((dst, n), (src, n)), ((dst, n),), t.handle, t.rank, call_site(), None, None, 0.0, (dt, op),
-                "device" if device_side else "host")
+                "device" if device_side else "host", t.engine)
     if not kernels and ctx.batch is None:   # (enqueue's common case, inline)
         task.program = ctx.program
         sim.scheduler.submit(task)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..sim import current_sim as _sim
+from ..sim import kinds
 from ..sim.record import outcome
 from ..sim.runtime import host_ctx
 from ..sched import DONE_OK, TIMED_OUT
@@ -35,8 +36,8 @@ def thread_join(thread, timeout) -> None:
         raise para(api, f"thread 0x{t.handle:x} runs on the stream of the calling kernel: it can never be idle")
     status = _sim().scheduler.run_until(lambda: st.idle or st.error is not None, timeout or None,
                                         f"{api}(thread 0x{t.handle:x}) in kernel {kernel.name}", (st,))
-    _sim().record.host_effect("ThreadJoin", api, ok=status == DONE_OK and st.error is None, rank=t.rank,
-                              device=t.device, engine=t.engine.name, thread=t.handle, stream=st.handle,
+    _sim().record.host_effect(kinds.THREAD_JOIN, api, ok=status == DONE_OK and st.error is None, rank=t.rank,
+                              device=t.device, engine=t.engine, thread=t.handle, stream=st.handle,
                               streams=(st.handle,), timeout=float(timeout) if timeout else None,
                               result=outcome(status, st.error))
     if status == TIMED_OUT:
@@ -57,5 +58,5 @@ def fence(thread) -> None:
                                f"(thread 0x{t.handle:x} is {t.engine.name}"
                                + (", called inside a kernel)" if host_ctx().kernels else ")"))
     # the record's Fence: the NBI operations this host program posted are complete from here on
-    _sim().record.host_effect("Fence", api, rank=t.rank, device=t.device, engine=t.engine.name, thread=t.handle,
+    _sim().record.host_effect(kinds.FENCE, api, rank=t.rank, device=t.device, engine=t.engine, thread=t.handle,
                               stream=t.stream.handle, result="done")

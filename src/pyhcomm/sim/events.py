@@ -2,12 +2,13 @@
 
 The hot path keeps only task objects (:mod:`pyhcomm.sim.task`) and host-effect objects
 (:class:`pyhcomm.sim.record.HostEffect`); :meth:`pyhcomm.sim.record.Record.events` turns them
-into the events of this module when the record is read, and
+into the events of this module when the record is read (:mod:`.event_builder`), and
 :meth:`~pyhcomm.sim.record.Record.export_jsonl` writes them as JSON lines (schema: docs/record.md).
 
 Events are NamedTuples (immutable, cheap to build) with :class:`Event` mixed in. Every event has
-the fields of :data:`COMMON`; each family of kinds adds its own (:data:`EVENT_TYPES` says which
-class a kind gets). Byte ranges are :class:`Range` values; a
+the fields of :data:`COMMON`; each family of kinds adds its own (a kind's ``event`` says which
+class it gets: :mod:`pyhcomm.sim.kinds`). An event's ``kind`` is that :class:`~pyhcomm.sim.kinds.Kind`
+(a ``str``: its name), so the event carries the kind's traits. Byte ranges are :class:`Range` values; a
 notify is named by :class:`NotifyId` (its owner and index) and the generation the entry set or
 consumed (``gen``: the notify's record count, see :class:`pyhcomm.sim.notify.Notify`).
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 import types
 from typing import NamedTuple, Optional
 
-from ..enums import NUMPY_DTYPE, HcommDataType, HcommReduceOp, aclrtMemcpyKind
 
 
 class Range(NamedTuple):
@@ -78,7 +78,8 @@ COMMON = (
     ("rank", Optional[int], None, False),
     ("device", Optional[int], None, False),
     ("side", Optional[str], None, False),   # "host" or "device" (issued inside an AI CPU kernel)
-    ("engine", Optional[str], None, False),  # CommEngine name of the thread (or engine context)
+    ("engine", Optional[str], None, False),  # the engine's name (or int value) of the issuing thread, channel,
+                                             # engine context
     ("thread", Optional[int], None, True),
     ("stream", Optional[int], None, True),
     ("kernel", Optional[int], None, False),  # seq of the KernelLaunch whose kernel issued it
@@ -157,36 +158,14 @@ RendezvousEvent = _event_type("RendezvousEvent", "A host rendezvous of several h
     ("programs", tuple, (), False)))            # their host programs, in rank order
 
 
-#: The event class of each kind (any other kind gets :class:`TaskEvent`).
-EVENT_TYPES = {
-    "LocalCopy": LocalCopyEvent,
-    "LocalReduce": LocalReduceEvent,
-    **{k: TransferEvent for k in ("Write", "Read", "WriteReduce", "ReadReduce", "WriteWithNotify",
-                                  "WriteReduceWithNotify", "WriteNbi", "ReadNbi", "WriteWithNotifyNbi")},
-    **{k: NotifyEvent for k in ("ThreadNotifyRecord", "ThreadNotifyWait", "AclrtNotifyRecord", "AclrtNotifyWait",
-                                "ChannelNotifyRecord", "ChannelNotifyWait", "ChannelNotifyRecordNow",
-                                "ChannelNotifyWaitNow")},
-    "MemcpyAsync": MemcpyEvent,
-    "Memcpy": MemcpyEvent,
-    "MemsetAsync": MemsetEvent,
-    "Memset": MemsetEvent,
-    "EngineCtxCopy": EngineCtxCopyEvent,
-    "KernelLaunch": KernelLaunchEvent,
-    "Collective": CollectiveEvent,
-    "Synchronize": SyncEvent,
-    "ThreadJoin": SyncEvent,
-    "ChannelDrain": SyncEvent,
-    "Fence": SyncEvent,
-    "Rendezvous": RendezvousEvent,
-}
-
-
 _PLAIN = {str, bool, float}
 
 
 def _json_value(v, hexa: bool):
-    if v is None or isinstance(v, (bool, str)):
+    if v is None or isinstance(v, bool):
         return v
+    if isinstance(v, str):
+        return str(v)       # a Kind: its name
     if isinstance(v, Range):
         return [v.symbol(), v.size]
     if isinstance(v, NotifyId):
@@ -198,208 +177,3 @@ def _json_value(v, hexa: bool):
     if isinstance(v, (tuple, list)):
         return [_json_value(x, hexa) for x in v]
     return str(v)  # not reached for the kinds above: no object reprs in an export
-
-
-# -- building events from entries ------------------------------------------------------------------
-_DTYPE_OF = {np_dtype: HcommDataType(dt) for dt, np_dtype in NUMPY_DTYPE.items()}
-
-
-def _enum_name(enum, value):
-    if value is None:
-        return None
-    try:
-        return enum(value).name
-    except ValueError:
-        return str(value)
-
-
-class Builder:
-    """Turns entries into events; owns the host-region numbering of one read of the record."""
-
-    def __init__(self, record, steps, issued):
-        self.record = record
-        self.steps = steps          # seq -> first execution step
-        self.issued = issued        # kernel seq -> seqs it issued
-        self.regions = {}           # id(host allocation) -> (number, allocation)
-
-    # -- fields ------------------------------------------------------------------------------------
-    def range(self, addr, size, alloc=None) -> Range:
-        """A Range; ``alloc`` is the allocation holding it, when known (host memory is numbered)."""
-        if alloc is None or getattr(alloc, "kind", "device") != "host":
-            return Range(addr, size)
-        entry = self.regions.get(id(alloc))
-        if entry is None:
-            entry = self.regions[id(alloc)] = (len(self.regions), alloc)  # keeps alloc alive: ids stay unique
-        return Range(addr, size, entry[0], addr - alloc.addr)
-
-    def ranges(self, spans) -> tuple:
-        out = []
-        for span in spans:
-            if isinstance(span, Range):
-                out.append(span)
-            elif len(span) > 2:
-                out.append(self.range(span[0], span[1], span[2]))
-            else:
-                out.append(Range(span[0], span[1]))
-        return tuple(out)
-
-    def common(self, e) -> dict:
-        """The :class:`Event` fields of a task or host effect."""
-        rec = self.record
-        stream = e.stream
-        if stream is not None and not isinstance(stream, int):
-            stream = stream.handle
-        thread = e.thread or None
-        engine = getattr(e, "engine", None) if e.entry == "host" else None
-        if engine is None and thread is not None:
-            engine = rec.thread_engines.get(thread)
-        return dict(seq=e.seq, kind=e.kind, state=e.state, step=self.steps.get(e.seq), rank=e.rank,
-                    device=e.device, side=e.side, engine=engine, thread=thread, stream=stream,
-                    kernel=getattr(e, "kernel", None), batch=getattr(e, "batch", None),
-                    program=getattr(e, "program", None), site=e.where if e.site else None)
-
-    def channel(self, handle) -> dict:
-        info = self.record.channel_info.get(handle)
-        if info is None:
-            return dict(channel=handle)
-        protocol, peer = info
-        return dict(channel=handle, peer=peer, protocol=protocol)
-
-    @staticmethod
-    def notify_id(n):
-        return None if n is None else NotifyId(n.owner, n.index)
-
-    # -- one entry ---------------------------------------------------------------------------------
-    def build(self, e) -> Event:
-        if e.entry == "host":
-            return self.host(e)
-        kind = e.kind
-        f = self.common(e)
-        f["entry"] = "task"
-        fn = _TASKS.get(kind)
-        if fn is None:
-            return TaskEvent(reads=self.ranges(e.reads), writes=self.ranges(e.writes), **f)
-        return fn(self, e, f)
-
-    def host(self, e) -> Event:
-        f = self.common(e)
-        f.update(entry="host", api=e.api, reads=self.ranges(e.reads), writes=self.ranges(e.writes))
-        extra = dict(e.extra) if e.extra else {}
-        if "notify" in extra:
-            extra["notify"] = self.notify_id(extra["notify"])
-        if "channel" in extra:
-            extra.update(self.channel(extra["channel"]))
-        cls = EVENT_TYPES.get(e.kind, TaskEvent)
-        return cls(**f, **extra)
-
-
-# -- per-kind builders for tasks --------------------------------------------------------------------
-def _local_copy(b, t, f):
-    return LocalCopyEvent(reads=b.ranges(t.reads), writes=b.ranges(t.writes), nbytes=t.n, **f)
-
-
-def _local_reduce(b, t, f):
-    dt, op = t.detail if t.detail else (None, None)
-    count = t.args[4]
-    return LocalReduceEvent(reads=b.ranges(t.reads), writes=b.ranges(t.writes), nbytes=t.writes[0][1],
-                            count=count, dtype=_enum_name(HcommDataType, dt), op=_enum_name(HcommReduceOp, op), **f)
-
-
-def _transfer(b, t, f):
-    args = t.args
-    ch, _peer = t.detail
-    if "Reduce" not in t.kind:  # copy: (api, peer, remote, alloc, off, nbytes, notify, write)
-        nbytes, count, dtype, op = args[5], None, None, None
-    else:               # reduce: (api, peer, remote, alloc, off, count, np_dtype, op, notify, into_peer)
-        count, dtype, op = args[5], _DTYPE_OF.get(args[6]), args[7]
-        nbytes = t.writes[0][1]
-        dtype, op = _enum_name(HcommDataType, dtype), _enum_name(HcommReduceOp, op)
-    notify = getattr(t, "notify", None)
-    info = b.channel(ch)
-    info.setdefault("peer", _peer)
-    return TransferEvent(reads=b.ranges(t.reads), writes=b.ranges(t.writes), nbytes=nbytes, count=count,
-                         dtype=dtype, op=op, notify=b.notify_id(notify), gen=getattr(t, "gen", None),
-                         **info, **f)
-
-
-def _notify(b, t, f):
-    extra = {}
-    if t.kind.startswith("Channel"):
-        extra = b.channel(t.target[0])
-        if t.kind == "ChannelNotifyRecord":
-            extra["peer"] = t.target[1]
-    return NotifyEvent(waits=t.waits, notify=b.notify_id(t.notify), gen=getattr(t, "gen", None),
-                       timeout=t.timeout if t.waits else None, **extra, **f)
-
-
-def _memcpy_async(b, t, f):
-    d, d_off, s, s_off, n, _keep = t.args
-    return MemcpyEvent(reads=(b.range(s.addr + s_off, n, s),), writes=(b.range(d.addr + d_off, n, d),),
-                       nbytes=n, direction=_enum_name(aclrtMemcpyKind, t.detail), **f)
-
-
-def _memset_async(b, t, f):
-    a, off, value, n = t.args
-    return MemsetEvent(writes=(b.range(a.addr + off, n, a),), nbytes=n, value=value, **f)
-
-
-def _kernel_launch(b, t, f):
-    _task, name, _fn, _args, _stream, blocks, _timeout = t.args
-    return KernelLaunchEvent(name=name, blocks=blocks, issued=tuple(b.issued.get(t.seq, ())), **f)
-
-
-_TASKS = {
-    "LocalCopy": _local_copy,
-    "LocalReduce": _local_reduce,
-    **{k: _transfer for k in ("Write", "Read", "WriteReduce", "ReadReduce", "WriteWithNotify",
-                              "WriteReduceWithNotify")},
-    **{k: _notify for k in ("ThreadNotifyRecord", "ThreadNotifyWait", "AclrtNotifyRecord", "AclrtNotifyWait",
-                            "ChannelNotifyRecord", "ChannelNotifyWait")},
-    "MemcpyAsync": _memcpy_async,
-    "MemsetAsync": _memset_async,
-    "KernelLaunch": _kernel_launch,
-}
-
-
-# -- sizes without events (the timing model) --------------------------------------------------------
-def _device_of(span):
-    alloc = span[2] if len(span) > 2 else None
-    if alloc is not None:
-        return getattr(alloc, "device", None)
-    from .memory import device_of_address
-    return device_of_address(span[0])
-
-
-def transfer_view(record, e) -> tuple:
-    """``(nbytes, protocol name, remote device)`` of a transfer entry (task or NBI host effect),
-    read straight from the entry, without building its event: what the timing model needs of the
-    millions of transfers of a large run. ``remote device`` is where a write lands or a read reads
-    (None when unknown)."""
-    kind = e.kind
-    if e.entry == "host":
-        extra = e.extra or {}
-        info = record.channel_info.get(extra.get("channel"))
-        spans = e.writes if kind.startswith("Write") else e.reads
-        nbytes = extra.get("nbytes") or (spans[0][1] if spans else 0)
-    else:
-        info = record.channel_info.get(e.detail[0])
-        spans = e.writes if kind.startswith("Write") else e.reads
-        nbytes = e.args[5] if "Reduce" not in kind else e.writes[0][1]
-    remote = _device_of(spans[0]) if spans else None
-    return nbytes, (info[0] if info else None), remote
-
-
-def local_bytes(e) -> int:
-    """Bytes a local operation moves or writes (LocalCopy, LocalReduce, MemcpyAsync, MemsetAsync,
-    and the synchronous host effects), without building its event."""
-    kind = e.kind
-    if e.entry == "host":
-        extra = e.extra or {}
-        return extra.get("nbytes", 0)
-    if kind == "LocalCopy":
-        return e.n
-    if kind == "MemcpyAsync":
-        return e.args[4]
-    if kind == "MemsetAsync":
-        return e.args[3]
-    return e.writes[0][1] if e.writes else 0

@@ -13,6 +13,7 @@ import traceback
 
 from ..errors import AclError, AclRuntimeError
 from . import current_sim, memory
+from .kinds import KERNEL_LAUNCH
 from .runtime import HostContext, host_ctx, set_host_ctx
 
 
@@ -73,15 +74,15 @@ def _run_blocks(ctx, kctx, fn, args) -> None:
             ret = fn(*args)
         except Exception as exc:  # the kernel's own failure, reported on its stream
             tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:])
-            raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, "KernelLaunch",
+            raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, str(KERNEL_LAUNCH),
                                   f"AI CPU kernel {name} (block {block}) raised {exc!r}\n{tb}") from exc
         if ret not in (None, 0):
-            raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, "KernelLaunch",
+            raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, str(KERNEL_LAUNCH),
                                   f"AI CPU kernel {name} (block {block}) returned {ret!r}")
     if ctx.batch is not None:
         batch, ctx.batch = ctx.batch, None
         batch.abandon()
-        raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, "KernelLaunch",
+        raise AclRuntimeError(AclError.ACL_ERROR_RT_AICPU_EXCEPTION, str(KERNEL_LAUNCH),
                               f"AI CPU kernel {name} ended inside batch mode {batch.tag!r}: "
                               f"HcommBatchModeEnd was never called, {len(batch.tasks)} task(s) were never launched")
 

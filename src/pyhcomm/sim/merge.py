@@ -4,11 +4,9 @@ Every process of an MPI job keeps the record of its own Sim (docs/record.md). To
 with the tools that read one record (the happens-before graph, the verifier's checks, the timing
 replay), the records are merged:
 
-* :func:`snapshot` turns a Sim's record into a :class:`ProcessRecord`: the entries as values (no
-  object of the Sim: streams, memory and notifies become small stand-ins), both logs, and what the
-  MPI transport noted for merging (which remote notify records it sent, the generation each one
-  that arrived set, where its ranks met the others: communicator init, ``Comm.barrier``).
-  Picklable: it crosses processes (:func:`gather`) or goes to a file (:meth:`ProcessRecord.save`).
+* :func:`~pyhcomm.sim.snapshot.snapshot` turns a Sim's record into a
+  :class:`~pyhcomm.sim.snapshot.ProcessRecord` (:mod:`.snapshot`: the entries as values, both
+  logs, what the MPI transport noted); its names are available here too.
 * :func:`merge` makes one :class:`~pyhcomm.sim.record.Record` of the snapshots of every process of
   a job (or of Sims, records, saved files):
 
@@ -37,234 +35,18 @@ job in ``sim.record``.
 from __future__ import annotations
 
 import bisect
-import enum
 import os
-import pickle
 import re
 from array import array
 from collections import deque
 from itertools import count
 
-import numpy as np
-
 from ..sched.base import SKIP_FLAG
+from .kinds import RENDEZVOUS, NotifyUse
 from .record import Record, decode
+from .snapshot import Entry, MemoryRef, NotifyRef, ProcessRecord, StreamRef, snapshot  # noqa: F401
 
-#: Optional task fields that read None while unset (as on the task objects).
-_OPTIONAL = frozenset(("kernel", "batch", "program", "gen"))
-#: Task fields a reader of the record may use (present ones are kept).
-_TASK_FIELDS = ("seq", "kind", "stream", "thread", "rank", "device", "state", "side", "kernel", "batch", "program",
-                "reads", "writes", "detail", "args", "timeout", "notify", "target", "gen", "waits", "n", "src_alloc",
-                "src_off", "dst_alloc", "dst_off")
-_HOST_FIELDS = ("seq", "kind", "api", "state", "rank", "device", "side", "engine", "thread", "stream", "kernel",
-                "reads", "writes", "extra", "program")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
-
-
-# -- stand-ins for the objects of a Sim ---------------------------------------------------------------
-class Entry:
-    """A task or host effect as values: the fields its readers use (``entry`` says which).
-    ``where``: the user's ``file:line``; ``site`` is that text too (None: inside pyhcomm)."""
-
-    def __init__(self, fields: dict):
-        self.__dict__.update(fields)
-
-    def __getattr__(self, name):
-        if name in _OPTIONAL:
-            return None
-        raise AttributeError(f"{self.__dict__.get('kind', 'entry')} entry has no field {name!r}")
-
-    @property
-    def where(self) -> str:
-        return self.__dict__.get("site") or "<unknown>"
-
-    def describe(self) -> str:
-        who = f"rank {self.rank} " if self.rank is not None else ""
-        return f"{self.kind} {self.entry} #{self.seq} on {who}device {self.device}, at {self.where}"
-
-    def __repr__(self):
-        return f"<Entry #{self.seq} {self.kind} {self.state}>"
-
-
-class StreamRef:
-    """A stream: its handle and device."""
-
-    __slots__ = ("handle", "device", "label", "destroyed")
-
-    def __init__(self, handle, device, label="stream", destroyed=False):
-        self.handle, self.device, self.label, self.destroyed = handle, device, label, destroyed
-
-    def __getstate__(self):
-        return (self.handle, self.device, self.label, self.destroyed)
-
-    def __setstate__(self, state):
-        self.handle, self.device, self.label, self.destroyed = state
-
-    def __repr__(self):
-        return f"<StreamRef 0x{self.handle:x} device={self.device}>"
-
-
-class MemoryRef:
-    """An allocation: where it was, on which device (None: host memory), whose; no bytes."""
-
-    __slots__ = ("addr", "size", "end", "device", "kind", "owner", "freed", "storage")
-
-    def __init__(self, addr, size, device, kind, owner, freed):
-        self.addr, self.size, self.end, self.device = addr, size, addr + size, device
-        self.kind, self.owner, self.freed, self.storage = kind, owner, freed, None
-
-    def __getstate__(self):
-        return (self.addr, self.size, self.device, self.kind, self.owner, self.freed)
-
-    def __setstate__(self, state):
-        self.__init__(*state)
-
-    def __repr__(self):
-        return f"<MemoryRef 0x{self.addr:x} {self.size} B ({self.owner})>"
-
-
-class NotifyRef:
-    """A notify: ``owner`` and ``index`` (how its rank names it); ``process`` holds it, ``end`` is the
-    transport's id of the channel end it belongs to when it was recorded from another process;
-    ``counting``: it counts records (``pyhcomm.set_notify_counting``) instead of holding one bit
-    (known of the notify objects of the process that holds it; False for a notify named by value,
-    as ``RemoteNotify`` reads)."""
-
-    __slots__ = ("owner", "index", "process", "end", "counting")
-
-    def __init__(self, owner, index, process=0, end=None, counting=False):
-        self.owner, self.index, self.process, self.end, self.counting = owner, index, process, end, counting
-
-    def __getstate__(self):
-        return (self.owner, self.index, self.process, self.end, self.counting)
-
-    def __setstate__(self, state):
-        self.owner, self.index, self.process, self.end, self.counting = state
-
-    def __eq__(self, other):
-        return isinstance(other, NotifyRef) and (other.owner, other.index) == (self.owner, self.index)
-
-    def __hash__(self):
-        return hash((self.owner, self.index))
-
-    def __repr__(self):
-        return f"<NotifyRef {self.owner}[{self.index}]>"
-
-
-# -- one process's record as values -------------------------------------------------------------------
-class ProcessRecord:
-    """The record of one process's Sim as values (see the module docstring): picklable."""
-
-    def __init__(self, process, processes, product, entries, xlog, whole, registries, facts):
-        self.process = process          # its MPI rank (0 outside a job)
-        self.processes = processes      # processes of the job
-        self.product = product          # the product's name
-        self.entries = entries          # Entry values, in seq order
-        self.xlog = xlog                # [(step, execution-log value)]
-        self.whole = whole              # Record.whole() of the record
-        self.thread_engines, self.channel_info, self.batches, self.allocations = registries
-        self.facts = facts              # the MPI transport's record_facts(), or None
-
-    def save(self, path) -> None:
-        """Write it to ``path`` (pickle)."""
-        with open(path, "wb") as f:
-            pickle.dump(self, f, protocol=pickle.HIGHEST_PROTOCOL)
-
-    @staticmethod
-    def load(path) -> "ProcessRecord":
-        """Read one :meth:`save` wrote (a pickle: load only files you trust)."""
-        with open(path, "rb") as f:
-            part = pickle.load(f)
-        if not isinstance(part, ProcessRecord):
-            raise ValueError(f"{path}: not a pyhcomm process record")
-        return part
-
-
-class _Porter:
-    """Turns the values an entry holds into stand-ins (one per object, so identity is kept)."""
-
-    def __init__(self, process: int, mpi: bool):
-        self.process, self.mpi = process, mpi
-        self.memo: dict = {}
-
-    def value(self, v):
-        c = v.__class__
-        if v is None or c is int or c is str or c is float or c is bool:
-            return v
-        if c is tuple:
-            return tuple([self.value(x) for x in v])
-        if c is list:
-            return [self.value(x) for x in v]
-        if c is dict:
-            return {k: self.value(x) for k, x in v.items()}
-        if isinstance(v, enum.Enum) or isinstance(v, np.dtype):
-            return v
-        if isinstance(v, np.integer):
-            return int(v)
-        if isinstance(v, np.floating):
-            return float(v)
-        key = id(v)
-        got = self.memo.get(key)
-        if got is not None:
-            return got[1]
-        out = self._object(v)
-        self.memo[key] = (v, out)       # keeps v alive: ids stay unique while porting
-        return out
-
-    def _object(self, v):
-        from .memory import Allocation
-        from .notify import Notify
-        from .stream import Stream
-        if isinstance(v, type):     # a class (a data type): pickled by name
-            return v
-        if isinstance(v, Allocation):
-            return MemoryRef(v.addr, v.size, v.device, v.kind, v.owner, v.freed)
-        if isinstance(v, Stream):
-            return StreamRef(v.handle, v.device, v.label, v.destroyed)
-        if isinstance(v, Notify):
-            return NotifyRef(v.owner, v.index, self.process, None, v.counting)
-        if hasattr(v, "owner") and hasattr(v, "index"):     # a notify named as a value (RemoteNotify)
-            peer = getattr(v, "peer", None)
-            end = getattr(peer, "end", None)
-            if end is None:
-                return NotifyRef(v.owner, v.index, self.process)
-            return NotifyRef(v.owner, v.index, end >> 32 if self.mpi else self.process, end)
-        if isinstance(v, int):      # IntEnum and other int subclasses
-            return int(v)
-        return None                 # functions, arrays, tasks, peers: nothing a reader of the record uses
-
-    def entry(self, e) -> Entry:
-        missing = object()
-        fields = {"entry": e.entry}
-        names = _HOST_FIELDS if e.entry == "host" else _TASK_FIELDS
-        for name in names:
-            v = getattr(e, name, missing)
-            if v is not missing:
-                fields[name] = self.value(v)
-        if e.entry == "host":
-            fields["batch"] = None
-        fields["site"] = e.where if e.site else None
-        return Entry(fields)
-
-
-def snapshot(source) -> ProcessRecord:
-    """The record of ``source`` (a Sim, or a bare Record: then no MPI facts) as a
-    :class:`ProcessRecord`."""
-    record = getattr(source, "record", source)
-    if not isinstance(record, Record):
-        raise TypeError(f"snapshot: {source!r} is neither a Sim nor a Record")
-    facts = None if source is record else source.transport.record_facts()
-    process = facts["process"] if facts else 0
-    runtime = getattr(source, "runtime", None)
-    product = runtime.product.name if runtime is not None else None
-    porter = _Porter(process, facts is not None)
-    entries = [porter.entry(e) for e in record.entries()]
-    base = record.step_count() - len(record.xlog)
-    xlog = [(base + i + 1, v) for i, v in enumerate(record.xlog)]
-    registries = (dict(record.thread_engines), dict(record.channel_info), list(record.batches),
-                  list(record.allocations))
-    return ProcessRecord(process, facts["processes"] if facts else 1, product, entries, xlog, record.whole(),
-                         registries, facts)
 
 
 def gather(source=None, root: int = 0):
@@ -321,11 +103,11 @@ class _Part:
 
 
 def _notify_of(e):
-    return getattr(e, "notify", None) if e.entry == "task" else (e.extra or {}).get("notify")
+    return e.kind.get(e, "notify")
 
 
 def _is_wait(e) -> bool:
-    return bool(getattr(e, "waits", False) if e.entry == "task" else (e.extra or {}).get("waits"))
+    return e.kind.notify is NotifyUse.WAIT
 
 
 def _parts(sources) -> list:
@@ -441,7 +223,7 @@ def _meetings(parts):
         facts = part.rec.facts
         if not facts:
             continue
-        by_seq = {e.seq: e for e in part.entries if e.kind == "Rendezvous"}
+        by_seq = {e.seq: e for e in part.entries if e.kind is RENDEZVOUS}
         for key, rank, nranks, device, program, seq, step, group in facts["meetings"]:
             m = found.get(key)
             if m is None:
@@ -464,100 +246,129 @@ def _meetings(parts):
     return out, dropped
 
 
-def _interleave(parts, items, meetings, item_program, need_of, deps, emit, emit_meeting) -> None:
-    """Emit every part's items in its own order, interleaved so that an item follows its ``deps``
-    (``(part index, item index)`` that must come first) and the meetings of its program that it
-    follows, and a meeting follows what its members did before arriving (``need_of(meeting,
-    part index)``: how many of that part's items come first)."""
-    n = len(parts)
-    ptr = [0] * n
-    pindex = {part.p: k for k, part in enumerate(parts)}
-    fronts: dict = {}       # (part index, program) -> deque of (seq boundary, meeting)
-    needs = []
-    for m in meetings:
-        need = {}
-        for part, program, _dev, seq, _step in m.members.values():
-            k = pindex[part.p]
-            fronts.setdefault((k, program), []).append((seq, id(m), m))
-            need[k] = max(need.get(k, 0), need_of(m, k, part))
-        needs.append((m, need))
-    for key, lst in fronts.items():
-        lst.sort(key=lambda x: (x[0], x[1]))
-        fronts[key] = deque((seq, m) for seq, _i, m in lst)
-    done = set()
-    pending = {id(m): (m, need) for m, need in needs}    # in the order of ``meetings``
+class _Interleaving:
+    """Every part's items emitted in its own order, interleaved so that an item follows its
+    ``deps`` (``(part index, item index)`` that must come first) and the meetings of its program
+    that it follows, and a meeting follows what its members did before arriving
+    (``need_of(meeting, part index, part)``: how many of that part's items come first)."""
 
-    def blocked(k, i) -> bool:
-        q = fronts.get((k, item_program(k, i)))
+    def __init__(self, parts, items, meetings, item_program, need_of, deps):
+        self.parts, self.items, self.item_program, self.deps = parts, items, item_program, deps
+        self.ptr = [0] * len(parts)
+        self.pindex = {part.p: k for k, part in enumerate(parts)}
+        self.fronts: dict = {}      # (part index, program) -> deque of (seq boundary, meeting)
+        needs = []
+        for m in meetings:
+            need = {}
+            for part, program, _dev, seq, _step in m.members.values():
+                k = self.pindex[part.p]
+                self.fronts.setdefault((k, program), []).append((seq, id(m), m))
+                need[k] = max(need.get(k, 0), need_of(m, k, part))
+            needs.append((m, need))
+        for key, lst in self.fronts.items():
+            lst.sort(key=lambda x: (x[0], x[1]))
+            self.fronts[key] = deque((seq, m) for seq, _i, m in lst)
+        self.done = set()
+        self.pending = {id(m): (m, need) for m, need in needs}    # in the order of ``meetings``
+
+    def blocked(self, k, i) -> bool:
+        q = self.fronts.get((k, self.item_program(k, i)))
         if q:
             seq, m = q[0]
-            if id(m) not in done and parts[k].seqs_of_items[i] >= seq:
+            if id(m) not in self.done and self.parts[k].seqs_of_items[i] >= seq:
                 return True
-        for dk, di in deps(k, i):
-            if ptr[dk] <= di:
+        for dk, di in self.deps(k, i):
+            if self.ptr[dk] <= di:
                 return True
         return False
 
-    def meeting_ready(m, need) -> bool:
-        if any(ptr[k] < c for k, c in need.items()):
+    def meeting_ready(self, m, need) -> bool:
+        if any(self.ptr[k] < c for k, c in need.items()):
             return False
         for part, program, _dev, _seq, _step in m.members.values():
-            q = fronts[(pindex[part.p], program)]
+            q = self.fronts[(self.pindex[part.p], program)]
             if q[0][1] is not m:
                 return False
         return True
 
-    def release(m) -> None:
-        done.add(id(m))
+    def release(self, m) -> None:
+        self.done.add(id(m))
         for part, program, *_ in m.members.values():
-            q = fronts[(pindex[part.p], program)]
+            q = self.fronts[(self.pindex[part.p], program)]
             if q and q[0][1] is m:
                 q.popleft()
-            else:       # a meeting emitted out of turn (see below)
+            else:       # a meeting emitted out of turn (see run)
                 for x in [x for x in q if x[1] is m]:
                     q.remove(x)
 
-    total = sum(len(x) for x in items)
-    emitted = 0
-    while emitted < total or pending:
+    def run(self, emit, emit_meeting) -> None:
+        items, ptr, pending = self.items, self.ptr, self.pending
+        total = sum(len(x) for x in items)
+        emitted = 0
+        while emitted < total or pending:
+            progressed = False
+            for k in range(len(items)):
+                lst = items[k]
+                while ptr[k] < len(lst) and not self.blocked(k, ptr[k]):
+                    emit(k, ptr[k])
+                    ptr[k] += 1
+                    emitted += 1
+                    progressed = True
+                if pending:     # a meeting can go only when it is first in its every member's queue
+                    progressed |= self._meetings(emit_meeting)
+            if progressed:
+                continue
+            # nothing can go on: the records do not say enough (recording disabled meanwhile, a join
+            # that did not wait): go on with the earliest meeting, or the first waiting item
+            if pending:
+                m, _need = pending.pop(next(iter(pending)))
+                emit_meeting(m)
+                self.release(m)
+                continue
+            k = next(k for k in range(len(items)) if ptr[k] < len(items[k]))
+            emit(k, ptr[k])
+            ptr[k] += 1
+            emitted += 1
+
+    def _meetings(self, emit_meeting) -> bool:
+        """Emit the meetings that are ready; whether any was."""
         progressed = False
-        for k in range(n):
-            lst = items[k]
-            while ptr[k] < len(lst) and not blocked(k, ptr[k]):
-                emit(k, ptr[k])
-                ptr[k] += 1
-                emitted += 1
+        for key in {id(q[0][1]) for q in self.fronts.values() if q}:
+            m, need = self.pending.get(key, (None, None))
+            if m is not None and self.meeting_ready(m, need):
+                emit_meeting(m)
+                self.release(m)
+                del self.pending[key]
                 progressed = True
-            if pending:     # a meeting can go only when it is first in its every member's queue
-                for key in {id(q[0][1]) for q in fronts.values() if q}:
-                    m, need = pending.get(key, (None, None))
-                    if m is not None and meeting_ready(m, need):
-                        emit_meeting(m)
-                        release(m)
-                        del pending[key]
-                        progressed = True
-        if progressed:
-            continue
-        # nothing can go on: the records do not say enough (recording disabled meanwhile, a join
-        # that did not wait): go on with the earliest meeting, or the first waiting item
-        if pending:
-            m, _need = pending.pop(next(iter(pending)))
-            emit_meeting(m)
-            release(m)
-            continue
-        k = next(k for k in range(n) if ptr[k] < len(items[k]))
-        emit(k, ptr[k])
-        ptr[k] += 1
-        emitted += 1
+        return progressed
+
+
+def _interleave(parts, items, meetings, item_program, need_of, deps, emit, emit_meeting) -> None:
+    """See :class:`_Interleaving`."""
+    _Interleaving(parts, items, meetings, item_program, need_of, deps).run(emit, emit_meeting)
 
 
 def _build(parts, meetings, dropped) -> Record:
-    # -- the merged issue order -------------------------------------------------------------------
+    order = _issue_order(parts, meetings, dropped)
+    owners: dict = {}       # (process, owner text) -> merged owner text
+    entries_new: dict = {}  # (process, old seq) -> merged Entry
+    for part, i in order:
+        if part is None:
+            continue
+        entries_new[(part.p, part.entries[i].seq)] = _renumbered(part, i, owners)
+    for m in meetings:
+        m.entry = _rendezvous_entry(m)
+    xlog = _exec_order(parts, meetings, entries_new)
+    return _record(parts, order, entries_new, xlog)
+
+
+def _issue_order(parts, meetings, dropped) -> list:
+    """The merged issue order: ``(part, entry index)`` or ``(None, meeting)``; numbers them."""
     for part in parts:
         part.items = [i for i, e in enumerate(part.entries) if (part.p, e.seq) not in dropped]
         part.seqs_of_items = [part.entries[i].seq for i in part.items]
     seqs = count(1)
-    order: list = []        # (part, entry index) or (None, meeting), in merged issue order
+    order: list = []
 
     def emit_issue(k, j):
         part = parts[k]
@@ -574,25 +385,17 @@ def _build(parts, meetings, dropped) -> Record:
                 lambda m, k, part: bisect.bisect_left(part.seqs_of_items, max(
                     seq for pt, _pr, _d, seq, _s in m.members.values() if pt is part)),
                 lambda k, j: (), emit_issue, emit_meeting_issue)
+    return order
 
-    # -- entries in the merged numbering ----------------------------------------------------------
-    owners: dict = {}       # (process, owner text) -> merged owner text
-    entries_new: dict = {}  # (process, old seq) -> merged Entry
-    for part, i in order:
-        if part is None:
-            continue
-        e = _renumbered(part, i, owners)
-        entries_new[(part.p, part.entries[i].seq)] = e
-    for m in meetings:
-        m.entry = _rendezvous_entry(m)
 
-    # -- the merged execution order ---------------------------------------------------------------
+def _exec_order(parts, meetings, entries_new) -> array:
+    """The merged execution log."""
     for part in parts:
         keep = {part.entries[i].seq for i in part.items}
         part.x_items = [(step, v) for step, v in part.rec.xlog if decode(v)[0] in keep]
         part.x_seqs = [decode(v)[0] for _step, v in part.x_items]
         part.x_steps = [step for step, _v in part.x_items]
-    for part in parts:      # exec items read by _interleave's blocked(): the entry's seq
+    for part in parts:      # exec items read by the interleaving's blocked(): the entry's seq
         part.seqs_of_items_issue, part.seqs_of_items = part.seqs_of_items, part.x_seqs
     deps = _notify_deps(parts, entries_new)
     xlog = array("q")
@@ -612,8 +415,11 @@ def _build(parts, meetings, dropped) -> Record:
                 lambda m, k, part: bisect.bisect_right(part.x_steps, max(
                     step for pt, _pr, _d, _seq, step in m.members.values() if pt is part)),
                 lambda k, j: deps.get((k, j), ()), emit_exec, emit_meeting_exec)
+    return xlog
 
-    # -- the record -------------------------------------------------------------------------------
+
+def _record(parts, order, entries_new, xlog) -> Record:
+    """The merged :class:`~pyhcomm.sim.record.Record`."""
     rec = Record(0)
     for part, i in order:
         if part is None:        # a meeting
@@ -680,6 +486,8 @@ def _renumbered(part: _Part, i: int, owners) -> Entry:
             v = f.get(name)
             if v.__class__ is tuple and v and v[0].__class__ is int:
                 f[name] = (part.h(v[0]),) + v[1:]
+        if f.get("channel").__class__ is int:       # a transfer's channel handle
+            f["channel"] = part.h(f["channel"])
         n = f.get("notify")
         if n is not None:
             f["notify"] = _owner(part, n, owners)
@@ -717,7 +525,7 @@ def _rendezvous_entry(m: _Meeting) -> Entry:
     part, program, device = last[0], last[1], last[2]
     extra = {"group": m.group, "ranks": ranks,
              "programs": tuple(_prog(m.members[r][0], m.members[r][1]) for r in ranks)}
-    return Entry({"entry": "host", "seq": 0, "kind": "Rendezvous", "api": m.api, "state": "done", "rank": None,
+    return Entry({"entry": "host", "seq": 0, "kind": RENDEZVOUS, "api": m.api, "state": "done", "rank": None,
                   "device": device, "side": "host", "engine": None, "thread": None, "stream": None, "kernel": None,
                   "reads": (), "writes": (), "extra": extra, "program": _prog(part, program), "batch": None,
                   "site": None})
@@ -739,7 +547,7 @@ def _notify_deps(parts, entries_new) -> dict:
             n = _notify_of(e)
             if n is None:
                 continue
-            gen = getattr(e, "gen", None) if e.entry == "task" else e.extra.get("gen")
+            gen = e.kind.get(e, "gen")
             if gen is None:
                 continue
             key = (n.owner, n.index)
@@ -765,4 +573,4 @@ def _notify_deps(parts, entries_new) -> dict:
     return out
 
 
-__all__ = ["ProcessRecord", "Entry", "StreamRef", "MemoryRef", "NotifyRef", "snapshot", "merge", "gather"]
+__all__ = ["merge", "gather", "ProcessRecord", "Entry", "StreamRef", "MemoryRef", "NotifyRef", "snapshot"]

@@ -49,17 +49,20 @@ class Notify:
 
 
 class NotifyRecordTask(SiteTask):
-    """Set ``notify`` (a record of a thread notify, a runtime notify or a channel notify)."""
+    """Set ``notify`` (a record of a thread notify, a runtime notify or a channel notify: ``kind``
+    says which, a :class:`~pyhcomm.sim.kinds.Kind` of role ``RECORD``); ``engine``: the issuing
+    HCOMM thread's engine (None for a runtime task)."""
 
     __slots__ = ("kind", "notify", "target", "gen")   # gen: the generation set (or consumed), once run
     waits = False
 
-    def __init__(self, kind, stream, thread, rank, side, notify, target, depth=3):
+    def __init__(self, kind, stream, thread, rank, side, notify, target, depth=3, engine=None):
         self.kind = kind
         self.stream = stream
         self.device = stream.device
         self.thread = thread
         self.rank = rank
+        self.engine = engine
         self.t_head = None
         self.state = PENDING
         self.side = side
@@ -87,12 +90,13 @@ class NotifyWaitTask(NotifyRecordTask):
     __slots__ = ("timeout",)
     waits = True
 
-    def __init__(self, kind, stream, thread, rank, side, notify, target, timeout, depth=3):
+    def __init__(self, kind, stream, thread, rank, side, notify, target, timeout, depth=3, engine=None):
         self.kind = kind            # (NotifyRecordTask.__init__ inlined: one call less per wait)
         self.stream = stream
         self.device = stream.device
         self.thread = thread
         self.rank = rank
+        self.engine = engine
         self.t_head = None
         self.state = PENDING
         self.side = side

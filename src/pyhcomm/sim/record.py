@@ -24,6 +24,7 @@ from itertools import count
 from typing import NamedTuple
 
 from ..sched.base import SKIP_FLAG
+from .kinds import Kind, engine_name, named
 from .runtime import host_ctx
 from .task import DONE, FAILED, PENDING, call_site, site_text
 
@@ -61,7 +62,9 @@ class ExecStep(NamedTuple):
 
 class HostEffect:
     """An effect done at once by the host (or by a kernel, outside any stream): recorded in both
-    logs. ``extra`` holds the kind-specific fields of its event (see :mod:`.events`)."""
+    logs. ``kind`` is its :class:`~pyhcomm.sim.kinds.Kind`; ``extra`` holds the kind-specific
+    fields of its event (see :mod:`.events`); ``engine``: the engine of the thread, channel or
+    engine context it used (whatever object that is; None: none)."""
 
     __slots__ = ("seq", "kind", "api", "state", "rank", "device", "side", "engine", "thread", "stream",
                  "kernel", "site", "reads", "writes", "extra", "program")
@@ -122,7 +125,7 @@ class Record:
         self._base = 0                  # seqs below this were cleared
         self._partial = False           # some entry was dropped (clear with pending tasks, capacity)
         #: registries for reading the record after the objects are gone (handles are never reused)
-        self.thread_engines: dict = {}  # thread handle -> CommEngine name
+        self.thread_engines: dict = {}  # thread handle -> its engine's name (kinds.engine_name)
         self.channel_info: dict = {}    # channel handle -> (CommProtocol name, peer rank)
         #: HCOMM batches that ended: (batch id, program, first seq, last seq); a task is in the
         #: batch when its program is that one and its seq is in that range
@@ -135,7 +138,7 @@ class Record:
         self._tasks.append(task)
 
     def note_thread(self, thread) -> None:
-        self.thread_engines[thread.handle] = thread.engine.name
+        self.thread_engines[thread.handle] = engine_name(thread.engine)
 
     def note_channel(self, end) -> None:
         self.channel_info[end.handle] = (end.protocol.name, end.peer_rank)
@@ -186,9 +189,12 @@ class Record:
 
     def host_effect(self, kind: str, api: str, *, ok: bool = True, rank=None, device=None, engine=None,
                     thread=None, stream=None, reads=(), writes=(), **extra):
-        """Record a host effect that just happened (``ok`` False: the call failed); returns it
-        (None while recording is disabled). ``reads``/``writes``: ``(addr, size)`` or
-        ``(addr, size, allocation)`` (the allocation tells host memory from device memory)."""
+        """Record a host effect of ``kind`` (a :class:`~pyhcomm.sim.kinds.Kind` of entry ``"host"``)
+        that just happened (``ok`` False: the call failed); returns it (None while recording is
+        disabled). ``reads``/``writes``: ``(addr, size)`` or ``(addr, size, allocation)`` (the
+        allocation tells host memory from device memory)."""
+        if kind.__class__ is not Kind:
+            kind = named(kind)
         return self.effect(kind, api, ok, rank, device, engine, thread, stream, tuple(reads), tuple(writes), extra,
                            None)
 
@@ -271,7 +277,7 @@ class Record:
 
     def events(self, *, rank=None, device=None, kind=None) -> list:
         """The typed events (:mod:`pyhcomm.sim.events`) of every recorded entry, in issue order."""
-        from .events import Builder
+        from .event_builder import Builder
         entries = self.entries()
         issued: dict = {}
         for e in entries:

@@ -1,7 +1,9 @@
 """Tasks: every enqueued operation, recorded as data.
 
-A :class:`Task` says what it is (``kind``), where it runs (rank, device, thread, stream), what it
-touches (byte ranges read and written, as device addresses), who enqueued it (the user's
+A :class:`Task` says what it is (``kind``: a :class:`~pyhcomm.sim.kinds.Kind`, declared in
+:mod:`pyhcomm.sim.kinds` with its traits), where it runs (rank, device, thread, stream, and the
+``engine`` of the HCOMM thread that issued it: None for a runtime task), what it touches (byte
+ranges read and written, as device addresses), who enqueued it (the user's
 ``file:line``) and when (``seq``, a global order). The verifier, the trace export and the timing
 model read these records; the scheduler runs them through ``fn(*args)``.
 """
@@ -12,9 +14,10 @@ import os
 import sys
 
 from ..sched.base import DONE, FAILED, PENDING, RUNNING, SKIPPED  # noqa: F401  (the task states)
+from .kinds import TASK_KIND, Kind, named
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_OPTIONAL = frozenset(("kernel", "batch", "program", "gen"))
+_OPTIONAL = frozenset(("kernel", "batch", "program", "gen", "engine"))
 
 
 
@@ -22,13 +25,14 @@ class TaskBase:
     """What every task has; kind-specific fields live in subclasses (class attributes give defaults)."""
 
     # ``kernel`` (the seq of the KernelLaunch whose kernel issued the task: set on device-side
-    # tasks), ``batch`` (the id of the HCOMM batch it was launched from) and ``program`` (the
-    # issuing host program or kernel, ``HostContext.program``) are set where the task is issued;
-    # an unset one reads None (``__getattr__``; reading a set slot costs nothing more).
+    # tasks), ``batch`` (the id of the HCOMM batch it was launched from), ``program`` (the
+    # issuing host program or kernel, ``HostContext.program``) and ``engine`` (the issuing HCOMM
+    # thread's ``engine``, whatever object it is) are set where the task is issued; an unset one
+    # reads None (``__getattr__``; reading a set slot costs nothing more).
     __slots__ = ("seq", "stream", "thread", "rank", "device", "t_head", "state", "side", "kernel", "batch",
-                 "program")
+                 "program", "engine")
     entry = "task"      # an entry of the record's issue log that runs on a stream (see HostEffect)
-    kind = "Task"
+    kind = TASK_KIND
     reads = ()
     writes = ()
     site = None
@@ -41,8 +45,8 @@ class TaskBase:
         raise NotImplementedError
 
     def __getattr__(self, name):
-        """The optional fields (``kernel``, ``batch``, ``program``, ``gen``) read None while unset
-        (the hot-path kinds set them in ``__init__``; this is the net for any other kind)."""
+        """The optional fields (``kernel``, ``batch``, ``program``, ``gen``, ``engine``) read None
+        while unset (the hot-path kinds set them in ``__init__``; this is the net for any other kind)."""
         if name in _OPTIONAL:
             return None
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
@@ -63,14 +67,16 @@ class TaskBase:
 
 
 class Task(TaskBase):
-    """A general task: its effect is ``fn(*args)``; every field is given at construction."""
+    """A general task: its effect is ``fn(*args)``; every field is given at construction. ``kind``
+    is a declared :class:`~pyhcomm.sim.kinds.Kind` (or its name); its accessors name ``args``."""
 
     __slots__ = ("kind", "reads", "writes", "site", "fn", "args", "ready", "blocker", "timeout", "detail")
 
     def __init__(self, kind, stream, fn, args, reads=(), writes=(), thread=None, rank=None,
-                 site=None, ready=None, blocker=None, timeout=0.0, detail=None, side="host"):
+                 site=None, ready=None, blocker=None, timeout=0.0, detail=None, side="host", engine=None):
         self.seq = 0
-        self.kind = kind
+        self.kind = kind if kind.__class__ is Kind else named(kind)
+        self.engine = engine
         self.stream = stream
         self.thread = thread
         self.rank = rank
@@ -103,12 +109,13 @@ class SiteTask(TaskBase):
     __slots__ = ("code", "lasti")
 
     def on_thread(self, t, side: str) -> None:
-        """Set where the task runs: HCCL thread ``t``'s stream, device, handle and rank, issued
-        from ``side`` (``"host"`` or ``"device"``); pending, not blocked yet."""
+        """Set where the task runs: HCOMM thread ``t``'s stream, device, handle, rank and engine,
+        issued from ``side`` (``"host"`` or ``"device"``); pending, not blocked yet."""
         self.stream = t.stream
         self.device = t.device
         self.thread = t.handle
         self.rank = t.rank
+        self.engine = t.engine
         self.t_head = None
         self.state = PENDING
         self.side = side

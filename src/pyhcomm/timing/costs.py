@@ -22,7 +22,8 @@ What is modelled (the replay applies it; see there for how):
   issues; an AI CPU kernel ``aicpu_submit`` per entry, or in batch mode ``batch_submit`` per task
   plus ``batch_fixed`` per batch, all of a batch's tasks reaching their streams together at
   ``HcommBatchModeEnd``; launching an AI CPU kernel costs ``kernel_launch`` before its body runs;
-  a blocking host call returns ``sync_return`` after what it waited for ended.
+  a blocking host call returns ``sync_return`` after what it waited for ended; ``engine_submit``
+  gives an engine a submit cost of its own (none does by default).
 """
 from __future__ import annotations
 
@@ -65,6 +66,10 @@ class CostModel:
     batch_fixed: float = 5.0 * US
     kernel_launch: float = 30.0 * US
     sync_return: float = 5.0 * US
+    #: engine name -> what a program pays per entry it issues that runs on that engine, in place of
+    #: ``host_submit`` / ``aicpu_submit`` (tasks added to a batch still pay ``batch_submit``); an
+    #: engine not here pays its side's (the record names each entry's engine: ``sim.kinds.engine_name``)
+    engine_submit: dict = field(default_factory=dict)
 
     def link(self, protocol) -> Link:
         """The :class:`Link` of ``protocol`` (a ``CommProtocol`` or its name); ``KeyError`` naming

@@ -146,45 +146,37 @@ class Plan:
         left unresolved (empty unless the edges have a cycle). Consumes the edges."""
         n = len(self.body)
         out, waiting, ready = self._lists(n)
+        zeros = bytes(8 * n)
+        self.issue = array("d", zeros)
+        self.start = array("d", zeros)
+        self.end = array("d", [inf]) * n
+        self._dep = array("d", zeros)
+        self._stage = array("b", bytes(n))  # points known: 0 none, 1 issue, 2 start, 3 body running, 4 end
+        self._heap: list = []
+        self._tick = 0                  # heap tie-breaker: events at one time in creation order
+        self._holders: dict = {}        # resource -> set of flows holding it
+        self._rate: dict = {}
+        self._left: dict = {}
+        self._since: dict = {}
+        self._version: dict = {}
+        self._propagate(out, waiting, ready)
+        stage = self._stage
+        del self._dep, self._stage, self._heap, self._holders, self._rate, self._left, self._since, self._version
+        return np.flatnonzero(np.frombuffer(stage, dtype=np.int8) != 4).tolist() if n else []
+
+    def _propagate(self, out, waiting, ready) -> None:
+        """Advance every ready node as far as its resolved edges allow, propagating each new point
+        along its out edges; then the next flow event in time order; until none is left."""
         ptrs, tos, lats = zip(*out)     # each indexed by the source point
         del out
-        zeros = bytes(8 * n)
-        self.issue = issue = array("d", zeros)
-        self.start = start = array("d", zeros)
-        self.end = end = array("d", [inf]) * n
-        dep = array("d", zeros)
-        stage = array("b", bytes(n))    # points known: 0 none, 1 issue, 2 start, 3 body running, 4 end
-        dispatch, body, nbytes, res = self.dispatch, self.body, self.nbytes, self.res
-        heap: list = []
+        issue, start, end, dep, stage = self.issue, self.start, self.end, self._dep, self._stage
+        dispatch, body, res, heap = self.dispatch, self.body, self.res, self._heap
         push, pop = heapq.heappush, heapq.heappop
-        tick = 0                        # heap tie-breaker: events at one time in creation order
-        holders: dict = {}              # resource -> set of flows holding it
-        rate: dict = {}
-        left: dict = {}
-        since: dict = {}
-        version: dict = {}
-        cap = self.capacity
-
-        def reshare(resources, now):
-            nonlocal tick
-            touched = set()
-            for r in resources:
-                touched |= holders[r]
-            for f in touched:
-                left[f] -= rate[f] * (now - since[f])
-                since[f] = now
-                new = min(cap[r] / len(holders[r]) for r in res[f])
-                rate[f] = new
-                version[f] += 1
-                tick += 1
-                push(heap, (now + max(left[f], 0.0) / new, tick, 1, f, version[f]))
-
         while True:
             while ready:
                 i = ready.pop()
                 st = stage[i]
                 w = 3 * i
-                # advance node i as far as its resolved edges allow, propagating each new point
                 while True:
                     if st == 0:
                         st = 1
@@ -202,8 +194,8 @@ class Plan:
                     elif st == 2 and waiting[w + 2] == 0:
                         st = 3
                         if i in res:                # a flow: the heap starts it in time order
-                            tick += 1
-                            push(heap, (dep[i], tick, 0, i, 0))
+                            self._tick += 1
+                            push(heap, (dep[i], self._tick, 0, i, 0))
                             break
                         end[i] = dep[i] + body[i]
                         continue
@@ -240,22 +232,42 @@ class Plan:
                 stage[i] = st
             if not heap:
                 break
-            now, _t, what, f, ver = pop(heap)
-            if what == 0:               # a flow starts
-                left[f] = float(nbytes[f])
-                rate[f] = 0.0
-                since[f] = now
-                version[f] = 0
-                for r in res[f]:
-                    holders.setdefault(r, set()).add(f)
-                reshare(res[f], now)
-            elif ver == version[f]:     # a flow's bytes are through
-                for r in res[f]:
-                    holders[r].discard(f)
-                version[f] = -1
-                rest = [r for r in res[f] if holders[r]]
-                if rest:
-                    reshare(rest, now)
-                end[f] = now + body[f]
-                ready.append(f)
-        return np.flatnonzero(np.frombuffer(stage, dtype=np.int8) != 4).tolist() if n else []
+            self._flow_event(*pop(heap), ready)
+
+    def _flow_event(self, now, _tick, what, f, ver, ready) -> None:
+        """A flow starts (``what`` 0), or its bytes are through (1, when ``ver`` is its current
+        version): the flows sharing its resources get new rates; a finished flow's end is known."""
+        res, holders, version = self.res, self._holders, self._version
+        if what == 0:
+            self._left[f] = float(self.nbytes[f])
+            self._rate[f] = 0.0
+            self._since[f] = now
+            version[f] = 0
+            for r in res[f]:
+                holders.setdefault(r, set()).add(f)
+            self._reshare(res[f], now)
+        elif ver == version[f]:
+            for r in res[f]:
+                holders[r].discard(f)
+            version[f] = -1
+            rest = [r for r in res[f] if holders[r]]
+            if rest:
+                self._reshare(rest, now)
+            self.end[f] = now + self.body[f]
+            ready.append(f)
+
+    def _reshare(self, resources, now) -> None:
+        """The flows holding ``resources`` share them again from ``now`` (processor sharing)."""
+        holders, left, rate, since, version = self._holders, self._left, self._rate, self._since, self._version
+        cap, res, heap = self.capacity, self.res, self._heap
+        touched = set()
+        for r in resources:
+            touched |= holders[r]
+        for f in touched:
+            left[f] -= rate[f] * (now - since[f])
+            since[f] = now
+            new = min(cap[r] / len(holders[r]) for r in res[f])
+            rate[f] = new
+            version[f] += 1
+            self._tick += 1
+            heapq.heappush(heap, (now + max(left[f], 0.0) / new, self._tick, 1, f, version[f]))

@@ -8,27 +8,15 @@ each collective call in the title. Rows beyond ``max_rows`` are left out (the ti
 """
 from __future__ import annotations
 
+from ..sim.kinds import Trace
+
 COLOURS = {"transfer": "#d62728", "copy": "#1f77b4", "reduce": "#9467bd", "record": "#2ca02c",
            "wait": "#98df8a", "kernel": "#ff7f0e", "host": "#7f7f7f", "other": "#bcbd22"}
 
 
 def _family(ev) -> str:
-    k = ev.kind
-    if ev.entry == "host":
-        return "host"
-    if k.startswith(("Write", "Read")):
-        return "transfer"
-    if k in ("LocalCopy", "MemcpyAsync", "MemsetAsync"):
-        return "copy"
-    if k == "LocalReduce":
-        return "reduce"
-    if k.endswith("Record"):
-        return "record"
-    if k.endswith("Wait"):
-        return "wait"
-    if k == "KernelLaunch":
-        return "kernel"
-    return "other"
+    """The colour key of an entry: its kind's trace category (host effects: ``host``)."""
+    return "host" if ev.entry == "host" else ev.kind.trace.value
 
 
 def write_png(tl, path, max_rows: int = 64, width: float = 14.0) -> int:
@@ -44,13 +32,13 @@ def write_png(tl, path, max_rows: int = 64, width: float = 14.0) -> int:
         from matplotlib.patches import Patch
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("the PNG timeline needs matplotlib: pip install 'pyhcomm[plot]'") from exc
-    from .trace import _rank_of
+    from .trace import rank_of_device
     rows: dict = {}
     bars: dict = {}
-    rank_of = _rank_of(tl.events)
+    rank_of = rank_of_device(tl.events)
     for i, ev in enumerate(tl.events):
         end = tl.end[i]
-        if end != end or end == float("inf") or ev.kind == "Collective":
+        if end != end or end == float("inf") or ev.kind.trace is Trace.CALL:
             continue
         rank = ev.rank if ev.rank is not None else rank_of.get(ev.device, -1 - (ev.device or 0))
         key = (rank, "host") if ev.entry == "host" else (rank, ev.stream or 0)

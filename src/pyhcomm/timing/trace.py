@@ -9,11 +9,13 @@ Layout (the Trace Event Format that ui.perfetto.dev and chrome://tracing open):
   write that lands in the rank's memory shows up, and an ``outgoing`` track where every read
   another rank makes of its memory shows up;
 * a slice (``"ph": "X"``) per entry from start to end, named after its kind; ``args`` carry the
-  seq, ``file:line`` of the call, bytes, peer, protocol, notify and generation;
+  seq, ``file:line`` of the call, the engine that ran it (when one did), bytes, peer, protocol,
+  notify and generation;
 * flow arrows (``"ph": "s"``/``"f"``), the way the data or the signal goes: a notify record to the
   wait that consumed it, a write to its ``incoming`` slice on the destination rank, a read's
   ``outgoing`` slice on the source rank to the read;
-* a slice per collective call on a ``collectives`` track of each rank taking part.
+* a slice per collective call on a ``collectives`` track of each rank taking part (the entries
+  whose kind's trace category is ``call``, :mod:`pyhcomm.sim.kinds`, are drawn there only).
 
 Times are microseconds of the virtual clock (floats). The output is deterministic: the same
 timeline gives the same bytes.
@@ -23,6 +25,8 @@ from __future__ import annotations
 import json
 import os
 
+from ..sim.kinds import Trace
+
 _ARG_FIELDS = ("nbytes", "peer", "protocol", "dtype", "op", "count", "direction", "name", "result", "gen")
 HOST_TID = 1
 CALLS_TID = 2
@@ -30,7 +34,7 @@ INCOMING_TID = 3
 OUTGOING_TID = 4
 
 
-def _rank_of(events) -> dict:
+def rank_of_device(events) -> dict:
     """device -> rank, from the entries that name both (entries tied to no rank, a synchronize
     say, go to the process of their device's rank)."""
     out: dict = {}
@@ -42,128 +46,158 @@ def _rank_of(events) -> dict:
 
 def trace_events(tl) -> list:
     """The trace events of ``tl`` (a list of dicts, metadata first)."""
-    events = tl.events
-    rank_of = _rank_of(events)
-    meta: list = []
-    body: list = []
-    procs: dict = {}
-    tracks: dict = {}          # (pid, stream) -> tid
-    names: dict = {}
+    t = _Trace(tl)
+    for i, ev in enumerate(tl.events):
+        end = tl.end[i]
+        if end != end or end == float("inf") or ev.kind.trace is Trace.CALL:
+            continue                          # never ran; call markers: the collectives track
+        t.entry(i, ev, end)
+    t.notify_arrows()
+    t.calls()
+    return t.meta + t.body
 
-    def proc(ev):
-        rank = ev.rank if ev.rank is not None else rank_of.get(ev.device)
-        pid = rank + 1 if rank is not None else 100000 + (ev.device or 0)
-        if pid not in procs:
-            label = f"rank {rank} (device {ev.device})" if rank is not None else f"device {ev.device}"
-            procs[pid] = label
-            meta.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}})
-            meta.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
-                         "args": {"sort_index": pid}})
+
+class _Trace:
+    """The trace of one timeline while it is made: processes, tracks, slices, arrows."""
+
+    def __init__(self, tl):
+        self.tl = tl
+        self.rank_of = rank_of_device(tl.events)
+        self.meta: list = []
+        self.body: list = []
+        self.procs: dict = {}
+        self.tracks: dict = {}          # (pid, stream) -> tid
+        self.where: list = [None] * len(tl.events)     # (pid, tid, ts) of each slice
+
+    def proc(self, rank, device) -> int:
+        """The process of ``rank`` (or, with none, of ``device``), named on first use."""
+        pid = rank + 1 if rank is not None else 100000 + (device or 0)
+        if pid not in self.procs:
+            label = f"rank {rank} (device {device})" if rank is not None else f"device {device}"
+            self.procs[pid] = label
+            self.meta.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}})
+            self.meta.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
+                              "args": {"sort_index": pid}})
         return pid
 
-    def track(pid, key, label):
-        tid = tracks.get((pid, key))
+    def track(self, pid, key, label) -> int:
+        tid = self.tracks.get((pid, key))
         if tid is None:
-            tid = tracks[(pid, key)] = len([k for k in tracks if k[0] == pid]) + 10
-            meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": label}})
-            meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                         "args": {"sort_index": tid}})
+            tid = self.tracks[(pid, key)] = len([k for k in self.tracks if k[0] == pid]) + 10
+            self._name_thread(pid, tid, label)
         return tid
 
-    def fixed_track(pid, tid, label):
-        if (pid, -tid) not in tracks:
-            tracks[(pid, -tid)] = tid
-            meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": label}})
-            meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                         "args": {"sort_index": tid}})
+    def fixed_track(self, pid, tid, label) -> int:
+        if (pid, -tid) not in self.tracks:
+            self.tracks[(pid, -tid)] = tid
+            self._name_thread(pid, tid, label)
         return tid
 
-    where: list = [None] * len(events)     # (pid, tid, ts) of each slice
-    destinations, sources = tl.destinations, tl.sources
-    us = 1e6
-    for i, ev in enumerate(events):
-        end = tl.end[i]
-        if end != end or end == float("inf") or ev.kind == "Collective":
-            continue                          # never ran; call markers: the collectives track
-        pid = proc(ev)
+    def _name_thread(self, pid, tid, label) -> None:
+        self.meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": label}})
+        self.meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+                          "args": {"sort_index": tid}})
+
+    def entry(self, i, ev, end) -> None:
+        """The slice of entry ``i`` on its track, and its transfer's slice on the other rank."""
+        tl = self.tl
+        rank = ev.rank if ev.rank is not None else self.rank_of.get(ev.device)
+        pid = self.proc(rank, ev.device)
         if ev.entry == "host":
-            tid = fixed_track(pid, HOST_TID, "host")
+            tid = self.fixed_track(pid, HOST_TID, "host")
             begin = tl.issue[i]
         else:
-            key = ev.stream
             label = (f"thread 0x{ev.thread:x} / stream 0x{ev.stream:x}" if ev.thread
                      else f"stream 0x{(ev.stream or 0):x}")
             if ev.side == "device":
                 label += " (AI CPU)"
-            tid = track(pid, key, label)
+            tid = self.track(pid, ev.stream, label)
             begin = tl.start[i]
-        args = {"seq": ev.seq}
-        if ev.site:
-            args["site"] = ev.site
-        fields = ev._fields
-        for f in _ARG_FIELDS:
-            v = getattr(ev, f) if f in fields else None
-            if v is not None and v != "":
-                args["bytes" if f == "nbytes" else f] = v
-        notify = ev.notify if "notify" in fields else None
-        if notify is not None:
-            args["notify"] = f"{notify.owner} #{notify.index}"
-        if ev.api:
-            args["api"] = ev.api
         ts, dur = _span(begin, end)
-        body.append({"ph": "X", "name": ev.kind, "cat": ev.entry, "pid": pid, "tid": tid, "ts": ts,
-                     "dur": dur, "args": args})
-        where[i] = (pid, tid, ts)
-        for ends, outward in ((destinations, True), (sources, False)):
+        self.body.append({"ph": "X", "name": ev.kind, "cat": ev.entry, "pid": pid, "tid": tid, "ts": ts,
+                          "dur": dur, "args": _args(ev)})
+        self.where[i] = (pid, tid, ts)
+        for ends, outward in ((tl.destinations, True), (tl.sources, False)):
             other = ends.get(i)
-            if other is None:
+            if other is not None:
+                self.transfer(ev, pid, tid, ts, dur, other, outward)
+
+    def transfer(self, ev, pid, tid, ts, dur, other, outward) -> None:
+        """A write from this slice to the destination's incoming track, or a read from the
+        source's outgoing track to this slice: the other end's slice and the arrow."""
+        orank, odev = other
+        opid = orank + 1 if orank is not None else 100000 + (odev or 0)
+        if opid not in self.procs:
+            label = f"rank {orank} (device {odev})" if orank is not None else f"device {odev}"
+            self.procs[opid] = label
+            self.meta.append({"ph": "M", "name": "process_name", "pid": opid, "tid": 0, "args": {"name": label}})
+        if outward:
+            otid = self.fixed_track(opid, INCOMING_TID, "incoming")
+            name, cat = f"{ev.kind} from rank {ev.rank}", "incoming"
+        else:
+            otid = self.fixed_track(opid, OUTGOING_TID, "outgoing")
+            name, cat = f"{ev.kind} by rank {ev.rank}", "outgoing"
+        fields = ev._fields
+        self.body.append({"ph": "X", "name": name, "cat": cat, "pid": opid, "tid": otid, "ts": ts, "dur": dur,
+                          "args": {"seq": ev.seq, "bytes": ev.nbytes if "nbytes" in fields else 0, "site": ev.site}})
+        (a_pid, a_tid), (b_pid, b_tid) = ((pid, tid), (opid, otid)) if outward else ((opid, otid), (pid, tid))
+        self.body.append({"ph": "s", "id": 2 * ev.seq, "name": "transfer", "cat": "transfer", "pid": a_pid,
+                          "tid": a_tid, "ts": ts})
+        self.body.append({"ph": "f", "bp": "e", "id": 2 * ev.seq, "name": "transfer", "cat": "transfer",
+                          "pid": b_pid, "tid": b_tid, "ts": ts})
+
+    def notify_arrows(self) -> None:
+        """A flow arrow from each notify record to the wait that consumed it."""
+        tl, where, us = self.tl, self.where, 1e6
+        flow = 0
+        for a in tl.arrows:
+            if a.kind != "notify" or where[a.src] is None or where[a.dst] is None:
                 continue
-            orank, odev = other
-            opid = orank + 1 if orank is not None else 100000 + (odev or 0)
-            if opid not in procs:
-                label = f"rank {orank} (device {odev})" if orank is not None else f"device {odev}"
-                procs[opid] = label
-                meta.append({"ph": "M", "name": "process_name", "pid": opid, "tid": 0, "args": {"name": label}})
-            if outward:     # a write: from this slice to the destination's incoming track
-                otid = fixed_track(opid, INCOMING_TID, "incoming")
-                name, cat = f"{ev.kind} from rank {ev.rank}", "incoming"
-            else:           # a read: from the source's outgoing track to this slice
-                otid = fixed_track(opid, OUTGOING_TID, "outgoing")
-                name, cat = f"{ev.kind} by rank {ev.rank}", "outgoing"
-            body.append({"ph": "X", "name": name, "cat": cat, "pid": opid, "tid": otid, "ts": ts, "dur": dur,
-                         "args": {"seq": ev.seq, "bytes": ev.nbytes if "nbytes" in fields else 0, "site": ev.site}})
-            (a_pid, a_tid), (b_pid, b_tid) = ((pid, tid), (opid, otid)) if outward else ((opid, otid), (pid, tid))
-            body.append({"ph": "s", "id": 2 * ev.seq, "name": "transfer", "cat": "transfer", "pid": a_pid,
-                         "tid": a_tid, "ts": ts})
-            body.append({"ph": "f", "bp": "e", "id": 2 * ev.seq, "name": "transfer", "cat": "transfer",
-                         "pid": b_pid, "tid": b_tid, "ts": ts})
-    flow = 0
-    for a in tl.arrows:
-        if a.kind != "notify" or where[a.src] is None or where[a.dst] is None:
-            continue
-        flow += 1
-        spid, stid, sts = where[a.src]
-        dpid, dtid, dts = where[a.dst]
-        # the arrow ends where the signal reaches the wait (inside the wait's slice, never before
-        # the record's start: a wait often starts long before its record)
-        arrive = min(tl.end[a.dst], max(tl.end[a.src], dts / us))
-        dts = _span(arrive, arrive)[0]
-        body.append({"ph": "s", "id": 2 * flow + 1, "name": "notify", "cat": "notify", "pid": spid, "tid": stid,
-                     "ts": sts})
-        body.append({"ph": "f", "bp": "e", "id": 2 * flow + 1, "name": "notify", "cat": "notify", "pid": dpid,
-                     "tid": dtid, "ts": dts})
-    for k, call in enumerate(tl.calls):
-        for rank in call.ranks:
-            pid = rank + 1
-            if pid not in procs:
-                continue
-            tid = fixed_track(pid, CALLS_TID, "collectives")
-            ts, dur = _span(call.begin, call.end)
-            body.append({"ph": "X", "name": call.name, "cat": "collective", "pid": pid, "tid": tid,
-                         "ts": ts, "dur": dur,
-                         "args": {"call": k, "modeled_us": round(call.seconds * us, 3),
-                                  **({"algorithm": call.algorithm} if call.algorithm else {})}})
-    return meta + body
+            flow += 1
+            spid, stid, sts = where[a.src]
+            dpid, dtid, dts = where[a.dst]
+            # the arrow ends where the signal reaches the wait (inside the wait's slice, never before
+            # the record's start: a wait often starts long before its record)
+            arrive = min(tl.end[a.dst], max(tl.end[a.src], dts / us))
+            dts = _span(arrive, arrive)[0]
+            self.body.append({"ph": "s", "id": 2 * flow + 1, "name": "notify", "cat": "notify", "pid": spid,
+                              "tid": stid, "ts": sts})
+            self.body.append({"ph": "f", "bp": "e", "id": 2 * flow + 1, "name": "notify", "cat": "notify",
+                              "pid": dpid, "tid": dtid, "ts": dts})
+
+    def calls(self) -> None:
+        """A slice per collective call on the ``collectives`` track of each rank taking part."""
+        for k, call in enumerate(self.tl.calls):
+            for rank in call.ranks:
+                pid = rank + 1
+                if pid not in self.procs:
+                    continue
+                tid = self.fixed_track(pid, CALLS_TID, "collectives")
+                ts, dur = _span(call.begin, call.end)
+                self.body.append({"ph": "X", "name": call.name, "cat": "collective", "pid": pid, "tid": tid,
+                                  "ts": ts, "dur": dur,
+                                  "args": {"call": k, "modeled_us": round(call.seconds * 1e6, 3),
+                                           **({"algorithm": call.algorithm} if call.algorithm else {})}})
+
+
+def _args(ev) -> dict:
+    """A slice's ``args``: seq, call site, engine, bytes, peer, protocol, notify and generation ..."""
+    args = {"seq": ev.seq}
+    if ev.site:
+        args["site"] = ev.site
+    if ev.engine is not None:
+        args["engine"] = ev.engine
+    fields = ev._fields
+    for f in _ARG_FIELDS:
+        v = getattr(ev, f) if f in fields else None
+        if v is not None and v != "":
+            args["bytes" if f == "nbytes" else f] = v
+    notify = ev.notify if "notify" in fields else None
+    if notify is not None:
+        args["notify"] = f"{notify.owner} #{notify.index}"
+    if ev.api:
+        args["api"] = ev.api
+    return args
 
 
 def _span(begin: float, end: float) -> tuple:

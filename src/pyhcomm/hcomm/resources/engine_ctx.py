@@ -33,7 +33,7 @@ import numpy as np
 
 from ... import args
 from ...sim import current_sim as _sim
-from ...sim import memory
+from ...sim import kinds, memory
 from ...enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
 from ...errors import HcclResult, hccl_error, not_found, para, ptr
 from .owner import get_owner
@@ -240,7 +240,7 @@ def copy(comm_handle, engine, ctx_tag, src_ctx, size, dst_ctx_offset) -> None:
     pointer = _is_pointer(src_ctx)
     if pointer:
         src_ctx = int(src_ctx)
-    _sim().record.host_effect("EngineCtxCopy", api, rank=comm.rank, device=comm.device, engine=engine.name,
+    _sim().record.host_effect(kinds.ENGINE_CTX_COPY, api, rank=comm.rank, device=comm.device, engine=engine,
                               reads=((src_ctx, size, _sim().memory.host_map.find(src_ctx)),) if pointer else (),
                               writes=((ctx.addr + offset, size, ctx.alloc),), nbytes=size, tag=tag,
                               source="pointer" if pointer else "object")
