@@ -65,7 +65,7 @@ def reset(**options) -> Sim:
         options["product"] = old.runtime.product
         options["product_chosen"] = True
     new = Sim(**options)
-    if _sim_mod._var.get(None) is old:
+    if _sim_mod.context_sim() is old:
         _sim_mod.enter(new)
     else:
         _sim_mod.set_default_sim(new)

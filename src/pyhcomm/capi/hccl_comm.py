@@ -151,7 +151,7 @@ def HcclCommInitRootInfoScalable(nRanks, nRoot, rootInfoList, rank, nExtRoot, co
     if nExtRoot < 0:
         raise _para(api, f"nExtRoot {nExtRoot!r} must be a non-negative int")
     for i, root in enumerate(roots[1:nRoot], 1):
-        _comm._world_of(root, api)               # every root must exist
+        _comm.world_of(root, api)               # every root must exist
     settings = _cfg.settings_from(config, api) if config is not None else None
     return _comm.init_root_info(nRanks, roots[0], rank, settings, api).handle
 

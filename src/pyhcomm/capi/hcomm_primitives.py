@@ -324,6 +324,6 @@ def _recorded(fn):
 
 
 _HOT = ("HcommLocalCopyOnThread", "HcommLocalReduceOnThread")   # they record themselves
-for _name in [n for n in __all__ if n.startswith("Hcomm") and n.endswith(("OnThread", "Nbi", "Record", "Wait", "Fence"))
-              and n not in _HOT]:
+for _name in [n for n in __all__ if n.startswith("Hcomm") and n not in _HOT
+              and (n.endswith(("OnThread", "Nbi", "Record", "Wait")) or n == "HcommChannelFence")]:
     globals()[_name] = _recorded(globals()[_name])

@@ -170,7 +170,7 @@ def _root_bytes(root_info, api: str) -> bytes:
     raise para(api, f"rootInfo must be the HcclRootInfo from HcclGetRootInfo, not {type(root_info).__name__}")
 
 
-def _world_of(root_info, api: str) -> World:
+def world_of(root_info, api: str) -> World:
     """The World of this Sim that ``root_info`` names (made on first use)."""
     key = _root_key(_root_bytes(root_info, api), api)
     sim = _sim()
@@ -187,7 +187,7 @@ def init_root_info(nranks: int, root_info, rank: int, settings=None,
     """``HcclCommInitRootInfo``: join rank ``rank`` of ``nranks``; collective, blocks the host
     (unless ``wait`` is False: then :func:`wait_joined` completes it, at ``HcclGroupEnd``).
     ``settings``: a :class:`.comm_config.CommSettings` (``HcclCommInitRootInfoConfig``)."""
-    world = _world_of(root_info, api)
+    world = world_of(root_info, api)
     nranks = args.integer(nranks, api, "nRanks", -(1 << 64), args.UINT64_MAX)
     if nranks < 1:
         raise para(api, f"nRanks {nranks} must be at least 1")

@@ -52,13 +52,13 @@ def _thread_and_channel(thread, channel, api):
     if ctx is None or ctx.sim is not _sim():
         ctx = host_ctx()
     handles = ctx.sim.handles
-    t = handles.threads._objs.get(thread) if type(thread) is int else None
+    t = handles.threads.by_handle.get(thread) if type(thread) is int else None
     kernels = ctx.kernels
     device_side = bool(kernels)
     if (t is None or t.stream.destroyed or t.host_side == device_side or not ctx.sim.runtime.product.hcomm
             or device_side):
         t, ctx, device_side = v.issuing_thread(thread, api)
-    ch = handles.channels._objs.get(channel) if type(channel) is int else None
+    ch = handles.channels.by_handle.get(channel) if type(channel) is int else None
     if ch is None:
         ch = get_channel(channel, api)
     if ch.comm is not t.comm and not (ch.comm.device == t.device and (ch.comm.l3 or t.comm.l3)):

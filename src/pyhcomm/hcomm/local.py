@@ -68,7 +68,7 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
     if not src or type(src) is not int:
         src = v.nonnull(src, API, "src")
     ctx = host_ctx()
-    t = ctx.sim.handles.threads._objs.get(thread) if type(thread) is int else None
+    t = ctx.sim.handles.threads.by_handle.get(thread) if type(thread) is int else None
     if t is None or t.stream.destroyed:
         t = get_thread(thread, API)
     kernels = ctx.kernels

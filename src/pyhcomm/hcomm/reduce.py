@@ -202,7 +202,7 @@ def _enqueue(thread, dst, src, count, dt, op, device_side) -> None:
         v.nonnull(src, API, "src")
     ctx = host_ctx()
     sim = ctx.sim
-    t = sim.handles.threads._objs.get(thread) if type(thread) is int else None
+    t = sim.handles.threads.by_handle.get(thread) if type(thread) is int else None
     if t is None or t.stream.destroyed:
         t = get_thread(thread, API)
     product = sim.runtime.product

@@ -56,7 +56,7 @@ def issuing_thread(handle, api: str):
     """The thread a primitive is issued on, checked (handle, product, side); returns
     ``(thread, the caller's host context, whether the caller is on the device side)``."""
     ctx = host_ctx()
-    t = ctx.sim.handles.threads._objs.get(handle) if type(handle) is int else None
+    t = ctx.sim.handles.threads.by_handle.get(handle) if type(handle) is int else None
     if t is None or t.stream.destroyed:
         t = get_thread(handle, api)
     if not ctx.sim.runtime.product.hcomm and not ctx.library:

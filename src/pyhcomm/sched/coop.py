@@ -196,7 +196,7 @@ class CoopScheduler(Scheduler):
         rec = self._record
         task.seq = next(rec.counter)
         if rec.enabled:
-            rec._tasks.append(task)
+            rec.task_log.append(task)
         stream = task.stream
         q = stream.queue
         q.append(task)

@@ -25,6 +25,12 @@ def current_sim() -> "Sim":
     return _var.get(_default)
 
 
+def context_sim():
+    """The Sim the calling context was given (:func:`enter`, a launch), None when it uses the
+    process default."""
+    return _var.get(None)
+
+
 def set_default_sim(sim: "Sim") -> None:
     """Make ``sim`` the Sim of every context that has none of its own."""
     global _default

@@ -16,29 +16,30 @@ class HandleTable:
         self._base = base
         self._step = step
         self._next = base
-        self._objs: dict[int, object] = {}
+        #: handle -> live object (read it for a lookup on a hot path; change it only through the methods)
+        self.by_handle: dict[int, object] = {}
         self._lock = threading.Lock()
 
     def add(self, obj) -> int:
         with self._lock:
             h = self._next
             self._next += self._step
-            self._objs[h] = obj
+            self.by_handle[h] = obj
             return h
 
     def get(self, handle):
-        return self._objs.get(handle)
+        return self.by_handle.get(handle)
 
     def remove(self, handle) -> None:
-        self._objs.pop(handle, None)
+        self.by_handle.pop(handle, None)
 
     def values(self):
-        return list(self._objs.values())
+        return list(self.by_handle.values())
 
     def reset(self) -> None:
         """Forget every object and restart numbering (runtime reset only)."""
         with self._lock:
-            self._objs.clear()
+            self.by_handle.clear()
             self._next = self._base
 
 

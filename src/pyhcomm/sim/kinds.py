@@ -134,7 +134,8 @@ class Kind(str):
     def __setattr__(self, name, value):
         raise AttributeError(f"kind {str(self)!r} is immutable")
 
-    __delattr__ = __setattr__
+    def __delattr__(self, name):
+        raise AttributeError(f"kind {str(self)!r} is immutable")
 
     def __reduce__(self):
         return named, (str(self),)

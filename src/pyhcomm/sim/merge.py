@@ -427,7 +427,7 @@ def _record(parts, order, entries_new, xlog) -> Record:
             e.seq = i.seq
         else:
             e = entries_new[(part.p, part.entries[i].seq)]
-        (rec._tasks if e.entry == "task" else rec._host).append(e)
+        (rec.task_log if e.entry == "task" else rec.host_log).append(e)
     rec.xlog = xlog
     rec.counter = count(len(order) + 1)
     rec._partial = not all(p.rec.whole for p in parts)

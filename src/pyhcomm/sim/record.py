@@ -115,8 +115,10 @@ class Record:
 
     def __init__(self, capacity: int = 1_000_000):
         self.capacity = capacity
-        self._tasks = deque(maxlen=capacity or None)
-        self._host = deque(maxlen=capacity or None)
+        #: the issue log: the task objects and the host effects, each in issue order (the scheduler
+        #: appends a task as it is enqueued: ``append``, inlined on its hot path)
+        self.task_log = deque(maxlen=capacity or None)
+        self.host_log = deque(maxlen=capacity or None)
         self.xlog = array("q")          # execution log (see ``decode``)
         self._exec_dropped = 0          # entries trimmed from the front (steps stay absolute)
         self.counter = count(1)         # the global issue order (``seq``), also while disabled
@@ -135,7 +137,7 @@ class Record:
 
     # -- recording ---------------------------------------------------------------------------------
     def append(self, task) -> None:
-        self._tasks.append(task)
+        self.task_log.append(task)
 
     def note_thread(self, thread) -> None:
         self.thread_engines[thread.handle] = engine_name(thread.engine)
@@ -216,7 +218,7 @@ class Record:
                        thread, stream, kernels[-1].seq if kernels else None, call_site(), reads, writes, extra)
         e.seq = seq
         e.program = ctx.program
-        self._host.append(e)
+        self.host_log.append(e)
         self.xlog.append(seq if ok else -seq)
         if self.capacity and len(self.xlog) > 2 * self.capacity:
             self.trim()
@@ -225,16 +227,16 @@ class Record:
     # -- reading -----------------------------------------------------------------------------------
     def tasks(self, *, rank=None, device=None, kind=None):
         """Return the recorded tasks in enqueue order, optionally filtered."""
-        return _filtered(list(self._tasks), rank, device, kind)
+        return _filtered(list(self.task_log), rank, device, kind)
 
     def host_effects(self, *, kind=None):
         """Return the recorded host effects in issue order."""
-        out = list(self._host)
+        out = list(self.host_log)
         return out if kind is None else [e for e in out if e.kind == kind]
 
     def entries(self):
         """Tasks and host effects together, in issue (seq) order."""
-        out = list(self._tasks) + list(self._host)
+        out = list(self.task_log) + list(self.host_log)
         out.sort(key=_seq)
         return out
 
@@ -309,7 +311,7 @@ class Record:
     def pending(self):
         """The recorded tasks not yet run, in enqueue order (queued on streams: tasks in batches
         not yet ended are not enqueued, so not here)."""
-        return [t for t in list(self._tasks) if t.state == PENDING]  # list(): a copy taken at once
+        return [t for t in list(self.task_log) if t.state == PENDING]  # list(): a copy taken at once
 
     def whole(self) -> bool:
         """Whether the record holds every task enqueued since it was created or last cleared
@@ -317,16 +319,16 @@ class Record:
         :meth:`pending` is every queued task."""
         if not self.enabled or self._partial:
             return False
-        if self.capacity and (len(self._tasks) >= self.capacity or len(self._host) >= self.capacity):
+        if self.capacity and (len(self.task_log) >= self.capacity or len(self.host_log) >= self.capacity):
             return False
-        return len(self._tasks) + len(self._host) == _peek(self.counter) - 1 - self._base
+        return len(self.task_log) + len(self.host_log) == _peek(self.counter) - 1 - self._base
 
     def clear(self) -> None:
         """Forget every entry and the execution log (numbering goes on)."""
-        if any(t.state == PENDING for t in list(self._tasks)):
+        if any(t.state == PENDING for t in list(self.task_log)):
             self._partial = True
-        self._tasks.clear()
-        self._host.clear()
+        self.task_log.clear()
+        self.host_log.clear()
         self.batches.clear()
         self._exec_dropped += len(self.xlog)
         del self.xlog[:]
@@ -334,14 +336,14 @@ class Record:
 
     def set_capacity(self, capacity: int) -> None:
         """Keep at most ``capacity`` tasks and host effects (0 = unbounded); keeps the newest."""
-        if capacity and (len(self._tasks) > capacity or len(self._host) > capacity):
+        if capacity and (len(self.task_log) > capacity or len(self.host_log) > capacity):
             self._partial = True
         self.capacity = capacity
-        self._tasks = deque(self._tasks, maxlen=capacity or None)
-        self._host = deque(self._host, maxlen=capacity or None)
+        self.task_log = deque(self.task_log, maxlen=capacity or None)
+        self.host_log = deque(self.host_log, maxlen=capacity or None)
 
     def __len__(self):
-        return len(self._tasks)
+        return len(self.task_log)
 
 
 def _seq(e):
