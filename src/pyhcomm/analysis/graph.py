@@ -11,8 +11,8 @@ Columns, for the analyses and the replay that read every entry (positions are in
 ``seqs``, in issue order):
 
 * :attr:`Graph.columns` (:class:`Columns`): numpy arrays per entry (seq, signed step, host effect
-  or task, kind code, program, kernel, engine code), the kinds and engines by code, where the
-  tasks and host effects are and their objects; ``columns.mask(test)`` says per entry whether
+  or task, kind code, program, kernel), the kinds by code, where the tasks and host effects are
+  and their objects; :meth:`Graph.engines` the engine of every entry, by code (read on first use); ``columns.mask(test)`` says per entry whether
   its kind passes ``test`` (a function of a :class:`~pyhcomm.sim.kinds.Kind`, asked once per
   kind); :meth:`Graph.objects` gives the entries at some positions, :meth:`Graph.read` one field
   of each through their kinds' accessors;
@@ -24,11 +24,15 @@ Columns, for the analyses and the replay that read every entry (positions are in
 from __future__ import annotations
 
 from collections import deque
+from itertools import count
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
 
 from ..sim.kinds import Role
+
+_ENGINE = attrgetter("engine")
 
 STREAM, KERNEL_END, NOTIFY, PROGRAM, BATCH, LAUNCH = "stream", "kernel_end", "notify", "program", "batch", "launch"
 SYNC, JOIN, DRAIN, FENCE, RENDEZVOUS = "sync", "join", "drain", "fence", "rendezvous"
@@ -63,7 +67,7 @@ class Columns(NamedTuple):
     docstring): ``seq``; ``step`` (+step: ran, -step: failed or skipped, 0: never executed);
     ``is_host``; ``kind`` (a code: ``kinds[code]`` is the :class:`~pyhcomm.sim.kinds.Kind`);
     ``program`` (-1: none); ``kernel`` (the KernelLaunch seq of the kernel that issued it, 0: none);
-    ``engine`` (a code: ``engines[code]`` is the engine, None included); ``tasks`` and ``host``:
+    ``tasks`` and ``host``:
     the positions of the tasks and host effects, ``task_entries`` and ``host_entries`` their
     objects (``tasks[j]`` is ``task_entries[j]``); ``on_device``: per task, whether a kernel
     issued it. Read-only."""
@@ -75,8 +79,6 @@ class Columns(NamedTuple):
     kinds: list
     program: np.ndarray
     kernel: np.ndarray
-    engine: np.ndarray
-    engines: list
     tasks: np.ndarray
     task_entries: list
     host: np.ndarray
@@ -186,7 +188,7 @@ class Graph:
         objs = self.objects(at, positions) if objs is None else objs
         c = self.columns
         codes = c.kind[at]
-        present = np.unique(codes).tolist()
+        present = np.flatnonzero(np.bincount(codes, minlength=len(c.kinds))).tolist() if len(at) else []
         getters = {c.kinds[k].getter(field) for k in present}
         if len(getters) == 1:
             return list(map(getters.pop(), objs))
@@ -195,6 +197,23 @@ class Graph:
             get = c.kinds[k].getter(field)
             for j in np.flatnonzero(codes == k).tolist():
                 out[j] = get(objs[j])
+        return out
+
+    def engines(self) -> tuple:
+        """``(codes, engines)``: per entry the code of its engine (``engines[code]``: the engine
+        object, or the name a snapshot kept; None included), read on first use (one pass over the
+        entries: the replay asks only when its cost model prices engines). Read-only."""
+        out = self._lazy.get("engines")
+        if out is None:
+            first: dict = {}            # engine -> a number of its own (where it was first seen)
+            c, at_ = self.columns, count()
+            raw = np.empty(self._n, dtype=np.int64)
+            for at, entries in ((c.tasks, c.task_entries), (c.host, c.host_entries)):
+                raw[at] = np.fromiter(map(first.setdefault, map(_ENGINE, entries), at_), np.int64, len(entries))
+            numbers, codes = np.unique(raw, return_inverse=True)
+            by_number = {v: k for k, v in first.items()}
+            out = self._lazy["engines"] = (codes.reshape(-1).astype(np.int32),
+                                           [by_number[v] for v in numbers.tolist()])
         return out
 
     def notify_split(self) -> tuple:

@@ -49,8 +49,10 @@ that timed out, was stuck or aborted gets no ``sync`` / ``join`` / ``drain`` edg
 The graph (:class:`~.graph.Graph`, :mod:`.graph`: its queries and its public columns) is what
 :func:`build` returns; the names of :mod:`.graph` are available here too.
 
-The build reads each field of the entries once, column by column, and finds the edges of the
-tasks with numpy (tasks are almost every entry: a 1024-rank ring AllGather records 6 million);
+What an entry is comes from its kind's traits and accessors (:mod:`pyhcomm.sim.kinds`: a launch,
+a blocking call and its edge kind, a fence, a rendezvous, an NBI transfer, a notify record or
+wait), never from its kind's name. The build reads each field of the entries once, column by
+column, and finds the edges of the tasks with numpy (tasks are almost every entry: a 1024-rank ring AllGather records 6 million);
 host effects, few, are read one by one. Per-entry lists (``pred_codes()``) and the verifier's
 chains are made on first use.
 """
@@ -64,8 +66,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..sched.base import SKIP_FLAG
-from ..sim.kinds import NotifyUse, Role
-from ..sim.kinds import kinds_where
+from ..sim.kinds import NotifyUse, Role, kinds_where
 from .graph import (BATCH, CODE, CODE_MASK, DRAIN, EDGE_KINDS, FENCE, JOIN, KERNEL_END, LAUNCH, NOTIFY,  # noqa: F401
                     PROGRAM, RENDEZVOUS, SHIFT, STREAM, SYNC, Built, Columns, Edge, Graph, Program, int_column,
                     locator)
@@ -75,8 +76,8 @@ from .keysort import stable_argsort
 NBI_KINDS = kinds_where(lambda k: k.at_fence)
 #: Results of a blocking call after which the streams it waited for had ended.
 _NOT_ENDED = frozenset(("timeout", "stuck", "aborted"))
-_SEQ, _KIND, _PROGRAM, _KERNEL, _ENGINE = (attrgetter(a) for a in ("seq", "kind", "program", "kernel", "engine"))
-_TASK_KEY = attrgetter("kind", "side", "program", "stream", "engine")
+_SEQ, _KIND, _PROGRAM, _KERNEL = (attrgetter(a) for a in ("seq", "kind", "program", "kernel"))
+_TASK_KEY = attrgetter("kind", "side", "program", "stream")
 _DEVICE_SIDE = "device"
 
 
@@ -126,8 +127,7 @@ def _program_ids(entries):
 class _Columns:
     """What the build reads of the entries, one field at a time: positions in issue order of the
     tasks (``T``) and host effects (``H``), and per entry its seq, kind code (``kinds[code]``: the
-    kind), program (-1: None), kernel (the KernelLaunch seq, 0: none), engine code (``engines``)
-    and signed step."""
+    kind), program (-1: None), kernel (the KernelLaunch seq, 0: none) and signed step."""
 
     def __init__(self, record):
         i64 = np.int64
@@ -148,13 +148,10 @@ class _Columns:
         self.is_host = np.zeros(n, dtype=bool)
         self.is_host[self.H] = True
         self.table: dict = {}           # kind -> its code (in order of first appearance)
-        self.engine_table: dict = {}    # engine -> its code
         self.kc = np.empty(n, dtype=i64)
-        self.engine = np.empty(n, dtype=np.int32)
         self.pid = np.empty(n, dtype=i64)
         self._read_tasks(tasks)
         self.kc[self.H] = np.fromiter(map(self._code, map(_KIND, host)), i64, nh)
-        self.engine[self.H] = np.fromiter(map(self._engine_code, map(_ENGINE, host)), np.int32, nh)
         self.pid[self.H] = _program_ids(host)
         self.kernel = np.zeros(n, dtype=i64)
         dev = self.T[self.on_device]
@@ -164,7 +161,7 @@ class _Columns:
         self.step, self.xsteps = _steps(record, self.locate, n, self.seq)
 
     def _read_tasks(self, tasks) -> None:
-        """The tasks' columns: one read of (kind, side, program, stream, engine), whose
+        """The tasks' columns: one read of (kind, side, program, stream), whose
         combinations are few (a pass over millions of tasks costs its iteration more than the
         fields it reads): each combination is decoded once. (The combinations are kept while the
         build runs, with the collector paused: see build.)"""
@@ -174,22 +171,15 @@ class _Columns:
         firsts = np.fromiter(combos.values(), i64, len(combos))          # increasing
         which = np.searchsorted(firsts, combo_at)
         del combo_at
-        self.kc[self.T] = np.array([self._code(k) for k, _s, _p, _st, _e in combos], dtype=i64)[which]
-        self.engine[self.T] = np.array([self._engine_code(e) for _k, _s, _p, _st, e in combos], dtype=np.int32)[which]
-        self.on_device = np.array([side == _DEVICE_SIDE for _k, side, _p, _st, _e in combos], dtype=bool)[which]
-        self.pid[self.T] = np.array([-1 if p is None else p for _k, _s, p, _st, _e in combos], dtype=i64)[which]
-        self.handle = np.array([st.handle for _k, _s, _p, st, _e in combos], dtype=i64)[which]
+        self.kc[self.T] = np.array([self._code(k) for k, _s, _p, _st in combos], dtype=i64)[which]
+        self.on_device = np.array([side == _DEVICE_SIDE for _k, side, _p, _st in combos], dtype=bool)[which]
+        self.pid[self.T] = np.array([-1 if p is None else p for _k, _s, p, _st in combos], dtype=i64)[which]
+        self.handle = np.array([st.handle for _k, _s, _p, st in combos], dtype=i64)[which]
 
     def _code(self, kind) -> int:
         code = self.table.get(kind)
         if code is None:
             code = self.table[kind] = len(self.table)
-        return code
-
-    def _engine_code(self, engine) -> int:
-        code = self.engine_table.get(engine)
-        if code is None:
-            code = self.engine_table[engine] = len(self.engine_table)
         return code
 
     def of_kind(self, test):
@@ -199,8 +189,8 @@ class _Columns:
 
     def columns(self) -> Columns:
         """The graph's public columns."""
-        return Columns(self.seq, self.step, self.is_host, self.kc, list(self.table), self.pid, self.kernel,
-                       self.engine, list(self.engine_table), self.T, self.tasks, self.H, self.host, self.on_device)
+        return Columns(self.seq, self.step, self.is_host, self.kc, list(self.table), self.pid, self.kernel, self.T,
+                       self.tasks, self.H, self.host, self.on_device)
 
     def launch_at(self, kernels):
         """The positions of the KernelLaunch tasks of ``kernels`` (seqs); KeyError for one that is
@@ -517,8 +507,8 @@ def _waits(kind) -> bool:
 def _task_getter(c: _Columns, at, field: str):
     """The accessor of ``field`` for the entries at ``at``: their kinds' one accessor when they
     share it (one pass, at C speed, over millions of tasks), else one that asks each entry's kind."""
-    present = set(np.unique(c.kc[at]).tolist())
-    getters = {k.getter(field) for k, code in c.table.items() if code in present}
+    present = np.bincount(c.kc[at], minlength=len(c.table)) if len(at) else np.zeros(len(c.table), dtype=np.int64)
+    getters = {k.getter(field) for k, code in c.table.items() if present[code]}
     if len(getters) == 1:
         return getters.pop()
 

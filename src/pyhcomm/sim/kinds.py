@@ -115,7 +115,13 @@ def engine_name(engine):
 
 
 class Kind(str):
-    """A kind of record entry (see the module docstring). Immutable; made only in this module."""
+    """A kind of record entry (see the module docstring). Immutable; made only in this module.
+
+    Besides the traits: ``fields``, the attributes of its entries its accessors read; ``get``,
+    event field -> accessor (a function of an entry; a host effect's other fields are read from
+    its ``extra``, a task's other fields are None); ``spans``, the race detector's accessor (the
+    default reads ``reads`` and ``writes``); ``unit_of``, the unit of one entry when it depends on
+    the entry (``unit`` otherwise)."""
 
     def __new__(cls, name: str, entry: str, *, role=Role.NONE, notify=None, link_signal=False, moves=None,
                 at_fence=False, sync_edge=None, accesses=False, cost=Cost.NONE, unit=Unit.STREAM,
@@ -159,8 +165,6 @@ class Kind(str):
         """The unit that runs entry ``e`` (a memcpy's depends on its direction)."""
         return self._unit_of(self, e) if self._unit_of is not None else self.unit
 
-    def __repr__(self):
-        return f"<Kind {str(self)}>"
 
 
 # -- accessors ------------------------------------------------------------------------------------------

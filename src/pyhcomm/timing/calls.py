@@ -17,9 +17,10 @@ from ..sim.kinds import Role
 from .timeline import CallTime
 
 
-def call_times(graph, is_launch, issue, end) -> list:
+def call_times(graph, is_launch, issue, end, positions=None) -> list:
     """A :class:`CallTime` per collective call of ``graph`` (see the module docstring), from the
-    replay's ``issue`` and ``end`` times; ``is_launch``: per entry, whether it is a kernel launch."""
+    replay's ``issue`` and ``end`` times; ``is_launch``: per entry, whether it is a kernel launch;
+    ``positions``: the graph's, when at hand."""
     cols = graph.columns
     is_mark = cols.mask(lambda k: k.role is Role.MARKER)
     marks = np.flatnonzero(is_mark)
@@ -35,7 +36,7 @@ def call_times(graph, is_launch, issue, end) -> list:
     calls: dict = {}
     count: dict = {}
     algorithm: dict = {}
-    for e in graph.objects(marks):
+    for e in graph.objects(marks, positions):
         kind = e.kind
         name, first = kind.get(e, "name", e.api), kind.get(e, "first", e.seq)
         mine = by_program.get(e.program)

@@ -11,6 +11,8 @@ HCOMM batch, the batch's last task. The walk (:mod:`.walk`) and the discrete-eve
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 
 from .. import topology
@@ -21,13 +23,16 @@ from ..sim.kinds import Cost, Role, Unit, engine_name
 from .adjacency import index_type
 from .transfers import transfer_columns
 
+_DEVICE = attrgetter("device")
+
 
 class EntryCosts:
     """Per-entry cost arrays of one record (see the module docstring). ``body``, ``siglat``,
     ``submit``, ``duration``: seconds; ``nbytes``: a flow's bytes; ``route``: index into ``routes``
     (tuples of resource keys; -1: no flow); ``prev``: the entry before it in its program (-1);
     ``batch_last``: the last task of its batch (-1: not in one); ``dest``/``origin``: ``(entry
-    indices, remote devices)`` of the writes and reads; ``executed``: entries that get times."""
+    indices, remote devices)`` of the writes and reads; ``executed``: entries that get times;
+    ``positions``: :meth:`pyhcomm.analysis.graph.Graph.positions`."""
 
     def __init__(self, model, graph, record):
         self.m, self.graph, self.record = model, graph, record
@@ -55,7 +60,7 @@ class EntryCosts:
         self._transfers()
         self._local()
         self._flows()
-        del self.positions, self._route_of
+        del self._route_of
 
     # -- helpers -----------------------------------------------------------------------------------
     def of(self, test) -> np.ndarray:
@@ -151,8 +156,9 @@ class EntryCosts:
             on_device[cols.host] = np.fromiter((e.side == "device" for e in cols.host_entries), bool, len(cols.host))
         submit = np.where(on_device, np.where(batched, m.batch_submit, m.aicpu_submit), m.host_submit)
         if m.engine_submit:
-            per_code = np.array([m.engine_submit.get(engine_name(e), np.nan) for e in cols.engines], dtype=np.float64)
-            v = per_code[cols.engine] if len(per_code) else np.full(self.n, np.nan)
+            codes, engines = self.graph.engines()
+            per_code = np.array([m.engine_submit.get(engine_name(e), np.nan) for e in engines], dtype=np.float64)
+            v = per_code[codes] if len(per_code) else np.full(self.n, np.nan)
             mine = ~np.isnan(v) & ~batched
             submit[mine] = v[mine]
         submit[self.of(lambda k: k.cost is Cost.FREE)] = 0.0
@@ -194,7 +200,7 @@ class EntryCosts:
         sizes, protocols, remote = transfer_columns(self.graph, moves, objs, self.record)
         names = list(dict.fromkeys(protocols))
         proto = np.fromiter(map({p: k for k, p in enumerate(names)}.__getitem__, protocols), i64, len(objs))
-        here = int_column([e.device for e in objs])
+        here = int_column(list(map(_DEVICE, objs)))
         ok = (remote >= 0) & (here >= 0)
         if None in names:
             ok &= proto != names.index(None)
@@ -216,7 +222,7 @@ class EntryCosts:
         self.route[i] = np.array(ids, dtype=i64)[which.reshape(-1)] if len(ids) else i
 
     def _on_memory(self, at, objs) -> None:
-        devices = [e.device for e in objs]
+        devices = list(map(_DEVICE, objs))
         ids = {d: self.route_id((("mem", d),)) for d in dict.fromkeys(devices)}
         self.route[at] = np.fromiter(map(ids.__getitem__, devices), np.int64, len(devices))
 

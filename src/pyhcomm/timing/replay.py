@@ -107,7 +107,7 @@ def _timeline(costs: EntryCosts, exact: bool) -> Timeline:
 
     tl = Timeline(events, issue, start, end, arrows, model=costs.m, destinations=_remote_ends(graph, costs.dest),
                   sources=_remote_ends(graph, costs.origin))
-    tl.calls = call_times(graph, costs.is_launch, times[0], times[2])
+    tl.calls = call_times(graph, costs.is_launch, times[0], times[2], costs.positions)
     return tl
 
 
