@@ -24,9 +24,10 @@ operands:
 
 Accessors read one field of an entry as its event has it (:meth:`Kind.get`, :meth:`Kind.getter`;
 reads and writes as ``(addr, size[, allocation])`` spans, a notify as the notify object, a channel
-as its handle; a host effect's fields are its ``extra``), and :meth:`Kind.spans` gives the memory
-an entry touches, for the race detector. They work on the task objects of a Sim and on the
-stand-ins of a snapshot alike.
+as its handle; a host effect's fields are its ``extra``), and ``kind.spans(entry)`` gives the
+memory an entry touches, for the race detector. They work on the task objects of a Sim and on
+the stand-ins of a snapshot alike. An entry's ``engine`` (the issuing HCOMM thread's, whatever
+object it is) is named by :func:`engine_name`.
 
 Kinds are immutable, made here and nowhere else. :data:`KINDS` lists them all; a kind is found by
 name (records read back, merged from MPI processes, unpickled) with :func:`named`, from that table.
