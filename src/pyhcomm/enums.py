@@ -20,9 +20,6 @@ class CommEngine(IntEnum):
     COMM_ENGINE_CCU = 5
 
 
-#: Engines whose code runs on the host (host notifies, host-side calls).
-HOST_ENGINES = frozenset({CommEngine.COMM_ENGINE_CPU, CommEngine.COMM_ENGINE_CPU_TS, CommEngine.COMM_ENGINE_CCU})
-
 
 class HcommDataType(IntEnum):
     HCOMM_DATA_TYPE_INT8 = 0

@@ -5,14 +5,17 @@ An algorithm is a Python function ``algo(ctx, *args)`` that issues HCOMM primiti
 ``ctx.main`` / ``ctx.slaves`` and ``ctx.channel(peer)``, exactly as HCCL's templates do, through
 the raising implementations (:mod:`pyhcomm.hcomm`, :mod:`pyhcomm.hccl`): a failure is an
 ``HcclError``; the flat C tier (:mod:`pyhcomm.capi`) wraps the collectives, not the other way round.
-:func:`run` executes it the way HCCL does on each product:
+Which engine's threads and channels a collective uses, over which protocols (best first), the
+engine descriptions say (:func:`pyhcomm.hcomm.resources.engines.collective_engine`: the engine
+whose ``collectives`` holds on the product, its ``channels.collective``; a device-side engine runs
+the algorithm in a kernel, with its ``counterpart`` on the user's stream). :func:`run` executes
+it the way HCCL does on each product:
 
 * Atlas A2, Atlas training and inference series (host orchestration): the main thread wraps the
   user's stream (CPU_TS); slave threads and channels are CPU_TS; the algorithm runs now, on the
   calling host thread. Where the public HCOMM primitives are outside the seed's support table
   (training and inference series, Atlas 800I A2) HCCL still runs its collectives: the algorithm
-  runs inside :class:`~pyhcomm.sim.runtime.library_calls`, over the product's own links
-  (:data:`PROTOCOL_PREFERENCE`).
+  runs inside :class:`~pyhcomm.sim.runtime.library_calls`, over the product's own links.
 * Atlas A3 and Atlas 350 (AI CPU orchestration, hcomm-api §5.6): a CPU_TS thread on the user's
   stream records the AI CPU main thread's sync notify, an AI CPU kernel is launched on the user's
   stream, and the user's stream waits for the kernel's "done" record. The kernel runs the
@@ -45,9 +48,9 @@ from ..sim import current_sim as _sim
 from ..sim import kinds
 from ..sim.runtime import host_ctx, library_calls
 from ..sim.task import attribute_to, call_site, end_attribution
-from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error
 from ..hcomm.resources import channel as channel_mod
+from ..hcomm.resources import engines as engines_mod
 from ..hccl.comm_config import exec_timeout
 from ..hccl import comm as comm_mod
 from ..hcomm.resources import thread as thread_mod
@@ -61,16 +64,6 @@ CHANNEL_NOTIFIES = 3
 #: Slaves per call at most: the main thread's fan-in notifies plus the AI CPU host-sync notify
 #: must fit in one thread's 64.
 MAX_SLAVES = thread_mod.HCOMM_NOTIFY_MAX_NUM - 1
-E, P = CommEngine, CommProtocol
-
-#: Channel protocols each product's collectives use, best first.
-PROTOCOL_PREFERENCE = {
-    "A2": (P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_ROCE),
-    "A3": (P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_ROCE),
-    "950": (P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UBOE),
-    "910": (P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_PCIE, P.COMM_PROTOCOL_ROCE),
-    "310P": (P.COMM_PROTOCOL_PCIE, P.COMM_PROTOCOL_ROCE),
-}
 
 
 class CollectiveContext:
@@ -81,8 +74,10 @@ class CollectiveContext:
         self.handle = comm.handle
         self.rank = comm.rank
         self.nranks = comm.nranks
-        self.device_mode = device_mode()
-        self.engine = E.COMM_ENGINE_AICPU_TS if self.device_mode else E.COMM_ENGINE_CPU_TS
+        self.engine = engines_mod.collective_engine()
+        self.device_mode = not self.engine.host_side
+        #: the engine of the threads on the user's stream, and of the kernel's view of them
+        self.stream_engine = engines_mod.find(self.engine.counterpart) if self.device_mode else self.engine
         buf = comm_mod.hccl_buffer(comm, "HcclGetHcclBuffer")
         self.ccl, self.ccl_size = buf.addr, buf.size
         self._slave_pool: list[int] = []
@@ -113,7 +108,7 @@ class CollectiveContext:
     def _protocol(self, peer: int) -> int:
         world = self.comm.world
         have = set(topology.protocols_between(world.place(self.rank), world.place(peer)))
-        for p in PROTOCOL_PREFERENCE.get(_sim().runtime.product.family, ()):
+        for p in self.engine.channels.collective:
             if p in have:
                 return p
         raise hccl_error(HcclResult.HCCL_E_NOT_FOUND, "collective",
@@ -156,10 +151,10 @@ class CollectiveContext:
         slaves = self._slaves_for(nslaves)
         cpu = self._stream_threads.get(stream)
         if cpu is None:
-            cpu_t = thread_mod.acquire_with_stream(self.handle, E.COMM_ENGINE_CPU_TS, stream, 1).handle
-            cpu_on_aicpu = _export(self.handle, cpu_t, E.COMM_ENGINE_AICPU_TS)
+            cpu_t = thread_mod.acquire_with_stream(self.handle, self.stream_engine, stream, 1).handle
+            cpu_on_aicpu = _export(self.handle, cpu_t, self.engine)
             cpu = self._stream_threads[stream] = (cpu_t, cpu_on_aicpu)
-        main_on_cpu = _export(self.handle, main, E.COMM_ENGINE_CPU_TS)
+        main_on_cpu = _export(self.handle, main, self.stream_engine)
         return cpu[0], cpu[1], main, main_on_cpu, slaves, sync
 
     # -- the HCCL buffer --------------------------------------------------------------------------
@@ -174,9 +169,10 @@ def _export(comm_handle, thread: int, engine) -> int:
 
 
 def device_mode() -> bool:
-    """Whether collectives run inside an AI CPU kernel on this product (A3, Atlas 350) rather than
-    host-side (A2): where their local reduces run, hence which data types and ops they support."""
-    return _sim().runtime.product.family in ("A3", "950")
+    """Whether collectives run inside an AI CPU kernel on this product (A3, Atlas 350: their engine
+    is a device-side one) rather than host-side (A2): where their local reduces run, hence which
+    data types and ops they support."""
+    return not engines_mod.collective_engine().host_side
 
 
 def context(comm_handle) -> CollectiveContext:

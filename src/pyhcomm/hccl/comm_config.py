@@ -10,7 +10,9 @@ What a config changes in pyhcomm (a field left "not set" keeps the environment's
   ``HCCL_EXEC_TIMEOUT``; 0 = never);
 * ``hcclOpExpansionMode`` (an ``HcclOpExpansionMode``; 0 = the product's default) and
   ``hcclDeterministic`` (0, 1 or 2): read back with ``HcclConfigGetInfo``; the simulation is
-  deterministic whatever the value; the CCU modes are ``HCCL_E_NOT_SUPPORT`` (not modelled);
+  deterministic whatever the value; a mode that names an engine refusing it on the product
+  (:attr:`~pyhcomm.hcomm.resources.engines.Engine.expansion_refused`: the CCU modes, not modelled)
+  is ``HCCL_E_NOT_SUPPORT``;
 * ``hcclRdmaTrafficClass`` (0..255), ``hcclRdmaServiceLevel`` (0..7), ``hcclQos`` (0..7) and the
   other fields are checked and kept (they tune hardware pyhcomm does not model).
 
@@ -26,12 +28,12 @@ from ..defs.hccl_types import (CONFIG_NOT_SET, CONFIG_STRINGS, EXEC_TIMEOUT_NOT_
                                HcclConfig, HcclConfigType, HcclOpExpansionMode)
 from .. import args
 from ..errors import not_support, para, ptr
+from ..hcomm.resources import engines
 from ..sim import current_sim as _sim
 
 MB = 1 << 20
 #: ``HcclGetCommConfigCapability``: every ``HcclCommConfigCapability`` below this value is supported.
 CONFIG_CAPABILITY = 12
-_CCU_MODES = {HcclOpExpansionMode.HCCL_OP_EXPANSION_MODE_CCU_MS, HcclOpExpansionMode.HCCL_OP_EXPANSION_MODE_CCU_SCHED}
 _RANGES = {"hcclRdmaTrafficClass": 255, "hcclRdmaServiceLevel": 7, "hcclQos": 7}
 
 
@@ -83,8 +85,9 @@ def settings_from(config, api: str) -> CommSettings:
         raise para(api, f"config.hcclOpExpansionMode {mode} is not an HcclOpExpansionMode") from None
     if mode == HcclOpExpansionMode.HCCL_OP_EXPANSION_MODE_INVALID:
         raise para(api, "config.hcclOpExpansionMode is HCCL_OP_EXPANSION_MODE_INVALID")
-    if mode in _CCU_MODES:
-        raise not_support(api, f"config.hcclOpExpansionMode {mode.name}: pyhcomm does not model the CCU")
+    engine = engines.expansion_engine(mode)
+    if engine is not None and engine.expansion_refused:
+        raise not_support(api, f"config.hcclOpExpansionMode {mode.name}: {engine.expansion_refused}")
     s.op_expansion_mode = int(mode)
     det = values["hcclDeterministic"]
     if det != CONFIG_NOT_SET:

@@ -31,7 +31,7 @@ from ..defs.custom_op import HcclKernelFuncInfo, HcclKernelLaunchCfg, HcclOpDesc
 from ..defs.hccl_types import HcclCMDType
 from ..enums import DATA_TYPE_SIZE, CommEngine, HcclDataType, HcclReduceOp
 from ..errors import AclRuntimeError, not_found, not_support, para, ptr
-from ..hcomm.resources import engine_ctx
+from ..hcomm.resources import engine_ctx, engines
 from ..hcomm.resources.thread import get_thread
 from ..sim import current_sim as _sim
 from ..sim import memory
@@ -90,8 +90,10 @@ def set_op_arg(handle, field: str, value, api: str) -> None:
         if not isinstance(value, str) or len(value.encode()) >= ALG_CONFIG_SIZE:
             raise para(api, f"algConfig must be a str of fewer than {ALG_CONFIG_SIZE} bytes")
     elif field == "commEngine":
-        if value not in (CommEngine.COMM_ENGINE_AICPU, CommEngine.COMM_ENGINE_AIV):
-            raise not_support(api, f"commEngine {value!r}: MC2 operators run on COMM_ENGINE_AICPU or COMM_ENGINE_AIV")
+        mc2 = [e for e in engines.engines() if e.mc2]
+        if not any(e.value == value for e in mc2):
+            raise not_support(api, f"commEngine {value!r}: MC2 operators run on "
+                                   f"{' or '.join(e.name for e in mc2)}")
     setattr(args, field, value if isinstance(value, str) else int(value))
 
 

@@ -25,6 +25,7 @@ from ..sim import kinds
 from ..sim.record import outcome
 from ..sim.task import SiteTask, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine
+from .resources.engines import HOST_NBI
 from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para, ptr
 from .resources.channel import connected_peer, get_channel
 from ..defs.primitives import HcommBatchTransferDesc, HcommTransferType  # noqa: F401
@@ -294,11 +295,10 @@ def write_reduce_with_notify(thread, channel, dst, src, count, data_type, reduce
                      count, True, (data_type, reduce_op), remote_notify_idx, require_950=True, defer=defer)
 
 
-# -- non-blocking (NBI) host calls, Atlas 350 COMM_ENGINE_CPU + RoCE ------------------------------------
+# -- non-blocking (NBI) host calls: engines that run them (Atlas 350 COMM_ENGINE_CPU), RoCE ---------------
 def _nbi_check(channel, api):
     ch = get_channel(channel, api)
-    if (not _sim().runtime.product.is_950 or host_ctx().kernels or ch.engine != CommEngine.COMM_ENGINE_CPU
-            or ch.protocol != P.COMM_PROTOCOL_ROCE):
+    if host_ctx().kernels or not HOST_NBI <= ch.engine.runs or ch.protocol != P.COMM_PROTOCOL_ROCE:
         raise not_support(api, "non-blocking calls are supported on Atlas 350 only, from the host, on "
                                "COMM_ENGINE_CPU RoCE channels")
     return ch

@@ -209,7 +209,7 @@ def _enqueue(thread, dst, src, count, dt, op, device_side) -> None:
     if not product.hcomm and not ctx.library:
         v.product_supports_hcomm(API)
     kernels = ctx.kernels
-    if product.device_side_only or t.host_side == bool(kernels):
+    if t.local_side != ("device" if kernels else "host"):
         v.thread_side(t, API)
     if kernels:
         v.kernel_device(t, kernels[-1], API)

@@ -6,8 +6,8 @@ from ..sim import kinds
 from ..sim.record import outcome
 from ..sim.runtime import host_ctx
 from ..sched import DONE_OK, TIMED_OUT
-from ..enums import CommEngine
 from ..errors import HcclResult, hccl_error, not_support, para
+from .resources.engines import FENCE
 from .resources.thread import get_thread
 from .notify import _check_timeout
 from .validate import kernel_device
@@ -49,11 +49,11 @@ def thread_join(thread, timeout) -> None:
 
 
 def fence(thread) -> None:
-    """``HcommFenceOnThread``: host CPU engine only; the NBI operations posted before it are
+    """``HcommFenceOnThread``: engines that run fences (the host CPU engine) only; the NBI operations posted before it are
     complete when it returns (here they complete when posted, so it returns at once)."""
     api = "HcommFenceOnThread"
     t = get_thread(thread, api)
-    if host_ctx().kernels or t.engine != CommEngine.COMM_ENGINE_CPU:
+    if host_ctx().kernels or not FENCE <= t.engine.runs:
         raise not_support(api, "supported for COMM_ENGINE_CPU threads on the host only "
                                f"(thread 0x{t.handle:x} is {t.engine.name}"
                                + (", called inside a kernel)" if host_ctx().kernels else ")"))

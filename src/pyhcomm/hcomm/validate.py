@@ -9,8 +9,8 @@ from .. import args
 from ..sim import current_sim as _sim
 from ..sim import memory
 from ..sim.runtime import host_ctx, in_library, on_device_side
-from ..enums import CommEngine
 from ..errors import not_support, para, ptr
+from .resources import engines
 from .resources.thread import get_thread
 
 UINT64_MAX = args.UINT64_MAX
@@ -38,17 +38,19 @@ def product_supports_hcomm(api: str) -> None:
         raise not_support(api, f"not supported on {product.name}: {product.why_not}")
 
 
-def thread_side(thread, api: str) -> None:
-    """Check that ``thread`` is used from its side, and the Atlas 350 device-side-only rule."""
+def thread_side(thread, api: str, kinds=engines.LOCAL_OPS) -> None:
+    """Check that ``thread`` may run ``kinds`` (task kinds: by default the local operations): the
+    Atlas 350 device-side-only rule, the engine running them on this product, and the thread
+    used from its side."""
     device_side = on_device_side()
     product = _sim().runtime.product
-    if product.device_side_only:
-        if not device_side:
-            raise not_support(api, f"on {product.name} this call is supported only on the device side "
-                                   "(inside an AI CPU kernel), not from the host")
-        if thread.engine != CommEngine.COMM_ENGINE_AICPU_TS:
-            raise not_support(api, f"on {product.name} this call needs a COMM_ENGINE_AICPU_TS thread; "
-                                   f"thread 0x{thread.handle:x} is {thread.engine.name}")
+    if product.device_side_only and not device_side:
+        raise not_support(api, f"on {product.name} this call is supported only on the device side "
+                               "(inside an AI CPU kernel), not from the host")
+    if not kinds <= thread.engine.runs:
+        able = " or ".join(sorted(e.name for e in engines.engines() if kinds <= e.runs)) or "no"
+        raise not_support(api, f"on {product.name} this call needs a {able} thread; "
+                               f"thread 0x{thread.handle:x} is {thread.engine.name}")
     engine_side(thread, api)
 
 

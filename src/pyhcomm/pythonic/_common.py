@@ -6,6 +6,7 @@ import numpy as np
 
 from ..enums import DATA_TYPE_SIZE as _DATA_TYPE_SIZE
 from ..enums import NUMPY_DTYPE as _NUMPY_DTYPE
+from ..enums import CommEngine as _CommEngine
 from ..enums import HcommReduceOp as _HcommReduceOp
 from ..errors import para
 
@@ -18,6 +19,15 @@ class Closable:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def public_engine(engine):
+    """The ``CommEngine`` member of an engine description (the description itself for an engine
+    that is not one)."""
+    try:
+        return _CommEngine(engine.value)
+    except ValueError:
+        return engine
 
 
 def addr(x) -> int:

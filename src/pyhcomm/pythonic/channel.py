@@ -19,7 +19,7 @@ from ..hcomm import channel_ops as _chops
 from ..hcomm.resources import channel as _ch
 from ..enums import CommEngine
 from ..defs.res_defs import CommProtocol
-from ._common import addr, common_size, element_count, reduce_dtype, reduce_op
+from ._common import addr, common_size, element_count, public_engine, reduce_dtype, reduce_op
 from .memory import RemoteBuffer
 
 
@@ -48,7 +48,8 @@ class Channel:
 
     @property
     def engine(self) -> CommEngine:
-        return self._end.engine
+        """The channel's ``CommEngine`` (an engine registered beyond them: its description)."""
+        return public_engine(self._end.engine)
 
     @property
     def protocol(self) -> CommProtocol:

@@ -12,9 +12,10 @@ from ..hccl import rank_graph as _rank_graph
 from ..hcomm import comm_lock as _comm_lock
 from ..hcomm.resources import channel as _ch
 from ..hcomm.resources import engine_ctx as _ectx
+from ..hcomm.resources.engines import check_engine
 from ..hcomm.resources import thread as _thread
 from ..sim import current_sim as _sim
-from ._common import Closable
+from ._common import Closable, public_engine
 from .channel import Channel
 from .device import Stream
 from .memory import Buffer
@@ -140,7 +141,8 @@ class Comm(Closable):
     def _pick_link(self, peer, engine, api):
         """The first link to ``peer`` whose protocol ``engine``'s channels speak; None where the
         acquire itself refuses the engine or the peer (it then says why)."""
-        spoken = _ch.channel_protocols().get(_thread.check_engine(engine, api))
+        engine = check_engine(engine, api)
+        spoken = _ch.channel_protocols(engine)
         if not spoken or not isinstance(peer, int) or not 0 <= peer < self.size or peer == self.rank:
             return None
         links = self._links(peer)
@@ -150,7 +152,7 @@ class Comm(Closable):
         have = ", ".join(p.name for p in dict.fromkeys(CommProtocol(link.linkAttr.linkProtocol) for link in links))
         names = ", ".join(sorted(p.name for p in spoken))
         raise _not_found(api, f"no link of the rank graph from rank {self.rank} to rank {peer} speaks a protocol of "
-                              f"{CommEngine(engine).name} channels on {_sim().runtime.product.name} ({names}); "
+                              f"{engine.name} channels on {_sim().runtime.product.name} ({names}); "
                               f"the links: {have}")
 
     def register(self, buffer: Buffer, tag: str) -> "Registered":
@@ -215,7 +217,7 @@ class EngineCtx(Closable):
 
     def __init__(self, comm: Comm, ctx):
         self.comm, self._ctx = comm, ctx
-        self.tag, self.engine, self.addr, self.size = ctx.tag, ctx.engine, ctx.addr, ctx.size
+        self.tag, self.engine, self.addr, self.size = ctx.tag, public_engine(ctx.engine), ctx.addr, ctx.size
 
     @property
     def on_device(self) -> bool:

@@ -11,7 +11,7 @@ from ..hcomm.local import local_copy as _local_copy
 from ..hcomm.reduce import local_reduce as _local_reduce
 from ..hcomm.resources import thread as _thread
 from ..enums import CommEngine
-from ._common import addr, common_size, element_count, reduce_dtype, reduce_op
+from ._common import addr, common_size, element_count, public_engine, reduce_dtype, reduce_op
 from .device import Stream
 
 
@@ -26,7 +26,8 @@ class Thread:
 
     @property
     def engine(self) -> CommEngine:
-        return self._t.engine
+        """The thread's ``CommEngine`` (an engine registered beyond them: its description)."""
+        return public_engine(self._t.engine)
 
     @property
     def rank(self) -> int:

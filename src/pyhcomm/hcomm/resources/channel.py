@@ -7,12 +7,11 @@ registered and listed in its descriptor, and the other's notifies. Acquire does 
 that need the peer (``HcclChannelGetHcclBuffer``, data-plane calls from the host) wait for it up
 to ``HCCL_CONNECT_TIMEOUT`` seconds; device-side calls on an unconnected channel are refused.
 
-Engine/protocol legality follows ``HcclChannelAcquire``'s table (hcomm-api §3.4) plus the AICPU
-engine the custom-operator samples use: A2 CPU_TS/AICPU/AICPU_TS -> ROCE, HCCS, HCCS_ONLY;
-A3 AICPU/AICPU_TS -> ROCE, HCCS, HCCS_ONLY; 350 CPU -> ROCE, AICPU/AICPU_TS -> UBOE, UBC_CTP,
-UBC_TP, ROCE, AIV -> UBC_CTP, UBC_TP, UB_MEM, ROCE, CCU -> UBC_CTP, UBC_TP (4 fixed notifies).
-An engine outside the table is ``HCCL_E_NOT_SUPPORT``, so is a protocol the engine does not speak;
-a protocol with no link between the two devices is ``HCCL_E_NOT_FOUND``.
+Engine/protocol legality is each engine's :class:`~.engines.Channels` on the product
+(``HcclChannelAcquire``'s table, hcomm-api §3.4, plus the AICPU engine the custom-operator samples
+use; see the engine modules). An engine without channels on the product is
+``HCCL_E_NOT_SUPPORT``, so is a protocol the engine does not speak; a protocol with no link between
+the two devices is ``HCCL_E_NOT_FOUND``.
 """
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ from ...sim import current_sim as _sim
 from ...sim import memory
 from ...sim.notify import Notify
 from ...sim.runtime import in_library
-from ...enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
+from ...enums import HCCL_RES_TAG_MAX_LEN
 from ...errors import HcclResult, hccl_error, not_found, not_support, para, ptr
 from ...defs.hccl_channel import (HCCL_CHANNEL_MAGIC_WORD, HCCL_CHANNEL_VERSION, HcclChannelDesc,  # noqa: F401
                                  channel_desc_init)
@@ -31,38 +30,26 @@ from ...topology import protocols_between
 from ...transport.base import PeerInfo, Region
 from .owner import get_owner, hccl_buffer
 from ...args import int_array
-from .thread import HCOMM_NOTIFY_MAX_NUM, check_engine
+from .engines import Engine, check_engine
+from .thread import HCOMM_NOTIFY_MAX_NUM
 
 CHANNEL_NUM_MAX = 1048576
-CCU_NOTIFY_NUM = 4
-
-E, P = CommEngine, CommProtocol
-_A2A3 = {P.COMM_PROTOCOL_ROCE, P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_HCCS_ONLY}
-_UB_AICPU = {P.COMM_PROTOCOL_UBOE, P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_ROCE}
-CHANNEL_PROTOCOLS = {
-    "A2": {E.COMM_ENGINE_CPU_TS: _A2A3, E.COMM_ENGINE_AICPU: _A2A3, E.COMM_ENGINE_AICPU_TS: _A2A3},
-    "A3": {E.COMM_ENGINE_AICPU: _A2A3, E.COMM_ENGINE_AICPU_TS: _A2A3},
-    "950": {E.COMM_ENGINE_CPU: {P.COMM_PROTOCOL_ROCE}, E.COMM_ENGINE_AICPU: _UB_AICPU,
-            E.COMM_ENGINE_AICPU_TS: _UB_AICPU,
-            E.COMM_ENGINE_AIV: {P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM,
-                                P.COMM_PROTOCOL_ROCE},
-            E.COMM_ENGINE_CCU: {P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP}},
-}
-#: Channels HCCL's own collectives open on products outside the HCOMM support table (only inside
-#: :class:`pyhcomm.sim.runtime.library_calls`; users get ``HCCL_E_NOT_SUPPORT`` there).
-LIBRARY_CHANNEL_PROTOCOLS = {
-    "A2": {E.COMM_ENGINE_CPU_TS: _A2A3},
-    "910": {E.COMM_ENGINE_CPU_TS: {P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_PCIE, P.COMM_PROTOCOL_ROCE}},
-    "310P": {E.COMM_ENGINE_CPU_TS: {P.COMM_PROTOCOL_PCIE, P.COMM_PROTOCOL_ROCE}},
-}
+P = CommProtocol
 
 
-def channel_protocols() -> dict:
-    """``{engine: protocols}`` of the channels callers may open on this product now."""
-    product = _sim().runtime.product
-    if not product.hcomm and in_library():
-        return LIBRARY_CHANNEL_PROTOCOLS.get(product.family, {})
-    return CHANNEL_PROTOCOLS.get(product.family, {})
+def channel_protocols(engine: Engine) -> frozenset:
+    """The protocols of the channels of ``engine`` callers may open on this product now (HCCL's
+    own collectives, inside :class:`pyhcomm.sim.runtime.library_calls`, open the engine's
+    ``library`` channels on products outside the HCOMM support table; users get its ``protocols``)."""
+    if not _sim().runtime.product.hcomm and in_library():
+        return engine.channels.library
+    return engine.channels.protocols
+
+
+def check_has_channels(engine: Engine, api: str) -> None:
+    """``HCCL_E_NOT_SUPPORT`` when ``engine`` has no channels on this product now."""
+    if not channel_protocols(engine):
+        raise not_support(api, f"{engine.name} channels are not supported on {_sim().runtime.product.name}")
 
 
 def desc_init(descs) -> None:
@@ -101,11 +88,11 @@ class ChannelEnd:
         self.comm = comm
         self.rank = comm.rank
         self.world_id = comm.world.id
-        self.engine = CommEngine(engine)
+        self.engine = engine           # its Engine
         self.protocol = CommProtocol(protocol)
         self.peer_rank = peer_rank
         self.mems = mems               # MemHandle list exposed to the peer
-        self.host_side = self.engine in HOST_ENGINES   # used from the host (else inside a kernel)
+        self.host_side = engine.host_side    # used from the host (else inside a kernel)
         self._exposed = None
         self.peer_ref = None    # transport.PeerRef, set by the transport when both ends exist
         self.peer = None        # transport.PeerInfo: what this end knows of its peer's (the
@@ -161,7 +148,7 @@ def _check_desc(comm, engine, d, i, api):
         protocol = CommProtocol(d.channelProtocol)
     except ValueError:
         raise para(api, f"channelDescs[{i}].channelProtocol {d.channelProtocol} is not a CommProtocol") from None
-    allowed = channel_protocols().get(engine)
+    allowed = channel_protocols(engine)
     if protocol == P.COMM_PROTOCOL_RESERVED:
         raise para(api, f"channelDescs[{i}].channelProtocol is not set")
     if protocol not in allowed:
@@ -173,8 +160,8 @@ def _check_desc(comm, engine, d, i, api):
         raise not_found(api, f"channelDescs[{i}]: no {protocol.name} link between rank {comm.rank} "
                              f"(server {mine.server}) and rank {d.remoteRank} (server {theirs.server})")
     notify_num = d.notifyNum
-    if engine == E.COMM_ENGINE_CCU:
-        notify_num = CCU_NOTIFY_NUM
+    if engine.channels.notifies is not None:
+        notify_num = engine.channels.notifies
     elif not isinstance(notify_num, int) or not 0 <= notify_num <= HCOMM_NOTIFY_MAX_NUM:
         raise para(api, f"channelDescs[{i}].notifyNum {notify_num} is outside [0, {HCOMM_NOTIFY_MAX_NUM}]")
     if isinstance(d.memHandles, (list, tuple)) and d.memHandleNum != len(d.memHandles):
@@ -211,8 +198,7 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
         raise para(api, f"channelNum {channel_num} is outside (0, {CHANNEL_NUM_MAX}]")
     if len(descs) < channel_num:
         raise para(api, f"channelNum {channel_num} but only {len(descs)} descriptors")
-    if engine not in channel_protocols():
-        raise not_support(api, f"{engine.name} channels are not supported on {_sim().runtime.product.name}")
+    check_has_channels(engine, api)
     checked = [_check_desc(comm, engine, descs[i], i, api) for i in range(channel_num)]
     hccl_buffer(comm, api)  # exchanged at connection
     out = []

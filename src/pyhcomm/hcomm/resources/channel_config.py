@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from ...defs.hccl_channel import HcclChannelConfigType
 from ...defs.res_defs import CommProtocol, HcommChannelConfigType
-from ...enums import CommEngine
 from ...errors import not_support, para, ptr
 from ...sim import current_sim as _sim
 from . import channel as ch_mod
 from .owner import get_owner
 from ...args import live_object
-from .thread import check_engine
+from .engines import check_engine
 
 TAG_MAX = 128
 SHARED_QUEUE_PROTOCOLS = {CommProtocol.COMM_PROTOCOL_UB_CTP, CommProtocol.COMM_PROTOCOL_UBC_TP}
@@ -78,11 +77,11 @@ def set_str(handle, which, value) -> None:
 
 
 def check_shared_queue(cfg: ChannelConfig | None, engine, descs, api: str) -> None:
-    """``IS_SHARED_QUEUE``: AIV channels over UB_CTP / UBC_TP only."""
+    """``IS_SHARED_QUEUE``: channels of an engine that has shared queues (AIV), over UB_CTP / UBC_TP only."""
     if cfg is None or not cfg.shared_queue:
         return
-    if engine != CommEngine.COMM_ENGINE_AIV:
-        raise not_support(api, f"a shared queue is an AIV feature, not {CommEngine(engine).name}")
+    if not engine.channels.shared_queue:
+        raise not_support(api, f"a shared queue is an AIV feature, not {engine.name}")
     for i, d in enumerate(descs):
         protocol = getattr(d, "channelProtocol", getattr(getattr(d, "remoteEndpoint", None), "protocol", None))
         if protocol not in SHARED_QUEUE_PROTOCOLS:
@@ -126,7 +125,7 @@ def destroy_channels(comm_handle, channels) -> None:
     for i, end in enumerate(ends):
         if end.comm is not comm:
             raise para(api, f"channels[{i}] belongs to another communicator")
-        if end.engine != CommEngine.COMM_ENGINE_CCU:
+        if not end.engine.channels.destroyable:
             raise not_support(api, f"channels[{i}] is a {end.engine.name} channel: only CCU channels are destroyed "
                                    "(the others live as long as their communicator)")
     sim = _sim()

@@ -4,12 +4,15 @@
 (communicator, tag, engine). Hosts use it to pass serialised resources (thread and channel
 handles, buffer addresses) to code running on an engine, e.g. an AI CPU kernel.
 
-Placement (models hcomm's ``hcomm_engine_ctx_c_adpt.cc``):
+Placement (models hcomm's ``hcomm_engine_ctx_c_adpt.cc``) is the engine's ``context``
+(:class:`~.engines.Engine`):
 
-* ``COMM_ENGINE_CPU``, ``COMM_ENGINE_CPU_TS``, ``COMM_ENGINE_CCU``: host memory with a real process
-  address (like ``aclrtMallocHost``), in :data:`pyhcomm.sim.memory.host_map`;
-* ``COMM_ENGINE_AICPU``, ``COMM_ENGINE_AICPU_TS``, ``COMM_ENGINE_AIV``: device memory on the
-  communicator's device, in :data:`pyhcomm.sim.memory.device_map`.
+* ``HOST`` (``COMM_ENGINE_CPU``, ``COMM_ENGINE_CPU_TS``, ``COMM_ENGINE_CCU``): host memory with a
+  real process address (like ``aclrtMallocHost``), in :data:`pyhcomm.sim.memory.host_map`;
+* ``DEVICE`` (``COMM_ENGINE_AICPU``, ``COMM_ENGINE_AICPU_TS``, ``COMM_ENGINE_AIV``): device memory on
+  the communicator's device, in :data:`pyhcomm.sim.memory.device_map`.
+
+A context is keyed by (tag, engine value) on its communicator.
 
 Both are owned by HCCL (owner ``"engine_ctx"``): ``aclrtFree`` / ``aclrtFreeHost`` refuse them.
 ``HcclEngineCtxDestroy`` releases one; ``HcclCommDestroy`` releases the rest.
@@ -34,10 +37,10 @@ import numpy as np
 from ... import args
 from ...sim import current_sim as _sim
 from ...sim import kinds, memory
-from ...enums import HCCL_RES_TAG_MAX_LEN, HOST_ENGINES, CommEngine
+from ...enums import HCCL_RES_TAG_MAX_LEN
 from ...errors import HcclResult, hccl_error, not_found, para, ptr
+from .engines import HOST, Engine, check_engine
 from .owner import get_owner
-from .thread import check_engine
 
 __all__ = ["EngineCtx", "create", "get", "copy", "destroy", "release_comm_engine_ctx", "is_host_engine"]
 
@@ -53,7 +56,7 @@ class EngineCtx:
 
     __slots__ = ("tag", "engine", "alloc", "comm")
 
-    def __init__(self, comm, tag: str, engine: CommEngine, alloc: memory.Allocation):
+    def __init__(self, comm, tag: str, engine: Engine, alloc: memory.Allocation):
         self.comm = comm
         self.tag = tag
         self.engine = engine
@@ -76,9 +79,12 @@ class EngineCtx:
         return f"<EngineCtx {self.tag!r} {self.engine.name} 0x{self.addr:x} {self.size} B on {where}>"
 
 
-def is_host_engine(engine: CommEngine) -> bool:
-    """Whether ``engine``'s context lives in host memory (CPU, CPU_TS, CCU)."""
-    return engine in HOST_ENGINES
+def is_host_engine(engine) -> bool:
+    """Whether ``engine``'s context lives in host memory (CPU, CPU_TS, CCU): an :class:`Engine`,
+    or a ``CommEngine`` value of the current product."""
+    if not isinstance(engine, Engine):
+        engine = check_engine(engine, "is_host_engine")
+    return engine.context == HOST
 
 
 def _check_tag(tag, api: str) -> str:
@@ -100,16 +106,16 @@ def _check_u64(value, api: str, name: str) -> int:
     return args.integer(value, api, name)
 
 
-def _lookup(comm, tag: str, engine: CommEngine, api: str) -> EngineCtx:
-    ctx = comm.engine_ctx.get((tag, engine))
+def _lookup(comm, tag: str, engine: Engine, api: str) -> EngineCtx:
+    ctx = comm.engine_ctx.get((tag, engine.value))
     if ctx is None:
         raise not_found(api, f"no engine context {tag!r} for {engine.name} on rank {comm.rank} "
                              "(create it with HcclEngineCtxCreate)")
     return ctx
 
 
-def _allocate(comm, engine: CommEngine, size: int, api: str) -> memory.Allocation:
-    if is_host_engine(engine):
+def _allocate(comm, engine: Engine, size: int, api: str) -> memory.Allocation:
+    if engine.context == HOST:
         try:
             alloc = memory.alloc_host(size)
         except memory.OutOfHostMemory as exc:
@@ -149,10 +155,10 @@ def create(comm_handle, ctx_tag, engine, size) -> EngineCtx:
     if size == 0:
         raise para(api, "size must be greater than 0")
     with _lock:
-        if (tag, engine) in comm.engine_ctx:
+        if (tag, engine.value) in comm.engine_ctx:
             raise para(api, f"engine context {tag!r} for {engine.name} already exists on rank {comm.rank}")
         ctx = EngineCtx(comm, tag, engine, _allocate(comm, engine, size, api))
-        comm.engine_ctx[(tag, engine)] = ctx
+        comm.engine_ctx[(tag, engine.value)] = ctx
     return ctx
 
 
@@ -259,7 +265,7 @@ def destroy(comm_handle, ctx_tag, engine) -> None:
     engine = check_engine(engine, api)
     with _lock:
         ctx = _lookup(comm, tag, engine, api)
-        del comm.engine_ctx[(tag, engine)]
+        del comm.engine_ctx[(tag, engine.value)]
     _free(ctx)
 
 

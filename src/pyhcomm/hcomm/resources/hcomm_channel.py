@@ -30,7 +30,8 @@ from . import channel as ch_mod
 from . import channel_config
 from ...args import int_array, sequence
 from .endpoint import RegisteredMem, get_endpoint
-from .thread import HCOMM_NOTIFY_MAX_NUM, check_engine
+from .engines import check_engine
+from .thread import HCOMM_NOTIFY_MAX_NUM
 
 NAME_MAX = 191
 
@@ -113,7 +114,7 @@ def _check(ep, engine, desc, i: int, api: str):
     if desc.header.magicWord != HCOMM_CHANNEL_MAGIC_WORD:
         raise para(api, f"channelDescs[{i}] was not initialised with HcommChannelDescInit")
     device = _remote_device(ep, desc, i, api)
-    allowed = ch_mod.channel_protocols().get(engine, set())
+    allowed = ch_mod.channel_protocols(engine)
     if desc.remoteEndpoint.protocol not in allowed:
         raise not_support(api, f"channelDescs[{i}]: {engine.name} channels on {_sim().runtime.product.name} do not "
                                f"speak {CommProtocol(desc.remoteEndpoint.protocol).name}")
@@ -146,8 +147,7 @@ def create(endpoint_handle, engine, channel_descs, config=None, api: str = "Hcom
     descs = [channel_descs] if isinstance(channel_descs, HcommChannelDesc) else list(channel_descs)
     if not descs:
         raise para(api, "channelNum is 0")
-    if engine not in ch_mod.channel_protocols():
-        raise not_support(api, f"{engine.name} channels are not supported on {_sim().runtime.product.name}")
+    ch_mod.check_has_channels(engine, api)
     cfg = channel_config.get_config(config, "hcomm", api) if config else None
     checked = [_check(ep, engine, d, i, api) for i, d in enumerate(descs)]
     channel_config.check_shared_queue(cfg, engine, descs, api)

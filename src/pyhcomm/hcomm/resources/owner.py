@@ -31,7 +31,7 @@ class ResourceOwner:
         self.buffer_region = None       # its transport Region, shared by every channel end exposing it
         self.threads: list = []         # HcommThread objects acquired on this rank
         self.notify_total = 0
-        self.engine_ctx: dict = {}      # (tag, engine) -> EngineCtx
+        self.engine_ctx: dict = {}      # (tag, engine value) -> EngineCtx
         self.channels: list = []        # ChannelEnd objects acquired on this rank
         self.channel_ends: dict = {}    # channel key -> this rank's live end
         self.mems: list = []            # MemHandle objects registered with HcclCommMemReg

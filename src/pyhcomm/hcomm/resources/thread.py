@@ -4,9 +4,11 @@
 wraps a user stream. An exported handle (``HcclThreadExportToCommEngine``) is another handle on the
 same stream and notifies, for code running on another engine.
 
-Engines and sides (pyhcomm's rule, documented): a handle of a host engine (CPU, CPU_TS, CCU) is
-used by host code, a handle of a device engine (AICPU, AICPU_TS, AIV) by code inside an AI CPU
-kernel; the other side gets ``HCCL_E_NOT_SUPPORT`` and is told to export the thread.
+Engines and sides: what each engine allows is its :class:`~.engines.Engine` description (the
+per-Sim table of :mod:`.engines`): which calls make its threads, their notify and thread limits,
+the side its handles are used from (a host engine's by host code, a device engine's inside an AI
+CPU kernel; the other side gets ``HCCL_E_NOT_SUPPORT`` and is told to export the thread), the task
+kinds it runs.
 """
 from __future__ import annotations
 
@@ -19,24 +21,16 @@ from ...sim.runtime import in_library
 from ...defs.hccl_res import HcclDedicatedThreadType
 from ...defs.res_defs import (HCOMM_THREAD_CONFIG_MAGIC_WORD, HCOMM_THREAD_CONFIG_VERSION, CommAbiHeader,
                              ThreadConfig, ThreadType)
-from ...enums import HOST_ENGINES, CommEngine, ThreadResType
-from ...errors import not_found, not_support, para, ptr
+from ...enums import ThreadResType
+from ...errors import not_found, para, ptr
 from .owner import get_owner
 from ...args import sequence
+from . import engines as _engines
+from .engines import DEVICE, HOST, LOCAL_OPS, Engine, check_engine  # noqa: F401  (check_engine: re-exported)
+from .engines.base import NOTIFY_MAX as HCOMM_NOTIFY_MAX_NUM
+from .engines.base import THREADS_MAX as HCOMM_THREADNUM_MAX_NUM
 
-HCOMM_NOTIFY_MAX_NUM = 64
-HCOMM_THREADNUM_MAX_NUM = 1000
 HCCL_THREAD_NOTIFY_MAX_NUM = 65536
-
-#: Engines each acquire call accepts, per product family ("*" = every family).
-ACQUIRE_ENGINES = {
-    "*": {CommEngine.COMM_ENGINE_CPU_TS, CommEngine.COMM_ENGINE_AICPU_TS},
-    "950": {CommEngine.COMM_ENGINE_CPU},
-}
-WITH_STREAM_ENGINES = {
-    "*": {CommEngine.COMM_ENGINE_CPU_TS},
-    "950": {CommEngine.COMM_ENGINE_CPU, CommEngine.COMM_ENGINE_CCU},
-}
 
 
 class HcommThread:
@@ -45,9 +39,9 @@ class HcommThread:
     __slots__ = ("handle", "comm", "engine", "stream", "notifies", "owns_stream", "rank", "device",
                  "origin", "exports", "local_side", "host_side", "last_dst", "last_src")
 
-    def __init__(self, comm, engine, stream, notifies, owns_stream, origin=None):
+    def __init__(self, comm, engine: Engine, stream, notifies, owns_stream, origin=None):
         self.comm = comm
-        self.engine = CommEngine(engine)
+        self.engine = engine
         self.stream = stream
         self.notifies = notifies
         self.owns_stream = owns_stream
@@ -55,8 +49,8 @@ class HcommThread:
         self.device = comm.device
         self.origin = origin
         self.exports = {}
-        self.local_side = local_op_side(self.engine)
-        self.host_side = self.engine in HOST_ENGINES   # used from the host (else inside a kernel)
+        self.local_side = local_op_side(engine)
+        self.host_side = engine.host_side      # used from the host (else inside a kernel)
         self.last_dst = self.last_src = None   # allocations last resolved for this thread (fast path)
         sim = _sim()
         self.handle = sim.handles.threads.add(self)
@@ -67,44 +61,42 @@ class HcommThread:
                 f"stream 0x{self.stream.handle:x} notifies={len(self.notifies)}>")
 
 
-HOST_SIDE, DEVICE_SIDE = "host", "device"
+HOST_SIDE, DEVICE_SIDE = HOST, DEVICE
 
 
-def local_op_side(engine: CommEngine):
+def local_op_side(engine: Engine):
     """The side from which local operations may use a thread of ``engine`` on the current product
-    (None: from neither). The product cannot change while threads exist, so this is computed once.
+    (None: from neither): the engine's side where it runs them, on a product that offers them
+    there. The product cannot change while threads exist, so this is computed once.
     """
     product = _sim().runtime.product
+    if not LOCAL_OPS <= engine.runs:
+        return None
     if not product.hcomm:  # HCCL's own collectives drive host threads there (library_calls)
-        return HOST_SIDE if in_library() and engine in HOST_ENGINES else None
-    if product.device_side_only:
-        return DEVICE_SIDE if engine == CommEngine.COMM_ENGINE_AICPU_TS else None
-    return HOST_SIDE if engine in HOST_ENGINES else DEVICE_SIDE
+        return HOST_SIDE if in_library() and engine.host_side else None
+    if product.device_side_only and engine.host_side:
+        return None
+    return engine.side
 
 
-def check_engine(engine, api: str) -> CommEngine:
-    """Validate a ``CommEngine`` value (``HCCL_E_PARA`` outside 0..5)."""
-    engine = args.integer(engine, api, "engine", -(1 << 64), args.UINT64_MAX)
-    if not 0 <= engine <= 5:
-        raise para(api, f"engine {engine} is not a valid CommEngine (0..5)")
-    return CommEngine(engine)
+def _allowed(rule, engine: Engine, api: str) -> None:
+    _engines.supported(engine, rule, api)
 
 
-def _allowed(table, engine: CommEngine, api: str) -> None:
-    family = _sim().runtime.product.family
-    ok = table["*"] | table.get(family, set())
-    if engine not in ok:
-        names = ", ".join(sorted(e.name for e in ok))
-        raise not_support(api, f"engine {engine.name} is not supported on {_sim().runtime.product.name} "
-                               f"(supported: {names})")
+def _acquirable(e: Engine) -> bool:
+    return e.threads.acquire
 
 
-def _check_notify_num(comm, num, total, api: str) -> None:
+def _on_stream(e: Engine) -> bool:
+    return e.threads.with_stream
+
+
+def _check_notify_num(comm, num, total, api: str, limit: int = HCOMM_NOTIFY_MAX_NUM) -> None:
     num = args.integer(num, api, "notifyNumPerThread", -(1 << 64), args.UINT64_MAX)
     if num < 0:
         raise para(api, f"notify count {num} must be a non-negative integer")
-    if num > HCOMM_NOTIFY_MAX_NUM:
-        raise para(api, f"notify count {num} exceeds {HCOMM_NOTIFY_MAX_NUM} per thread")
+    if num > limit:
+        raise para(api, f"notify count {num} exceeds {limit} per thread")
     if comm.notify_total + total > HCCL_THREAD_NOTIFY_MAX_NUM:
         raise para(api, f"{total} more notifies would exceed {HCCL_THREAD_NOTIFY_MAX_NUM} per communicator "
                         f"({comm.notify_total} in use)")
@@ -125,13 +117,15 @@ def acquire(comm_handle, engine, thread_num, notify_num_per_thread) -> list[Hcom
     api = "HcclThreadAcquire"
     comm = get_owner(comm_handle, api)
     engine = check_engine(engine, api)
-    _allowed(ACQUIRE_ENGINES, engine, api)
+    _allowed(_acquirable, engine, api)
+    limit = engine.threads.max_threads
     thread_num = args.integer(thread_num, api, "threadNum", -(1 << 64), args.UINT64_MAX)
-    if not 0 < thread_num <= HCOMM_THREADNUM_MAX_NUM:
-        raise para(api, f"threadNum {thread_num} is outside (0, {HCOMM_THREADNUM_MAX_NUM}]")
+    if not 0 < thread_num <= limit:
+        raise para(api, f"threadNum {thread_num} is outside (0, {limit}]")
     notify_num_per_thread = args.integer(notify_num_per_thread, api, "notifyNumPerThread", -(1 << 64),
                                          args.UINT64_MAX)
-    _check_notify_num(comm, notify_num_per_thread, thread_num * max(0, notify_num_per_thread), api)
+    _check_notify_num(comm, notify_num_per_thread, thread_num * max(0, notify_num_per_thread), api,
+                      engine.threads.notify_max)
     dev = _sim().runtime.devices[comm.device]
     out = []
     for _ in range(thread_num):
@@ -154,9 +148,9 @@ def acquire_with_stream(comm_handle, engine, stream_handle, notify_num) -> Hcomm
     if stream.device != comm.device:
         raise para(api, f"stream 0x{stream_handle:x} is on device {stream.device}, "
                         f"the communicator's rank {comm.rank} on device {comm.device}")
-    _allowed(WITH_STREAM_ENGINES, engine, api)
+    _allowed(_on_stream, engine, api)
     notify_num = args.integer(notify_num, api, "notifyNum", -(1 << 64), args.UINT64_MAX)
-    _check_notify_num(comm, notify_num, notify_num, api)
+    _check_notify_num(comm, notify_num, notify_num, api, engine.threads.notify_max)
     return _new_thread(comm, engine, stream, notify_num, False)
 
 
@@ -205,7 +199,7 @@ def _own_thread(comm, handle, api: str, name: str) -> HcommThread:
     return t
 
 
-def export_one(thread: HcommThread, engine: CommEngine) -> HcommThread:
+def export_one(thread: HcommThread, engine: Engine) -> HcommThread:
     """The handle of ``thread`` for code running on ``engine`` (created once, then cached).
 
     The exported handle shares the original's stream and notify list: tasks enqueued and notifies
@@ -283,10 +277,6 @@ def stream_info(t: HcommThread, res_type, info_len, api: str) -> int:
 
 # -- HcclThreadAcquireWithConfig, HcclDedicatedThreadAcquire -----------------------------------
 
-#: ``(engine, ThreadType)`` of ``HcclThreadAcquireWithConfig`` -> the engine of the threads.
-_CONFIG_ENGINES = {(CommEngine.COMM_ENGINE_CPU, ThreadType.THREAD_TYPE_TS): CommEngine.COMM_ENGINE_CPU_TS,
-                   (CommEngine.COMM_ENGINE_AICPU, ThreadType.THREAD_TYPE_TS): CommEngine.COMM_ENGINE_AICPU_TS,
-                   (CommEngine.COMM_ENGINE_CPU, ThreadType.THREAD_TYPE_CPU): CommEngine.COMM_ENGINE_CPU}
 #: ``ThreadConfig.notifyNumPerThread`` is a ``uint16``.
 CONFIG_NOTIFY_MAX = 0xFFFF
 
@@ -294,19 +284,21 @@ CONFIG_NOTIFY_MAX = 0xFFFF
 def acquire_with_config(comm_handle, engine, thread_num, thread_type, configs) -> list[HcommThread]:
     """``HcclThreadAcquireWithConfig``: ``thread_num`` threads, thread ``i`` with
     ``configs[i].notifyNumPerThread`` notifies (up to 65535; at most 65536 per communicator).
-    ``engine`` CPU or AICPU with ``THREAD_TYPE_TS`` gives CPU_TS / AICPU_TS threads, CPU with
-    ``THREAD_TYPE_CPU`` host CPU threads; a config not initialised with ``ThreadConfigInit`` is
-    ``HCCL_E_PARA``."""
+    The engine of the threads is the one that declares ``(engine, thread_type)``
+    (:attr:`~.engines.Threads.config`: CPU or AICPU with ``THREAD_TYPE_TS`` gives CPU_TS / AICPU_TS
+    threads, CPU with ``THREAD_TYPE_CPU`` host CPU threads); a config not initialised with
+    ``ThreadConfigInit`` is ``HCCL_E_PARA``."""
     api = "HcclThreadAcquireWithConfig"
     comm = get_owner(comm_handle, api)
     engine = check_engine(engine, api)
-    real = _CONFIG_ENGINES.get((engine, thread_type))
+    real = _engines.config_engine(engine, thread_type)
     if real is None:
-        raise para(api, f"engine {engine.name} with thread type {thread_type!r}: use COMM_ENGINE_CPU or "
-                        "COMM_ENGINE_AICPU with THREAD_TYPE_TS (or COMM_ENGINE_CPU with THREAD_TYPE_CPU)")
-    _allowed(ACQUIRE_ENGINES, real, api)
-    if isinstance(thread_num, bool) or not isinstance(thread_num, int) or not 0 < thread_num <= HCOMM_THREADNUM_MAX_NUM:
-        raise para(api, f"threadNum {thread_num!r} is outside (0, {HCOMM_THREADNUM_MAX_NUM}]")
+        raise para(api, f"engine {engine.name} with thread type {thread_type!r}: use one of "
+                        f"{_engines.config_pairs()}")
+    _allowed(_acquirable, real, api)
+    limit = real.threads.max_threads
+    if isinstance(thread_num, bool) or not isinstance(thread_num, int) or not 0 < thread_num <= limit:
+        raise para(api, f"threadNum {thread_num!r} is outside (0, {limit}]")
     if configs is None:
         raise ptr(api, "config is NULL")
     configs = [configs] if isinstance(configs, ThreadConfig) else list(configs)
@@ -337,8 +329,9 @@ def thread_config_init(config) -> None:
 
 
 def dedicated(comm_handle, use_type, notify_num) -> HcommThread:
-    """``HcclDedicatedThreadAcquire``: the communicator's thread for ``use_type``, an AICPU_TS
-    thread made on the first call (with ``notify_num`` notifies) and returned by every later one."""
+    """``HcclDedicatedThreadAcquire``: the communicator's thread for ``use_type``, a thread of the
+    engine of dedicated threads (AICPU_TS) made on the first call (with ``notify_num`` notifies)
+    and returned by every later one."""
     api = "HcclDedicatedThreadAcquire"
     comm = get_owner(comm_handle, api)
     try:
@@ -350,7 +343,7 @@ def dedicated(comm_handle, use_type, notify_num) -> HcommThread:
     cache = comm.__dict__.setdefault("dedicated_threads", {})
     t = cache.get(use_type)
     if t is None or _sim().handles.threads.get(t.handle) is not t:
-        t = cache[use_type] = acquire(comm_handle, CommEngine.COMM_ENGINE_AICPU_TS, 1, notify_num)[0]
+        t = cache[use_type] = acquire(comm_handle, _engines.dedicated_engine(), 1, notify_num)[0]
     return t
 
 
@@ -362,15 +355,16 @@ def alloc(engine, notify_nums) -> list[HcommThread]:
     from .endpoint import current_device, scope
     api = "HcommThreadAlloc"
     engine = check_engine(engine, api)
-    _allowed(ACQUIRE_ENGINES, engine, api)
+    _allowed(_acquirable, engine, api)
     if notify_nums is None:
         raise ptr(api, "notifyNumPerThread is NULL")
     counts = list(notify_nums)
-    if not 0 < len(counts) <= HCOMM_THREADNUM_MAX_NUM:
-        raise para(api, f"threadNum {len(counts)} is outside (0, {HCOMM_THREADNUM_MAX_NUM}]")
+    limit = engine.threads.max_threads
+    if not 0 < len(counts) <= limit:
+        raise para(api, f"threadNum {len(counts)} is outside (0, {limit}]")
     owner = scope(current_device(api))
     for n in counts:
-        _check_notify_num(owner, n, sum(c for c in counts if isinstance(c, int)), api)
+        _check_notify_num(owner, n, sum(c for c in counts if isinstance(c, int)), api, engine.threads.notify_max)
     dev = _sim().runtime.devices[owner.device]
     return [_new_thread(owner, engine, dev.new_stream(f"{engine.name} thread stream"), n, True) for n in counts]
 

@@ -1,0 +1,221 @@
+"""The catalogue of engines: the families pyhcomm models (:data:`BUILTIN`) and, per Sim, an
+:class:`EngineTable` that describes them for the Sim's product, plus any family registered in
+that Sim (:func:`register`: a test's toy engine, a new engine before it joins :data:`BUILTIN`).
+
+Nothing is filled at import: a table is made on first use in each Sim, and its descriptions are
+rebuilt when the product changes (the product cannot change while threads exist). Every rule
+about engines asks here: :func:`check_engine` (is the value an engine: ``HCCL_E_PARA``),
+:func:`supported` (which engines an API accepts on this product: ``HCCL_E_NOT_SUPPORT``),
+:func:`collective_engine`, :func:`config_engine`, :func:`expansion_engine`.
+"""
+from __future__ import annotations
+
+from .... import args
+from ....errors import not_support, para
+from ....sim import current_sim as _sim
+from . import aicpu, aiv, ccu, cpu
+from .base import DEVICE, HOST, Engine
+
+#: The engine families pyhcomm models: each a function ``engines(product)`` giving its engines'
+#: descriptions on ``product`` (one module per family; a new engine adds its module here).
+BUILTIN = (cpu.engines, aicpu.engines, aiv.engines, ccu.engines)
+
+
+class EngineTable:
+    """The engines of one Sim (see the module docstring)."""
+
+    def __init__(self, families=BUILTIN):
+        self.families = list(families)
+        self._product = None
+        self._engines: dict = {}
+
+    def register(self, family) -> None:
+        """Add an engine family: a callable ``family(product)`` giving its :class:`Engine`
+        descriptions (an engine module's ``engines``, or a module that has one). Its engines
+        exist from now on, on every product; ``ValueError`` when one takes a value or name that
+        another engine has."""
+        family = getattr(family, "engines", family)
+        if not callable(family):
+            raise TypeError(f"an engine family is a callable family(product) -> engines, not {family!r}")
+        self.families.append(family)
+        try:
+            self._build(_sim().runtime.product)
+        except Exception:
+            self.families.pop()
+            self._product = None
+            raise
+
+    def by_value(self, product=None) -> dict:
+        """``{value: Engine}`` on ``product`` (default: the current Sim's product, whose table is
+        kept until the product changes)."""
+        current = _sim().runtime.product
+        if product is not None and product is not current:
+            return self._describe(product)
+        if current is not self._product:
+            self._build(current)
+        return self._engines
+
+    def _build(self, product) -> None:
+        self._engines = self._describe(product)
+        self._product = product
+
+    def _describe(self, product) -> dict:
+        out: dict = {}
+        names: set = set()
+        for family in self.families:
+            for e in family(product):
+                if not isinstance(e, Engine):
+                    raise TypeError(f"engine family {family!r} gave {e!r}, not an Engine")
+                if e.value in out or e.name in names:
+                    raise ValueError(f"engine {e.name} ({e.value}): the value or name is already taken "
+                                     f"by {out.get(e.value, e.name)!r}")
+                out[e.value] = e
+                names.add(e.name)
+        return dict(sorted(out.items()))
+
+
+def engine_table(sim=None) -> EngineTable:
+    """The :class:`EngineTable` of ``sim`` (default: the current one), made on first use."""
+    sim = sim if sim is not None else _sim()
+    table = sim.control.get("engines")
+    return table if table is not None else sim.registry("engines", EngineTable)
+
+
+def register(family, sim=None) -> None:
+    """Register an engine family in ``sim`` (default: the current Sim): :meth:`EngineTable.register`."""
+    engine_table(sim).register(family)
+
+
+def engines(product=None) -> list:
+    """Every engine on ``product`` (default: the current Sim's), by value."""
+    return list(engine_table().by_value(product).values())
+
+
+def find(value) -> Engine | None:
+    """The engine of ``value`` (an int or an :class:`Engine`) on the current product, or None."""
+    return engine_table().by_value().get(int(value))
+
+
+def _values_text(values) -> str:
+    values = sorted(values)
+    if values and values == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]}..{values[-1]}"
+    return ", ".join(map(str, values))
+
+
+def check_engine(engine, api: str) -> Engine:
+    """The :class:`Engine` of a ``CommEngine`` argument; ``HCCL_E_PARA`` when no engine has that value."""
+    if isinstance(engine, Engine):
+        engine = engine.value
+    value = args.integer(engine, api, "engine", -(1 << 64), args.UINT64_MAX)
+    table = engine_table().by_value()
+    e = table.get(value)
+    if e is None:
+        raise para(api, f"engine {value} is not a valid CommEngine ({_values_text(table)})")
+    return e
+
+
+def supported(engine: Engine, rule, api: str, what: str = "") -> None:
+    """``HCCL_E_NOT_SUPPORT`` unless ``rule(engine)`` holds; the message names the engines for
+    which it holds on this product (``what``: the feature, when not the call itself)."""
+    if rule(engine):
+        return
+    product = _sim().runtime.product
+    names = ", ".join(sorted(e.name for e in engines() if rule(e))) or "none"
+    raise not_support(api, f"engine {engine.name} is not supported {what}on {product.name} (supported: {names})")
+
+
+def config_engine(engine: Engine, thread_type) -> Engine | None:
+    """The engine whose threads ``HcclThreadAcquireWithConfig(engine, thread_type)`` makes."""
+    key = (engine.value, thread_type)
+    for e in engines():
+        if any((int(v), t) == key for v, t in e.threads.config):
+            return e
+    return None
+
+
+def config_pairs() -> str:
+    """The (engine, thread type) pairs ``HcclThreadAcquireWithConfig`` accepts, in words."""
+    from ....defs.res_defs import ThreadType
+    table = engine_table().by_value()
+    out = []
+    for e in engines():
+        for v, t in e.threads.config:
+            named = table.get(int(v))
+            out.append(f"{named.name if named else v} with {ThreadType(t).name}")
+    return ", ".join(out)
+
+
+def dedicated_engine() -> Engine:
+    """The engine of the communicator's dedicated threads (``HcclDedicatedThreadAcquire``)."""
+    return _one(lambda e: e.threads.dedicated, "dedicated threads")
+
+
+def collective_engine(product=None) -> Engine:
+    """The engine HCCL's collectives orchestrate on for ``product`` (default: the current one)."""
+    return _one(lambda e: e.collectives, "HCCL's collectives", product)
+
+
+def expansion_engine(mode) -> Engine | None:
+    """The engine an ``HcclOpExpansionMode`` value names (None: none does)."""
+    for e in engines():
+        if int(mode) in {int(m) for m in e.expansion}:
+            return e
+    return None
+
+
+def _one(rule, what: str, product=None) -> Engine:
+    found = [e for e in engines(product) if rule(e)]
+    if len(found) != 1:
+        name = (product or _sim().runtime.product).name
+        raise LookupError(f"{name}: {len(found)} engines for {what} ({', '.join(e.name for e in found)}), not one")
+    return found[0]
+
+
+# -- python -m pyhcomm products ----------------------------------------------------------------------------------
+
+
+def _short(e: Engine) -> str:
+    return e.name.replace("COMM_ENGINE_", "")
+
+
+def _protocols(ps) -> str:
+    return ",".join(sorted(p.name.replace("COMM_PROTOCOL_", "") for p in ps)) or "-"
+
+
+def engine_rows(product) -> list:
+    """One row per engine of ``product``: (engine, side, threads, channel protocols, context memory,
+    submit, what it is)."""
+    rows = []
+    for e in engines(product):
+        t = e.threads
+        threads = "+".join(w for w, on in (("acquire", t.acquire), ("stream", t.with_stream),
+                                           ("dedicated", t.dedicated)) if on) or "-"
+        if t.any:
+            threads += f" ({t.notify_max} notifies)"
+        protocols = _protocols(e.channels.protocols)
+        if not product.hcomm and e.channels.library:
+            protocols = f"HCCL only: {_protocols(e.channels.library)}"
+        submit = e.submit.cost + (f"/{e.submit.batch_cost}" if e.submit.batch_cost else "")
+        rows.append((_short(e), e.side, threads, protocols, e.context, submit,
+                     e.doc + (" [collectives]" if e.collectives else "")))
+    return rows
+
+
+def engines_text(products) -> str:
+    """The engines of each product, for ``python -m pyhcomm products``."""
+    head = ("engine", "side", "threads", "channel protocols", "context", "submit cost")
+    lines = []
+    for p in products:
+        rows = engine_rows(p)
+        widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+        lines.append(f"{p.name}:")
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(head, widths)))
+        for r in rows:
+            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    return "\n".join(lines)
+
+
+__all__ = ["BUILTIN", "EngineTable", "engine_table", "register", "engines", "find", "check_engine", "supported",
+           "config_engine", "config_pairs", "dedicated_engine", "collective_engine", "expansion_engine",
+           "engines_text", "HOST", "DEVICE"]
