@@ -9,7 +9,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pyhcomm", description="HCOMM data plane simulator")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("demo", help="run both seed examples and show the calls, codes and bytes")
-    sub.add_parser("products", help="list the simulated products and what each supports")
+    sub.add_parser("products", help="list the simulated products, what each supports and its engines")
     sub.add_parser("version", help="print the version")
     sub.add_parser("trace", help="run a script and write its modeled timeline (Perfetto trace, PNG)",
                    add_help=False)
@@ -27,8 +27,14 @@ def main(argv=None) -> int:
         from .demo import main as demo
         return demo()
     if args.command == "products":
-        from .products import catalogue_text
+        from .hcomm.resources.engines import engines_text
+        from .products import PRODUCTS, catalogue_text
         print(catalogue_text())
+        print()
+        print("Engines (side: where its handles are used; threads: the calls that make them, or exported handles")
+        print("of other engines' threads only; context: where its engine contexts live; runs: the task kinds it")
+        print("executes; submit cost: the timing-model parameter per entry issued):")
+        print(engines_text(PRODUCTS))
         return 0
     if args.command == "version":
         from . import __version__

@@ -183,36 +183,50 @@ def _protocols(ps) -> str:
     return ",".join(sorted(p.name.replace("COMM_PROTOCOL_", "") for p in ps)) or "-"
 
 
+def _runs(kinds: frozenset) -> str:
+    from .base import CHANNEL_OPS, FENCE, HOST_NBI, LOCAL_OPS, THREAD_SYNC
+    out, left = [], set(kinds)
+    for word, group in (("local", LOCAL_OPS), ("notify", THREAD_SYNC), ("channel", CHANNEL_OPS), ("nbi", HOST_NBI),
+                        ("fence", FENCE)):
+        if group <= left:
+            out.append(word)
+            left -= group
+    return ",".join(out + sorted(left)) or "-"
+
+
 def engine_rows(product) -> list:
     """One row per engine of ``product``: (engine, side, threads, channel protocols, context memory,
-    submit, what it is)."""
+    task kinds it runs (by group), submit cost, what it is)."""
     rows = []
     for e in engines(product):
         t = e.threads
         threads = "+".join(w for w, on in (("acquire", t.acquire), ("stream", t.with_stream),
-                                           ("dedicated", t.dedicated)) if on) or "-"
+                                           ("dedicated", t.dedicated)) if on) or "exported only"
         if t.any:
             threads += f" ({t.notify_max} notifies)"
         protocols = _protocols(e.channels.protocols)
-        if not product.hcomm and e.channels.library:
-            protocols = f"HCCL only: {_protocols(e.channels.library)}"
+        if not product.hcomm:
+            protocols = f"HCCL only: {_protocols(e.channels.library)}" if e.channels.library else "-"
         submit = e.submit.cost + (f"/{e.submit.batch_cost}" if e.submit.batch_cost else "")
-        rows.append((_short(e), e.side, threads, protocols, e.context, submit,
-                     e.doc + (" [collectives]" if e.collectives else "")))
+        rows.append((_short(e), e.side, threads, protocols, e.context, _runs(e.runs), submit,
+                     e.doc + (" [HCCL's collectives]" if e.collectives else "")))
     return rows
 
 
 def engines_text(products) -> str:
-    """The engines of each product, for ``python -m pyhcomm products``."""
-    head = ("engine", "side", "threads", "channel protocols", "context", "submit cost")
-    lines = []
+    """The engines of each product, for ``python -m pyhcomm products`` (products whose engines are
+    alike share one table)."""
+    head = ("engine", "side", "threads", "channel protocols", "context", "runs", "submit cost", "")
+    groups: dict = {}
     for p in products:
-        rows = engine_rows(p)
-        widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
-        lines.append(f"{p.name}:")
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(head, widths)))
+        groups.setdefault(tuple(engine_rows(p)), []).append(p.name)
+    lines = []
+    for rows, names in groups.items():
+        rows = [head] + list(rows)
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        lines.append(", ".join(names) + ":")
         for r in rows:
-            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+            lines.append(("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip())
     return "\n".join(lines)
 
 
