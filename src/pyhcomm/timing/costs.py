@@ -18,12 +18,18 @@ What is modelled (the replay applies it; see there for how):
 * per task: ``task_dispatch`` (the task scheduler starts a queued task), ``notify_record``,
   ``notify_wait`` (after its record arrived), ``notify_latency`` (a record reaching a notify of the
   same device; a channel notify crosses the link and costs the link's latency instead);
-* orchestration: a host program (Atlas A2, CPU_TS threads) spends ``host_submit`` per entry it
-  issues; an AI CPU kernel ``aicpu_submit`` per entry, or in batch mode ``batch_submit`` per task
-  plus ``batch_fixed`` per batch, all of a batch's tasks reaching their streams together at
-  ``HcommBatchModeEnd``; launching an AI CPU kernel costs ``kernel_launch`` before its body runs;
-  a blocking host call returns ``sync_return`` after what it waited for ended; ``engine_submit``
-  gives an engine a submit cost of its own (none does by default).
+* orchestration: what issuing one entry costs its program is its engine's
+  (:attr:`pyhcomm.hcomm.resources.engines.Engine.submit` names the parameter,
+  :meth:`CostModel.submit_cost`): a host program (CPU, CPU_TS, CCU threads) spends
+  ``host_submit`` per entry it issues; an AI CPU kernel (AICPU_TS threads) ``aicpu_submit`` per
+  entry, or in batch mode ``batch_submit`` per task plus ``batch_fixed`` per batch, all of a
+  batch's tasks reaching their streams together at ``HcommBatchModeEnd``; an entry of no engine
+  costs what its side's program pays. An engine may declare a parameter of its own
+  (``Submit.cost`` naming no field here, with its ``default``): it lives in ``engine_params``, and
+  ``with_values`` sets it by name like any other; ``engine_submit`` prices an engine's entries by
+  its name instead (tasks added to a batch still pay ``batch_submit``). Launching an AI CPU kernel
+  costs ``kernel_launch`` before its body runs; a blocking host call returns ``sync_return`` after
+  what it waited for ended.
 """
 from __future__ import annotations
 
@@ -67,9 +73,10 @@ class CostModel:
     kernel_launch: float = 30.0 * US
     sync_return: float = 5.0 * US
     #: engine name -> what a program pays per entry it issues that runs on that engine, in place of
-    #: ``host_submit`` / ``aicpu_submit`` (tasks added to a batch still pay ``batch_submit``); an
-    #: engine not here pays its side's (the record names each entry's engine: ``sim.kinds.engine_name``)
+    #: its description's cost (tasks added to a batch still pay ``batch_submit``; the record names
+    #: each entry's engine: ``sim.kinds.engine_name``)
     engine_submit: dict = field(default_factory=dict)
+    engine_params: dict = field(default_factory=dict)   # parameters engines declare: name -> seconds
 
     def link(self, protocol) -> Link:
         """The :class:`Link` of ``protocol`` (a ``CommProtocol`` or its name); ``KeyError`` naming
@@ -81,13 +88,37 @@ class CostModel:
             raise KeyError(f"{self.product}: the cost model has no {name} link "
                            f"(it has {', '.join(sorted(self.links))})") from None
 
+    def param(self, name: str, default: float | None = None) -> float:
+        """The value of parameter ``name``: a field, else an engine's parameter (else ``default``;
+        ``KeyError`` when there is none)."""
+        if name in _FIELDS:
+            return getattr(self, name)
+        value = self.engine_params.get(name, default)
+        if value is None:
+            raise KeyError(f"{self.product}: the cost model has no parameter {name!r}")
+        return value
+
+    def submit_cost(self, engine, batched: bool = False) -> float:
+        """Seconds issuing one entry costs on ``engine`` (an :class:`~pyhcomm.hcomm.resources.engines.Engine`):
+        its ``submit.batch_cost`` for a task added to an HCOMM batch, when it has one, else its
+        ``submit.cost``."""
+        submit = engine.submit
+        name = submit.batch_cost if batched and submit.batch_cost else submit.cost
+        return self.param(name, submit.default if name == submit.cost else None)
+
     def with_values(self, **values) -> "CostModel":
         """A copy with ``values`` replaced (``links=`` replaces the whole table; ``link_<NAME>=Link``
-        replaces one protocol's)."""
+        replaces one protocol's; an engine's parameter, one in ``engine_params``, by its name)."""
         links = dict(values.pop("links", self.links))
         for key in [k for k in values if k.startswith("link_")]:
             links[_canonical(key[5:])] = values.pop(key)
-        return dataclasses.replace(self, links=links, **values)
+        params = dict(values.pop("engine_params", self.engine_params))
+        for key in [k for k in values if k not in _FIELDS and k in params]:
+            params[key] = values.pop(key)
+        return dataclasses.replace(self, links=links, engine_params=params, **values)
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(CostModel))
 
 
 def _canonical(protocol) -> str:
@@ -129,13 +160,18 @@ _FAMILIES = {
 _OTHER = dict(links=_links(PCIE=Link(25 * GB, 2 * US), ROCE=_ROCE_200G))
 
 
-def cost_model(product=None) -> CostModel:
+def cost_model(product=None, sim=None) -> CostModel:
     """The cost model of ``product`` (a name or :class:`pyhcomm.products.Product`; default: the
-    current Sim's product)."""
+    product of ``sim``, default the current Sim). ``engine_params`` holds the parameters the
+    engines of ``sim`` declare of their own, at their defaults."""
+    from ..hcomm.resources.engines import engine_table
     from ..products import find_product
-    if product is None:
-        from ..sim import current_sim
-        product = current_sim().runtime.product
-    product = find_product(product)
-    return CostModel(product=product.name, family=product.family,
+    from ..sim import current_sim
+    sim = sim if sim is not None else current_sim()
+    product = find_product(product if product is not None else sim.runtime.product)
+    params = {}
+    for e in engine_table(sim).by_value(product).values():
+        if e.submit.cost not in _FIELDS and e.submit.default is not None:
+            params[e.submit.cost] = e.submit.default
+    return CostModel(product=product.name, family=product.family, engine_params=params,
                      **_FAMILIES.get(product.family, _OTHER))

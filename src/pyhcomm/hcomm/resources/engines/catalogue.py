@@ -24,7 +24,8 @@ BUILTIN = (cpu.engines, aicpu.engines, aiv.engines, ccu.engines)
 class EngineTable:
     """The engines of one Sim (see the module docstring)."""
 
-    def __init__(self, families=BUILTIN):
+    def __init__(self, sim, families=BUILTIN):
+        self.sim = sim
         self.families = list(families)
         self._product = None
         self._engines: dict = {}
@@ -39,16 +40,16 @@ class EngineTable:
             raise TypeError(f"an engine family is a callable family(product) -> engines, not {family!r}")
         self.families.append(family)
         try:
-            self._build(_sim().runtime.product)
+            self._build(self.sim.runtime.product)
         except Exception:
             self.families.pop()
             self._product = None
             raise
 
     def by_value(self, product=None) -> dict:
-        """``{value: Engine}`` on ``product`` (default: the current Sim's product, whose table is
-        kept until the product changes)."""
-        current = _sim().runtime.product
+        """``{value: Engine}`` on ``product`` (default: the Sim's product, whose table is kept
+        until the product changes)."""
+        current = self.sim.runtime.product
         if product is not None and product is not current:
             return self._describe(product)
         if current is not self._product:
@@ -78,7 +79,7 @@ def engine_table(sim=None) -> EngineTable:
     """The :class:`EngineTable` of ``sim`` (default: the current one), made on first use."""
     sim = sim if sim is not None else _sim()
     table = sim.control.get("engines")
-    return table if table is not None else sim.registry("engines", EngineTable)
+    return table if table is not None else sim.registry("engines", lambda: EngineTable(sim))
 
 
 def register(family, sim=None) -> None:
