@@ -117,6 +117,19 @@ def test_the_trace_shows_the_toy_engine_on_its_copy(toy, tmp_path):
     assert copy["args"]["engine"] == "TOY_ENGINE" and copy["args"]["bytes"] == N
 
 
+def test_an_engine_that_does_not_run_local_copies_is_refused_one(caplog):
+    engines.register(lambda product: (Engine(8, "NO_COPY", HOST, HOST, Submit("x", "host_submit"),
+                                             threads=Threads(with_stream=True), runs=THREAD_SYNC),))
+    comm, stream = _setup()
+    ret, thread = pyhcomm.HcclThreadAcquireWithStream(comm, 8, stream, 1)
+    assert ret == R.HCCL_SUCCESS
+    src, dst = malloc(64), malloc(64)
+    assert pyhcomm.HcommLocalCopyOnThread(thread, dst, src, 64) == R.HCCL_E_NOT_SUPPORT
+    assert f"thread 0x{thread:x} is NO_COPY" in caplog.text and "NO_COPY thread" not in caplog.text
+    assert pyhcomm.HcommThreadNotifyRecordOnThread(thread, thread, 0) == R.HCCL_SUCCESS
+    assert acl.rt.synchronize_stream(stream) == 0
+
+
 def test_registering_an_engine_whose_value_or_name_is_taken_is_refused_and_changes_nothing(toy):
     taken = lambda product: (Engine(int(E.COMM_ENGINE_CPU), "OTHER", HOST, HOST, Submit("x", "host_submit")),)
     with pytest.raises(ValueError, match="already taken"):
