@@ -20,15 +20,14 @@ from ...sim.notify import Notify
 from ...sim.runtime import in_library
 from ...defs.hccl_res import HcclDedicatedThreadType
 from ...defs.res_defs import (HCOMM_THREAD_CONFIG_MAGIC_WORD, HCOMM_THREAD_CONFIG_VERSION, CommAbiHeader,
-                             ThreadConfig, ThreadType)
+                             ThreadConfig)
 from ...enums import ThreadResType
 from ...errors import not_found, para, ptr
 from .owner import get_owner
 from ...args import sequence
 from . import engines as _engines
-from .engines import DEVICE, HOST, LOCAL_OPS, Engine, check_engine  # noqa: F401  (check_engine: re-exported)
+from .engines import DEVICE, HOST, LOCAL_OPS, Engine, check_engine
 from .engines.base import NOTIFY_MAX as HCOMM_NOTIFY_MAX_NUM
-from .engines.base import THREADS_MAX as HCOMM_THREADNUM_MAX_NUM
 
 HCCL_THREAD_NOTIFY_MAX_NUM = 65536
 
