@@ -39,7 +39,7 @@ from ...sim import current_sim as _sim
 from ...sim import kinds, memory
 from ...enums import HCCL_RES_TAG_MAX_LEN
 from ...errors import HcclResult, hccl_error, not_found, para, ptr
-from .engines import HOST, Engine, check_engine
+from .engines import HOST, Engine, check_engine, find
 from .owner import get_owner
 
 __all__ = ["EngineCtx", "create", "get", "copy", "destroy", "release_comm_engine_ctx", "is_host_engine"]
@@ -83,8 +83,8 @@ def is_host_engine(engine) -> bool:
     """Whether ``engine``'s context lives in host memory (CPU, CPU_TS, CCU): an :class:`Engine`,
     or a ``CommEngine`` value of the current product."""
     if not isinstance(engine, Engine):
-        engine = check_engine(engine, "is_host_engine")
-    return engine.context == HOST
+        engine = find(engine)
+    return engine is not None and engine.context == HOST
 
 
 def _check_tag(tag, api: str) -> str:

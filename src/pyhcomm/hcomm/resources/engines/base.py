@@ -60,7 +60,7 @@ class Threads:
     with_stream: bool = False       # HcclThreadAcquireWithStream (the caller's stream)
     config: tuple = ()              # (engine value, ThreadType) pairs HcclThreadAcquireWithConfig names it by
     dedicated: bool = False         # HcclDedicatedThreadAcquire makes threads of this engine
-    notify_max: int = NOTIFY_MAX    # notifies per thread
+    notify_max: int = NOTIFY_MAX    # notifies per thread (HcclThreadAcquireWithConfig's configs: up to 65535)
     max_threads: int = THREADS_MAX  # threads per acquire call
 
     @property
