@@ -116,14 +116,14 @@ def check_engine(engine, api: str) -> Engine:
     return e
 
 
-def supported(engine: Engine, rule, api: str, what: str = "") -> None:
+def supported(engine: Engine, rule, api: str) -> None:
     """``HCCL_E_NOT_SUPPORT`` unless ``rule(engine)`` holds; the message names the engines for
-    which it holds on this product (``what``: the feature, when not the call itself)."""
+    which it holds on this product."""
     if rule(engine):
         return
     product = _sim().runtime.product
     names = ", ".join(sorted(e.name for e in engines() if rule(e))) or "none"
-    raise not_support(api, f"engine {engine.name} is not supported {what}on {product.name} (supported: {names})")
+    raise not_support(api, f"engine {engine.name} is not supported on {product.name} (supported: {names})")
 
 
 def config_engine(engine: Engine, thread_type) -> Engine | None:
