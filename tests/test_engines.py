@@ -137,6 +137,14 @@ def test_registering_an_engine_whose_value_or_name_is_taken_is_refused_and_chang
     assert [e.name for e in engines.engines()][-1] == "TOY_ENGINE"
 
 
+def test_a_registration_belongs_to_its_sim_only(toy):
+    other = pyhcomm.Sim(product="Atlas 800T A2")
+    assert engines.engines(sim=other)[-1].name == "COMM_ENGINE_CCU"
+    assert [e.name for e in engines.engines()][-1] == "TOY_ENGINE"
+    pyhcomm.reset(product="Atlas 800T A2")                     # a new default Sim: the built-ins only
+    assert engines.find(TOY) is None and len(engines.engines()) == 6
+
+
 # -- the built-in catalogue -------------------------------------------------------------------------------
 def test_every_comm_engine_value_has_one_description_on_every_product():
     from pyhcomm.products import PRODUCTS

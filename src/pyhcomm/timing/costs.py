@@ -164,13 +164,13 @@ def cost_model(product=None, sim=None) -> CostModel:
     """The cost model of ``product`` (a name or :class:`pyhcomm.products.Product`; default: the
     product of ``sim``, default the current Sim). ``engine_params`` holds the parameters the
     engines of ``sim`` declare of their own, at their defaults."""
-    from ..hcomm.resources.engines import engine_table
+    from ..hcomm.resources.engines import engines
     from ..products import find_product
     from ..sim import current_sim
     sim = sim if sim is not None else current_sim()
     product = find_product(product if product is not None else sim.runtime.product)
     params = {}
-    for e in engine_table(sim).by_value(product).values():
+    for e in engines(product, sim):
         if e.submit.cost not in _FIELDS and e.submit.default is not None:
             params[e.submit.cost] = e.submit.default
     return CostModel(product=product.name, family=product.family, engine_params=params,

@@ -22,48 +22,42 @@ BUILTIN = (cpu.engines, aicpu.engines, aiv.engines, ccu.engines)
 
 
 class EngineTable:
-    """The engines of one Sim (see the module docstring)."""
+    """The engines of one Sim (see the module docstring): the families it describes, and their
+    descriptions for the product they were last asked about."""
 
-    def __init__(self, sim, families=BUILTIN):
-        self.sim = sim
+    def __init__(self, families=BUILTIN):
         self.families = list(families)
         self._product = None
         self._engines: dict = {}
 
-    def register(self, family) -> None:
+    def register(self, family, product) -> None:
         """Add an engine family: a callable ``family(product)`` giving its :class:`Engine`
         descriptions (an engine module's ``engines``, or a module that has one). Its engines
-        exist from now on, on every product; ``ValueError`` when one takes a value or name that
-        another engine has."""
+        exist from now on, on every product; ``ValueError`` (and no change) when one takes a
+        value or name another engine has on ``product``."""
         family = getattr(family, "engines", family)
         if not callable(family):
             raise TypeError(f"an engine family is a callable family(product) -> engines, not {family!r}")
+        engines = self._describe(product, self.families + [family])
         self.families.append(family)
-        try:
-            self._build(self.sim.runtime.product)
-        except Exception:
-            self.families.pop()
-            self._product = None
-            raise
+        self._product, self._engines = product, engines
 
-    def by_value(self, product=None) -> dict:
-        """``{value: Engine}`` on ``product`` (default: the Sim's product, whose table is kept
-        until the product changes)."""
-        current = self.sim.runtime.product
-        if product is not None and product is not current:
-            return self._describe(product)
-        if current is not self._product:
-            self._build(current)
+    def by_value(self, product) -> dict:
+        """``{value: Engine}`` on ``product`` (kept until another product is asked about)."""
+        if product is not self._product:
+            self._engines = self._describe(product, self.families)
+            self._product = product
         return self._engines
 
-    def _build(self, product) -> None:
-        self._engines = self._describe(product)
-        self._product = product
+    def describe(self, product) -> dict:
+        """``{value: Engine}`` on ``product``, made afresh (nothing kept)."""
+        return self._describe(product, self.families)
 
-    def _describe(self, product) -> dict:
+    @staticmethod
+    def _describe(product, families) -> dict:
         out: dict = {}
         names: set = set()
-        for family in self.families:
+        for family in families:
             for e in family(product):
                 if not isinstance(e, Engine):
                     raise TypeError(f"engine family {family!r} gave {e!r}, not an Engine")
@@ -79,22 +73,32 @@ def engine_table(sim=None) -> EngineTable:
     """The :class:`EngineTable` of ``sim`` (default: the current one), made on first use."""
     sim = sim if sim is not None else _sim()
     table = sim.control.get("engines")
-    return table if table is not None else sim.registry("engines", lambda: EngineTable(sim))
+    return table if table is not None else sim.registry("engines", EngineTable)
+
+
+def _table(sim=None) -> dict:
+    """``{value: Engine}`` of ``sim`` (default: the current one) on its product."""
+    sim = sim if sim is not None else _sim()
+    return engine_table(sim).by_value(sim.runtime.product)
 
 
 def register(family, sim=None) -> None:
     """Register an engine family in ``sim`` (default: the current Sim): :meth:`EngineTable.register`."""
-    engine_table(sim).register(family)
+    sim = sim if sim is not None else _sim()
+    engine_table(sim).register(family, sim.runtime.product)
 
 
-def engines(product=None) -> list:
-    """Every engine on ``product`` (default: the current Sim's), by value."""
-    return list(engine_table().by_value(product).values())
+def engines(product=None, sim=None) -> list:
+    """Every engine of ``sim`` (default: the current one) on ``product`` (default: its own), by value."""
+    sim = sim if sim is not None else _sim()
+    if product is None or product is sim.runtime.product:
+        return list(_table(sim).values())
+    return list(engine_table(sim).describe(product).values())
 
 
 def find(value) -> Engine | None:
     """The engine of ``value`` (an int or an :class:`Engine`) on the current product, or None."""
-    return engine_table().by_value().get(int(value))
+    return _table().get(int(value))
 
 
 def _values_text(values) -> str:
@@ -109,7 +113,7 @@ def check_engine(engine, api: str) -> Engine:
     if isinstance(engine, Engine):
         engine = engine.value
     value = args.integer(engine, api, "engine", -(1 << 64), args.UINT64_MAX)
-    table = engine_table().by_value()
+    table = _table()
     e = table.get(value)
     if e is None:
         raise para(api, f"engine {value} is not a valid CommEngine ({_values_text(table)})")
@@ -138,7 +142,7 @@ def config_engine(engine: Engine, thread_type) -> Engine | None:
 def config_pairs() -> str:
     """The (engine, thread type) pairs ``HcclThreadAcquireWithConfig`` accepts, in words."""
     from ....defs.res_defs import ThreadType
-    table = engine_table().by_value()
+    table = _table()
     out = []
     for e in engines():
         for v, t in e.threads.config:
