@@ -74,7 +74,7 @@ def test_without_its_registration_the_toy_value_is_no_engine(caplog):
     assert ret == (R.HCCL_E_PARA, 0) and f"engine {TOY} is not a valid CommEngine (0..5)" in caplog.text
 
 
-def test_a_racy_read_of_the_toy_copys_destination_is_reported_naming_its_thread(toy):
+def test_a_racy_read_of_the_toy_copys_destination_is_reported_naming_its_engine_and_thread(toy):
     comm, stream = _setup()
     thread, _src, dst, _data = _toy_copy(stream, comm)
     out = np.zeros(N, np.uint8)
@@ -82,6 +82,7 @@ def test_a_racy_read_of_the_toy_copys_destination_is_reported_naming_its_thread(
     assert acl.rt.synchronize_stream(stream) == 0
     (f,) = analyze(pyhcomm.current_sim())
     assert f.kind == "race" and f"of {N} bytes of rank 0's device memory at 0x{dst:x}" in f.title
+    assert f.details["engines"] == [None, "TOY_ENGINE"]          # the host's read, the toy's copy
     text = f.text()
     assert "LocalCopy task #" in text and f"on rank 0 thread 0x{thread:x}" in text and "aclrtMemcpy #" in text
 

@@ -77,6 +77,8 @@ class CostModel:
     #: each entry's engine: ``sim.kinds.engine_name``)
     engine_submit: dict = field(default_factory=dict)
     engine_params: dict = field(default_factory=dict)   # parameters engines declare: name -> seconds
+    #: the engines of the Sim the model was made for, on its product: name -> Engine
+    engines: dict = field(default_factory=dict, repr=False)
 
     def link(self, protocol) -> Link:
         """The :class:`Link` of ``protocol`` (a ``CommProtocol`` or its name); ``KeyError`` naming
@@ -100,11 +102,32 @@ class CostModel:
 
     def submit_cost(self, engine, batched: bool = False) -> float:
         """Seconds issuing one entry costs on ``engine`` (an :class:`~pyhcomm.hcomm.resources.engines.Engine`):
-        its ``submit.batch_cost`` for a task added to an HCOMM batch, when it has one, else its
-        ``submit.cost``."""
+        for a task added to an HCOMM batch its ``submit.batch_cost`` (else ``submit.cost``); for
+        any other entry ``engine_submit``'s value for its name, else its ``submit.cost``."""
         submit = engine.submit
-        name = submit.batch_cost if batched and submit.batch_cost else submit.cost
-        return self.param(name, submit.default if name == submit.cost else None)
+        if batched:
+            return self.param(submit.batch_cost or submit.cost, submit.default)
+        if engine.name in self.engine_submit:
+            return self.engine_submit[engine.name]
+        return self.param(submit.cost, submit.default)
+
+    def engine_prices(self) -> dict:
+        """The engines whose entries their side's parameters do not price: engine name ->
+        ``(seconds per entry, per task added to a batch or NaN to keep the side's, the side whose
+        entries it prices or None for any)``. They are the described engines whose submit costs
+        differ from their side's (a host program's ``host_submit``; a kernel's ``aicpu_submit``,
+        ``batch_submit``), priced where issued from their side, and the names in
+        ``engine_submit``, priced from any side, batched tasks apart. Empty for the built-in
+        engines at their defaults: the replay then reads no entry's engine."""
+        out = {}
+        for name, e in self.engines.items():
+            cost = (self.submit_cost(e), self.submit_cost(e, True))
+            side = (self.host_submit, self.host_submit) if e.host_side else (self.aicpu_submit, self.batch_submit)
+            if cost != side:
+                out[name] = cost + (e.side,)
+        for name, value in self.engine_submit.items():
+            out[name] = (value, float("nan"), None)
+        return out
 
     def with_values(self, **values) -> "CostModel":
         """A copy with ``values`` replaced (``links=`` replaces the whole table; ``link_<NAME>=Link``
@@ -162,16 +185,16 @@ _OTHER = dict(links=_links(PCIE=Link(25 * GB, 2 * US), ROCE=_ROCE_200G))
 
 def cost_model(product=None, sim=None) -> CostModel:
     """The cost model of ``product`` (a name or :class:`pyhcomm.products.Product`; default: the
-    product of ``sim``, default the current Sim). ``engine_params`` holds the parameters the
-    engines of ``sim`` declare of their own, at their defaults."""
+    product of ``sim``, default the current Sim), with the engines of ``sim`` on that product
+    (``engines``) and the parameters they declare of their own at their defaults
+    (``engine_params``)."""
     from ..hcomm.resources.engines import engines
     from ..products import find_product
     from ..sim import current_sim
     sim = sim if sim is not None else current_sim()
     product = find_product(product if product is not None else sim.runtime.product)
-    params = {}
-    for e in engines(product, sim):
-        if e.submit.cost not in _FIELDS and e.submit.default is not None:
-            params[e.submit.cost] = e.submit.default
-    return CostModel(product=product.name, family=product.family, engine_params=params,
+    described = {e.name: e for e in engines(product, sim)}
+    params = {e.submit.cost: e.submit.default for e in described.values()
+              if e.submit.cost not in _FIELDS and e.submit.default is not None}
+    return CostModel(product=product.name, family=product.family, engine_params=params, engines=described,
                      **_FAMILIES.get(product.family, _OTHER))

@@ -147,19 +147,26 @@ class EntryCosts:
         self.chain_order, self.chain_first = o, np.append(True, ~same)
 
     def _submit(self, batched) -> None:
-        """What issuing an entry costs its program: by side (batched tasks apart), or what the
-        model says of its engine; nothing for the kinds that cost nothing."""
+        """What issuing an entry costs its program: its side's parameters, or its engine's where
+        those do not price it (:meth:`~.costs.CostModel.engine_prices`: an engine whose submit
+        costs are its own, and ``engine_submit``); nothing for the kinds that cost nothing."""
         m, cols = self.m, self.cols
         on_device = np.zeros(self.n, dtype=bool)
         on_device[cols.tasks] = cols.on_device
         if len(cols.host):
             on_device[cols.host] = np.fromiter((e.side == "device" for e in cols.host_entries), bool, len(cols.host))
         submit = np.where(on_device, np.where(batched, m.batch_submit, m.aicpu_submit), m.host_submit)
-        if m.engine_submit:
+        prices = m.engine_prices()      # the engines the side's parameters do not price (none by default)
+        if prices:
             codes, engines = self.graph.engines()
-            per_code = np.array([m.engine_submit.get(engine_name(e), np.nan) for e in engines], dtype=np.float64)
-            v = per_code[codes] if len(per_code) else np.full(self.n, np.nan)
-            mine = ~np.isnan(v) & ~batched
+            per_code = np.full((len(engines) or 1, 3), np.nan)   # per entry, per batched task, on the device?
+            for k, e in enumerate(engines):
+                price = prices.get(engine_name(e))
+                if price is not None:
+                    per_code[k] = (price[0], price[1], np.nan if price[2] is None else float(price[2] == "device"))
+            per = per_code[codes]
+            v = np.where(batched, per[:, 1], per[:, 0])
+            mine = ~np.isnan(v) & (np.isnan(per[:, 2]) | (per[:, 2] == on_device))
             submit[mine] = v[mine]
         submit[self.of(lambda k: k.cost is Cost.FREE)] = 0.0
         self.submit = submit

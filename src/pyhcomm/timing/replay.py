@@ -60,7 +60,7 @@ from .walk import walk
 
 def replay(source, model=None, graph=None, exact: bool = False) -> Timeline:
     """The :class:`Timeline` of ``source`` (a Sim or its record) under ``model`` (default: the
-    cost model of the Sim's product, or of the current product for a bare record). ``graph``: the
+    cost model of the Sim's product and engines, or of the current Sim's for a bare record). ``graph``: the
     happens-before graph of the same record, when one is at hand. ``exact``: always replay with
     the discrete-event engine (the result is the same when no two flows overlap).
 
@@ -69,8 +69,7 @@ def replay(source, model=None, graph=None, exact: bool = False) -> Timeline:
     from ..analysis import happens_before
     record = getattr(source, "record", source)
     if model is None:
-        runtime = getattr(source, "runtime", None)
-        model = cost_model(runtime.product if runtime is not None else None)
+        model = cost_model(sim=source if getattr(source, "runtime", None) is not None else None)
     if not record.whole():
         raise ValueError("replay: the record does not hold every entry (recording was disabled, or more than "
                          f"PYHCOMM_RECORD_CAPACITY={record.capacity} entries were kept); times would be wrong. "

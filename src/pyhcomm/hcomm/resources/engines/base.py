@@ -16,9 +16,9 @@ Each engine says:
   memory;
 * ``submit`` (:class:`Submit`): how work reaches it and what issuing one entry costs, as
   parameters of the timing model (:mod:`pyhcomm.timing.costs`);
-* ``runs``: the task kinds its threads and channels execute on the product. The primitives whose
-  legality depends on the engine check it (local operations, the non-blocking host transfers,
-  fences); the other kinds are checked by side only;
+* ``runs``: the task kinds (:mod:`pyhcomm.sim.kinds`) its threads and channels execute on the
+  product. The primitives whose legality depends on the engine check it (local operations, the
+  non-blocking host transfers, fences); the other kinds are checked by side only;
 * ``collectives``: HCCL's own collectives orchestrate on its threads on this product (the product's
   default expansion); ``expansion``: the ``HcclOpExpansionMode`` values that name it, and
   ``expansion_refused`` why those are ``HCCL_E_NOT_SUPPORT`` here (empty: accepted);
@@ -32,18 +32,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ....sim import kinds
+
 HOST, DEVICE = "host", "device"
 
 #: Task kinds of the local operations (``HcommLocalCopyOnThread``, ``HcommLocalReduceOnThread``).
-LOCAL_OPS = frozenset({"LocalCopy", "LocalReduce"})
+LOCAL_OPS = frozenset({kinds.LOCAL_COPY, kinds.LOCAL_REDUCE})
 #: Task kinds of thread notifies (``HcommThreadNotifyRecordOnThread`` / ``...WaitOnThread``).
-THREAD_SYNC = frozenset({"ThreadNotifyRecord", "ThreadNotifyWait"})
+THREAD_SYNC = frozenset({kinds.THREAD_NOTIFY_RECORD, kinds.THREAD_NOTIFY_WAIT})
 #: Task kinds that go over a channel (one-sided transfers and channel notifies).
-CHANNEL_OPS = frozenset({"Write", "Read", "WriteReduce", "ReadReduce", "WriteWithNotify", "WriteReduceWithNotify",
-                         "ChannelNotifyRecord", "ChannelNotifyWait"})
-#: The non-blocking host transfers (``HcommWriteNbi`` ...) and ``HcommFenceOnThread``.
-HOST_NBI = frozenset({"WriteNbi", "ReadNbi", "WriteWithNotifyNbi"})
-FENCE = frozenset({"Fence"})
+CHANNEL_OPS = frozenset({kinds.WRITE, kinds.READ, kinds.WRITE_REDUCE, kinds.READ_REDUCE, kinds.WRITE_WITH_NOTIFY,
+                         kinds.WRITE_REDUCE_WITH_NOTIFY, kinds.CHANNEL_NOTIFY_RECORD, kinds.CHANNEL_NOTIFY_WAIT})
+#: The non-blocking host transfers (``HcommWriteNbi`` ...).
+HOST_NBI = frozenset({kinds.WRITE_NBI, kinds.READ_NBI, kinds.WRITE_WITH_NOTIFY_NBI})
+#: ``HcommFenceOnThread``.
+FENCE = frozenset({kinds.FENCE})
 
 #: ``HCOMM_NOTIFY_MAX_NUM``: notifies per thread.
 NOTIFY_MAX = 64
