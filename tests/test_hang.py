@@ -461,7 +461,7 @@ def test_a_queued_write_with_notify_is_named_as_the_record_of_its_notify():
 
 def test_the_report_is_the_same_from_the_record_and_from_the_stream_queues(a2):
     """Facts come from the record; with recording disabled the scheduler's queues give the same text."""
-    from pyhcomm.verify.hang import Facts, explain_wait
+    from pyhcomm.sim.hang import Facts, explain_wait
     a, b, _ = a2["threads"]
     assert HcommThreadNotifyWaitOnThread(a, 0, FOREVER) == 0
     assert HcommThreadNotifyRecordOnThread(a, b, 0) == 0

@@ -30,7 +30,7 @@ def _watch_depth(sim):
 
     def watching(task):
         submit(task)
-        seen["max"] = max(seen["max"], sum(len(s.queue) for s in sched.active))
+        seen["max"] = max(seen["max"], sum(len(s.queue) for s in sched.queued_streams()))
 
     sched.submit = watching
     return seen

@@ -24,7 +24,7 @@ A2, A3, A350 = "Atlas 800T A2", "Atlas A3", "Atlas 350"
 
 def _run(fn, nranks, product, schedule="fifo", expect_error=False):
     sim = pyhcomm.Sim(product=product, scheduler="coop", data=False, product_chosen=True)
-    sim.scheduler.policy = parse(schedule)
+    sim.scheduler.set_policy(parse(schedule))
     with quiet_log():
         try:
             pyhcomm.launch(fn, nranks, sim=sim, timeout=60)

@@ -296,7 +296,7 @@ def test_schedule_tokens_name_their_policy_and_replay_the_same_run():
 
     def run(token):
         sim = pyhcomm.Sim(scheduler="coop", data=False)
-        sim.scheduler.policy = parse(token)
+        sim.scheduler.set_policy(parse(token))
         pyhcomm.launch(custom_allgather(), 3, sim=sim)
         return [(e.seq, e.kind, s) for e, s in zip(sim.record.entries(), [])] + sim.record.exec_log()
 
@@ -324,7 +324,7 @@ def test_bounded_exhaustive_exploration_runs_every_schedule_within_its_bound():
     while token is not None:
         policy = parse(token)
         sim = pyhcomm.Sim(scheduler="coop", data=False)
-        sim.scheduler.policy = policy
+        sim.scheduler.set_policy(policy)
         pyhcomm.launch(racy, 2, sim=sim, wait_first=True)
         seen.append(tuple(i for i, _n in policy.trace))
         explorer.after(policy)

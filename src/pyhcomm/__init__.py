@@ -9,6 +9,9 @@ Three tiers over one core:
   :class:`HcclError`.
 
 Every enum member is also a module constant (``pyhcomm.COMM_ENGINE_CPU_TS``).
+
+Importing the package creates nothing (no Sim, no thread): the default simulation is made on
+first use (:func:`current_sim`), with the verifier watching its launches.
 """
 from __future__ import annotations
 
@@ -18,7 +21,6 @@ from . import enums as _enums
 from .capi import *  # noqa: F401,F403
 from .capi import __all__ as _capi_all
 from .capi.pyhccl_module import data_type_size, get_error_string  # noqa: F401  (pyhccl's, outside its __all__)
-from . import errors as _errors
 from . import sim as _sim_mod
 from .sim import Sim, current_sim
 from .enums import *  # noqa: F401,F403
@@ -29,8 +31,12 @@ from .products import DEFAULT_PRODUCT, PRODUCTS, Product, find_product
 __version__ = "0.1.0"
 
 
-_sim_mod.set_default_sim(Sim())
-_errors.configure_logging(current_sim().config.log_level)
+def _new_default_sim(**options) -> Sim:
+    """A default simulation: ``Sim(**options)``, its launches watched by the verifier (its
+    sessions, ``PYHCOMM_VERIFY``)."""
+    sim = Sim(**options)
+    _verify_env.watch(sim)
+    return sim
 
 
 def set_product(name, device_count: int | None = None) -> Product:
@@ -65,6 +71,8 @@ def reset(**options) -> Sim:
         options["product"] = old.runtime.product
         options["product_chosen"] = True
     new = Sim(**options)
+    new.launch_observers = old.launch_observers     # who watches the launches made here stays
+    _verify_env.watch(new)
     if _sim_mod.context_sim() is old:
         _sim_mod.enter(new)
     else:
@@ -101,8 +109,10 @@ globals().update(_constants)
 
 from .pythonic import Buffer, Channel, Comm, Device, Kernel, Stream, Thread  # noqa: E402
 from .spmd import LaunchTimeout, RankError, launch  # noqa: E402
-from .verify import hang as _hang  # noqa: E402,F401  (installs the hang report)
-from . import verify  # noqa: E402,F401  (installs the verifier's launch hooks: PYHCOMM_VERIFY)
+from . import verify  # noqa: E402,F401
+from .verify import env as _verify_env  # noqa: E402
+
+_sim_mod.set_default_factory(_new_default_sim)
 
 __all__ = (list(_capi_all) + list(_constants)
            + ["AclError", "AclRuntimeError", "HcclDeadlockError", "HcclError", "HcclNotSupportedError",

@@ -28,6 +28,8 @@ DEFAULT_MPI_LIVENESS = 10.0
 LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
 LAUNCHER_LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
+#: the byte movers ``PYHCOMM_BACKEND`` names (:func:`pyhcomm.backend.make_backend`); ``null`` keeps no bytes
+BACKENDS = ("cpu", "null")
 
 def _parse_int(raw: str, minimum: int) -> int:
     value = int(raw.strip())
@@ -67,6 +69,7 @@ _VARS = {
     "PYHCOMM_DEVICES_PER_SERVER": ("devices_per_server", lambda r: _parse_int(r, 1), "an integer >= 1"),
     "PYHCOMM_SUPER_POD_SIZE": ("super_pod_size", lambda r: _parse_int(r, 1), "an integer >= 1"),
     "PYHCOMM_DATA": ("data", _parse_bool, "0 (data-less) or 1"),
+    "PYHCOMM_BACKEND": ("backend", lambda r: _choice(r.strip().lower(), BACKENDS), " or ".join(BACKENDS)),
     "PYHCOMM_SCHEDULER": ("scheduler", lambda r: _choice(r.strip().lower(), SCHEDULERS), "threaded or coop"),
     "PYHCOMM_SEED": ("seed", lambda r: _parse_int(r, 0), "an integer >= 0"),
     "PYHCOMM_TRANSPORT": ("transport", lambda r: _choice(r.strip().lower(), TRANSPORTS), "auto, local or mpi"),
@@ -109,7 +112,8 @@ class Config:
     notify_counting: bool = False
     devices_per_server: int | None = None   # None: the product's
     super_pod_size: int = 768
-    data: bool = True
+    data: bool = True                       # False: data-less (the null backend, whatever ``backend`` says)
+    backend: str = "cpu"                    # what moves the bytes when there are bytes (BACKENDS)
     scheduler: str | None = None            # None: threaded, but coop for pyhcomm.launch
     seed: int = 0
     transport: str = "auto"                 # auto: mpi when an MPI launcher started several processes
@@ -146,11 +150,25 @@ class Config:
                 values[name] = max(minimum, value)
         return cls(errors=errors, **values)
 
+    def __post_init__(self):
+        if self.backend == "null" and self.data:    # the null backend keeps no bytes: data-less
+            object.__setattr__(self, "data", False)
+
+    @property
+    def backend_name(self) -> str:
+        """The backend a Sim with this configuration uses: ``backend``, or ``null`` in data-less mode."""
+        return self.backend if self.data else "null"
+
     @property
     def use_mpi(self) -> bool:
         """Whether a Sim joins other processes over MPI (``PYHCOMM_TRANSPORT``; ``auto``: when an MPI
         launcher started more than one process)."""
         return self.transport == "mpi" or (self.transport == "auto" and self.launcher_size > 1)
+
+    @staticmethod
+    def child_environment(**changes) -> dict:
+        """This process's environment with ``changes``, for a process it starts."""
+        return dict(os.environ, **changes)
 
     def with_values(self, **changes) -> "Config":
         """A copy with some fields changed."""

@@ -35,26 +35,30 @@ the :class:`RankError` of every process; a process that dies is named by the oth
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import os
 import tempfile
-import threading
-import time
 
 from . import sim as sim_mod
 from .aclrt.device import aclrtResetDevice, aclrtSetDevice
 from .config import Config
 from .hccl import comm as comm_mod
-from .sched import ABORTED, DONE_OK
+from .sched.base import Waitable
 
 
-#: Tools that watch launches (the verifier installs them; the core never imports them):
-#: ``start_hooks`` are called with the launch's Sim before its ranks start, ``end_hooks`` with the
-#: Sim and the exception the launch is about to raise (``RankError``, ``LaunchTimeout``) or None,
-#: after the ranks ended; a hook may raise instead.
-start_hooks: list = []
-end_hooks: list = []
+class LaunchObserver:
+    """Watches the launches made while a Sim is current (an entry of its ``launch_observers``):
+    :meth:`started` gets the launch's Sim before its ranks start, :meth:`ended` the same Sim and
+    the exception the launch is about to raise (:class:`RankError`, :class:`LaunchTimeout`) or
+    None, after the ranks ended; either may raise instead. The verifier is one."""
+
+    def started(self, sim) -> None:
+        """A launch in ``sim`` is about to start its ranks."""
+
+    def ended(self, sim, error) -> None:
+        """The launch in ``sim`` ended; ``error``: what it is about to raise, or None."""
 
 
 class RankError(RuntimeError):
@@ -69,15 +73,25 @@ class LaunchTimeout(RuntimeError):
     """Ranks still ran when :func:`launch`'s timeout passed."""
 
 
+class _OnStart(LaunchObserver):
+    def __init__(self, observer):
+        self.observer = observer
+
+    def started(self, sim) -> None:
+        self.observer(sim)
+
+
 @contextlib.contextmanager
 def observe_launches(observer):
-    """Call ``observer(sim)`` with the Sim of every ``launch`` started inside the block (a start
-    hook for its time: ``python -m pyhcomm trace``)."""
-    start_hooks.append(observer)
+    """Call ``observer(sim)`` with the Sim of every ``launch`` started inside the block (from the
+    calling context's Sim: ``python -m pyhcomm trace``)."""
+    watcher = _OnStart(observer)
+    observers = sim_mod.current_sim().launch_observers
+    observers.append(watcher)
     try:
         yield
     finally:
-        start_hooks.remove(observer)
+        observers.remove(watcher)
 
 
 def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | None = None, rank_table=None,
@@ -104,88 +118,139 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
     """
     if not isinstance(nranks, int) or isinstance(nranks, bool) or nranks < 1:
         raise ValueError(f"launch: nranks {nranks!r} must be a positive int")
+    caller = sim_mod.current_sim()
+    spawn = dict(product=product, devices=devices, timeout=timeout, scheduler=scheduler, data=data, seed=seed)
     if sim is None:
-        parent = sim_mod.current_sim()
-        config = Config.from_env()
-        config.check_pyhcomm("launch")
-        if mpi or (mpi is None and config.use_mpi):
-            if config.launcher_size == 1 and mpi:
-                return _spawn(fn, nranks, args, kwargs, dict(product=product, devices=devices, timeout=timeout,
-                                                             scheduler=scheduler, data=data, seed=seed))
-            config = config.with_values(transport="mpi")
-        elif config.use_mpi:
-            config = config.with_values(transport="local")
-        sched = scheduler or config.scheduler or "coop"
-        chosen = parent.runtime.product_chosen
-        sim = sim_mod.Sim(config, product=product or (parent.runtime.product if chosen else None),
-                          scheduler=sched, data=data, seed=seed, product_chosen=product is not None or chosen)
+        config = _launch_config(mpi)
+        if config is None:      # mpi=True outside an MPI job: mpiexec starts the processes
+            return _spawn(fn, nranks, args, kwargs, spawn)
+        sim = _new_sim(caller, config, product, scheduler, data, seed)
     else:
         if product is not None:
             sim.runtime.set_product(product)
         if mpi and sim.transport.name != "mpi" and Config.from_env().launcher_size == 1:
-            return _spawn(fn, nranks, args, kwargs, dict(product=sim.runtime.product.name, devices=devices,
-                                                         timeout=timeout, scheduler=scheduler, data=data, seed=seed),
-                          into=sim)
-        sim.scheduler.abort_reason = None
-    for hook in list(start_hooks):
-        hook(sim)
+            return _spawn(fn, nranks, args, kwargs, dict(spawn, product=sim.runtime.product.name), into=sim)
+        sim.scheduler.clear_abort()
+    observers = list(caller.launch_observers)
+    for observer in observers:
+        observer.started(sim)
     devices = list(devices) if devices is not None else list(range(nranks))
     if len(devices) != nranks:
         raise ValueError(f"launch: {nranks} ranks but {len(devices)} devices")
     if len(set(devices)) != nranks:
         raise ValueError(f"launch: devices {devices} repeat a device (one device per rank)")
-    sim.runtime.device_count = max(sim.runtime.device_count, max(devices) + 1)
+    return _run(sim, _World(sim, fn, nranks, args, kwargs, devices), timeout, rank_table, observers)
+
+
+def _launch_config(mpi):
+    """The configuration of a launch's own Sim; None when ``mpi=True`` outside an MPI job (the
+    launch is spawned under ``mpiexec``). Raises ``ValueError`` for a bad ``PYHCOMM_*`` value."""
+    config = Config.from_env()
+    config.check_pyhcomm("launch")
+    if mpi or (mpi is None and config.use_mpi):
+        if config.launcher_size == 1 and mpi:
+            return None
+        return config.with_values(transport="mpi")
+    if config.use_mpi:
+        return config.with_values(transport="local")
+    return config
+
+
+def _new_sim(caller, config, product, scheduler, data, seed):
+    """The Sim of a launch made in ``caller``'s context: the caller's product unless ``product``
+    names one, the cooperative scheduler unless told otherwise, the caller's launch observers."""
+    chosen = caller.runtime.product_chosen
+    sim = sim_mod.Sim(config, product=product or (caller.runtime.product if chosen else None),
+                      scheduler=scheduler or config.scheduler or "coop", data=data, seed=seed,
+                      product_chosen=product is not None or chosen)
+    sim.launch_observers = caller.launch_observers     # (a launch inside a rank is watched too)
+    return sim
+
+
+def _run(sim, world, timeout, rank_table, observers) -> list:
+    """Run ``world``'s ranks in ``sim`` and give their results (see :func:`launch`); the
+    observers hear of the end, in ``sim``'s context."""
+    sim.runtime.device_count = max(sim.runtime.device_count, max(world.devices) + 1)
     token = sim_mod.enter(sim)
     written = None
-    ranks = None
     try:
-        if sim.transport.name == "mpi" and rank_table is None:
-            ranks = _job_ranks(sim, nranks)
-            with sim.lock:   # every process names the same world: no root info to broadcast
-                job_world = comm_mod.named_world(f"pyhcomm.launch#{next(_job_launches)}", nranks)
-            root = job_world.root_info()
-        else:
-            root = comm_mod.get_root_info() if rank_table is None else None
         if rank_table is not None and not isinstance(rank_table, (str, os.PathLike)):
-            fd, written = tempfile.mkstemp(prefix="pyhcomm_rank_table_", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(rank_table.to_json(), f)
-            rank_table = written
-        world = _World(sim, fn, nranks, args, kwargs, devices, root, rank_table, ranks)
+            rank_table = written = _write_rank_table(rank_table)
+        job_world = world.join(rank_table)
         try:
-            results = world.run_coop(timeout) if sim.scheduler.name == "coop" else world.run_threads(timeout)
+            results = world.run(timeout)
+            if job_world is not None:
+                results = _job_results(sim, job_world.id, world.nranks, world.ranks, results)
         except (RankError, LaunchTimeout) as exc:
-            for hook in list(end_hooks):
-                hook(sim, exc)
+            for observer in observers:
+                observer.ended(sim, exc)
             raise
-        for hook in list(end_hooks):
-            hook(sim, None)
-        return results if ranks is None else _job_results(sim, job_world.id, nranks, ranks, results)
+        for observer in observers:
+            observer.ended(sim, None)
+        return results
     finally:
-        sim.scheduler.abort_reason = None   # the abort of this launch ends with it
+        sim.scheduler.clear_abort()     # the abort of this launch ends with it
         sim_mod.leave(token)
         if written:
             os.unlink(written)
 
 
+def _write_rank_table(table) -> str:
+    """A temporary rank-table file holding ``table`` (a :class:`pyhcomm.topology.RankTable`)."""
+    fd, path = tempfile.mkstemp(prefix="pyhcomm_rank_table_", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(table.to_json(), f)
+    return path
+
+
 class _World:
     """One launch: the rank bodies and what they report."""
 
-    def __init__(self, sim, fn, nranks, args, kwargs, devices, root, rank_table, ranks=None):
+    def __init__(self, sim, fn, nranks, args, kwargs, devices):
         self.sim = sim
         self.fn, self.nranks, self.args, self.kwargs = fn, nranks, args, kwargs
-        self.job = ranks is not None        # ranks of other processes too (MPI): only ``ranks`` here
-        self.ranks = list(range(nranks)) if ranks is None else ranks
-        self.devices, self.root, self.rank_table = devices, root, rank_table
+        self.devices = devices
+        self.job = False                    # ranks of other processes too (MPI): only ``ranks`` here
+        self.ranks = list(range(nranks))
+        self.root = self.rank_table = None
         self.results = [None] * nranks
         self.errors: dict[int, tuple] = {}
         self.order = itertools.count()
         self.finished = 0       # ranks that returned (or failed)
-        self.closed = 0         # ranks that closed their communicator
+        self.barrier = None
 
-    def body(self, rank: int, barrier) -> None:
+    def join(self, rank_table):
+        """How the ranks will find each other: ``rank_table`` (a file), else a root info (an MPI
+        job's named world, whose ranks here are those of this process: returned)."""
+        sim = self.sim
+        if rank_table is not None:
+            self.rank_table = rank_table
+            return None
+        if sim.transport.name != "mpi":
+            self.root = comm_mod.get_root_info()
+            return None
+        self.job, self.ranks = True, _job_ranks(sim, self.nranks)
+        with sim.lock:   # every process names the same world: no root info to broadcast
+            job_world = comm_mod.named_world(f"pyhcomm.launch#{next(_job_launches)}", self.nranks)
+        self.root = job_world.root_info()
+        return job_world
+
+    def run(self, timeout) -> list:
+        """Run this process's ranks as host programs of the Sim's scheduler; their results, in
+        rank order (:meth:`outcome`)."""
+        self.barrier = _Barrier(self, timeout)
+        unfinished = self.sim.scheduler.run_programs(
+            [(f"rank {r}", functools.partial(self.body, r)) for r in self.ranks], timeout)
+        if unfinished and not self.errors:
+            what = ", ".join(unfinished)
+            raise LaunchTimeout(f"{what} still ran after {timeout} s" if timeout is not None
+                                else f"{what} can never finish")
+        return self.outcome()
+
+    def body(self, rank: int) -> None:
         from .pythonic import Comm
         sched = self.sim.scheduler
+        barrier = self.barrier
         comm = None
         opened = False
         try:
@@ -218,7 +283,6 @@ class _World:
                 if opened:
                     aclrtResetDevice(self.devices[rank])
                 sched.unregister_host()
-                self.closed += 1
 
     def outcome(self) -> list:
         if self.job:
@@ -231,78 +295,28 @@ class _World:
             raise RankError(rank, exc) from exc
         return self.results
 
-    # -- greenlets -----------------------------------------------------------------------------
-    def run_coop(self, timeout) -> list:
-        sched = self.sim.scheduler
-        barrier = _CoopBarrier(self)
-        for r in self.ranks:
-            sched.spawn(f"rank {r}", self.body, r, barrier)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        mine = len(self.ranks)
-        status = sched.drive(lambda: self.closed == mine, deadline)
-        if status != DONE_OK and self.closed < mine:
-            alive = [a.name for a in sched.actors.values()]
-            if status != ABORTED:
-                sched.abort(f"launch timed out after {timeout} s")
-            sched.drive(lambda: self.closed == mine or not sched.actors)
-            if not self.errors:
-                raise LaunchTimeout(f"{', '.join(alive)} still ran after {timeout} s" if timeout is not None
-                                    else f"{', '.join(alive)} can never finish")
-        return self.outcome()
 
-    # -- OS threads ----------------------------------------------------------------------------
-    def run_threads(self, timeout) -> list:
-        sched = self.sim.scheduler
-        barrier = _ThreadBarrier(len(self.ranks), timeout)
-        threads = [threading.Thread(target=sim_mod.context_for(self.sim).run, args=(self.body, r, barrier),
-                                    name=f"pyhcomm-rank{r}", daemon=True) for r in self.ranks]
-        for t in threads:
-            t.start()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for t in threads:  # the timeout bounds the whole run, not each join
-            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        alive = [r for r, t in zip(self.ranks, threads) if t.is_alive()]
-        if alive:
-            sched.abort(f"launch timed out after {timeout} s")
-            barrier.abort()
-            for t in threads:
-                t.join(5.0)
-            raise LaunchTimeout(f"ranks {alive} still ran after {timeout} s")
-        return self.outcome()
+class _Barrier:
+    """Every rank of this process waits here once it returned, before closing its communicator,
+    until every one returned (so one-sided reads of a rank that finished early still find its
+    memory): a blocking call of the scheduler, on a :class:`~pyhcomm.sched.base.Waitable`
+    settled at each arrival; an abort breaks it."""
 
-
-class _ThreadBarrier:
-    """Every rank waits here before closing its communicator (OS threads)."""
-
-    def __init__(self, n, timeout):
-        self._b = threading.Barrier(n)
-        self._timeout = timeout
-
-    def wait(self) -> None:
-        try:
-            self._b.wait(timeout=self._timeout)
-        except threading.BrokenBarrierError:
-            pass
-
-    def abort(self) -> None:
-        self._b.abort()
-
-
-class _CoopBarrier:
-    """The same for greenlets: a blocking call of the cooperative scheduler."""
-
-    def __init__(self, world):
-        self.world = world
+    def __init__(self, world, timeout):
+        self.world, self.timeout = world, timeout
         self.broken = False
+        self.arrivals = Waitable("launch barrier")
 
     def wait(self) -> None:
         w = self.world
-        w.sim.scheduler.poke()
-        w.sim.scheduler.run_until(lambda: self.broken or w.finished == len(w.ranks), None, "launch barrier",
-                                  detect_stuck=False)
+        sched = w.sim.scheduler
+        sched.settle(self.arrivals)
+        sched.run_until(lambda: self.broken or w.finished == len(w.ranks), self.timeout, "launch barrier",
+                        (self.arrivals,), detect_stuck=False)
 
     def abort(self) -> None:
         self.broken = True
+        self.world.sim.scheduler.settle(self.arrivals)
 
 
 # -- one rank per process (MPI) ------------------------------------------------------------------
@@ -358,7 +372,7 @@ def _spawn(fn, nranks, args, kwargs, options, into=None) -> list:
     try:
         with open(os.path.join(folder, "call.pkl"), "wb") as f:
             pickle.dump((fn, nranks, args, kwargs, options, into is not None), f)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        env = Config.child_environment(PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         cmd = mpiexec() + ["-disable-auto-cleanup", "-n", str(nranks), sys.executable, "-m", "pyhcomm.spmd_child",
                            folder]
         try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import itertools
 import os
 import types
 
@@ -23,7 +22,6 @@ from ..enums import aclrtBinaryLoadOptionType, aclrtLaunchKernelAttrId
 from ..errors import AclError, acl_error
 from .stream import get_stream
 
-_module_ids = itertools.count()
 
 
 class Binary:
@@ -79,7 +77,7 @@ def aclrtBinaryLoadFromFile(bin_path, options=None) -> int:
     if os.path.isfile(bin_path):
         if not bin_path.endswith(".py"):
             raise acl_error(AclError.ACL_ERROR_INVALID_FILE, api, f"{bin_path} is not a Python kernel module (.py)")
-        name = f"pyhcomm_kernels_{next(_module_ids)}"
+        name = f"pyhcomm_kernels_{next(_sim().module_ids)}"
         spec = importlib.util.spec_from_file_location(name, bin_path)
         module = importlib.util.module_from_spec(spec)
         try:
@@ -247,7 +245,7 @@ def aclrtBinaryLoad(binary) -> int:
     """Load an ``aclrtBinary`` (compile and run the kernel module's source); returns a binary handle."""
     api = "aclrtBinaryLoad"
     data = _binary_data(binary, api)
-    name = f"pyhcomm_kernels_{next(_module_ids)}"
+    name = f"pyhcomm_kernels_{next(_sim().module_ids)}"
     module = types.ModuleType(name)
     try:
         exec(compile(data.source.decode("utf-8"), f"<aclrtBinary 0x{binary:x}>", "exec"), module.__dict__)

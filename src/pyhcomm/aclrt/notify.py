@@ -12,9 +12,10 @@ from ..sim import current_sim as _sim
 from ..sim import kinds
 from ..sim.notify import Notify
 from ..sim.notify import NotifyRecordTask, NotifyWaitTask
-from ..sim.runtime import finalize_hooks, host_ctx
+from ..sim.runtime import host_ctx
 from ..errors import AclError, acl_error
 from .device import current_device
+from .state import aclrt_state
 from .stream import get_stream
 
 ACL_NOTIFY_DEFAULT, ACL_NOTIFY_DEVICE_USE_ONLY = 0, 1
@@ -27,11 +28,12 @@ class AclNotify:
 
     def __init__(self, device: int):
         sim = _sim()
+        state = aclrt_state(sim)
         self.device = device
-        self.id = next(sim.notify_ids)
-        self.notify = Notify(f"runtime notify id {self.id} (device {device})", 0, _sim().runtime.notify_counting)
+        self.id = next(state.notify_ids)
+        self.notify = Notify(f"runtime notify id {self.id} (device {device})", 0, sim.runtime.notify_counting)
         self.handle = sim.handles.notifies.add(self)
-        sim.runtime_notifies[self.id] = self
+        state.runtime_notifies[self.id] = self
 
 
 def _invalid(api: str, message: str):
@@ -64,12 +66,12 @@ def aclrtGetNotifyId(notify) -> int:
 def aclrtDestroyNotify(notify) -> None:
     n = _get(notify, "aclrtDestroyNotify")
     _sim().handles.notifies.remove(n.handle)
-    _sim().runtime_notifies.pop(n.id, None)
+    aclrt_state().runtime_notifies.pop(n.id, None)
 
 
 def by_id(notify_id):
     """The live runtime notify with id ``notify_id``, or None."""
-    return _sim().runtime_notifies.get(notify_id)
+    return aclrt_state().runtime_notifies.get(notify_id)
 
 
 def _stream_of(n, stream, api):
@@ -100,12 +102,3 @@ def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
     task.program = host_ctx().program
     _sim().scheduler.submit(task)
 
-
-def _release_device(device_id: int) -> None:
-    sim = _sim()
-    for n in [n for n in sim.runtime_notifies.values() if n.device == device_id]:
-        sim.handles.notifies.remove(n.handle)
-        sim.runtime_notifies.pop(n.id, None)
-
-
-finalize_hooks.append(_release_device)

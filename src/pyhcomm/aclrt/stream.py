@@ -14,6 +14,7 @@ from ..sim.runtime import host_ctx
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..errors import AclError, acl_code_of, acl_error
 from .device import current_device
+from .state import aclrt_state
 
 
 
@@ -56,13 +57,13 @@ def aclrtDestroyStream(stream: int) -> None:
 
 def take_error(streams, api: str):
     """Return (and clear) the first error among ``streams`` as an ``AclRuntimeError``, or None.
-    The stream's first error stays known to ``HcclGetCommAsyncError`` (``"stream_errors"``)."""
+    The stream's first error stays known to ``HcclGetCommAsyncError`` (``AclrtState.stream_errors``)."""
     first = None
     for st in streams:
         if st.error is not None:
             if first is None:
                 first = st.error
-            _sim().registry("stream_errors").setdefault(st.handle, st.error)
+            aclrt_state().stream_errors.setdefault(st.handle, st.error)
             st.error = None
     if first is None:
         return None

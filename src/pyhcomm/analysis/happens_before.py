@@ -65,7 +65,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..sched.base import SKIP_FLAG
+from ..sim.record import SKIP_FLAG
 from ..sim.kinds import NotifyUse, Role, kinds_where
 from .graph import (BATCH, CODE, CODE_MASK, DRAIN, EDGE_KINDS, FENCE, JOIN, KERNEL_END, LAUNCH, NOTIFY,  # noqa: F401
                     PROGRAM, RENDEZVOUS, SHIFT, STREAM, SYNC, Built, Columns, Edge, Graph, Program, int_column,

@@ -5,6 +5,7 @@ import functools
 
 from ..args import plain
 from ..errors import HcclError, HcclResult, log
+from ..sim.task import end_attribution, enter_public_call
 
 SUCCESS = HcclResult.HCCL_SUCCESS
 
@@ -29,7 +30,7 @@ def _fresh(value):
     return list(value) if isinstance(value, list) else value
 
 
-def c_api(*fail_outputs, quiet=(), ints=False):
+def c_api(*fail_outputs, quiet=(), ints=False, attributed=False):
     """Decorate ``impl`` (which raises, and returns its outputs or None).
 
     The wrapper returns ``ret`` alone when ``fail_outputs`` is empty, else ``(ret, *outputs)``;
@@ -39,10 +40,17 @@ def c_api(*fail_outputs, quiet=(), ints=False):
     ``wrapper.fail_outputs`` and ``wrapper.quiet`` are what it was given. With ``ints``, numpy
     integers among the arguments become ``int`` first (:func:`pyhcomm.args.plain`: for calls that
     hand their scalars on, the collectives; the hot data-plane calls convert in their own checks).
+    With ``attributed``, the tasks the call issues are attributed to the caller's line at once
+    (:func:`pyhcomm.sim.task.enter_public_call`: one frame read instead of a walk per task; for
+    data-plane calls that return ``ret`` alone).
     """
+    if attributed and (fail_outputs or ints):
+        raise TypeError("c_api: only a call that returns ret alone, without int conversion, is attributed")
 
     def deco(impl):
         n = len(fail_outputs)
+        if attributed:
+            return _attributed(impl, quiet)
 
         @functools.wraps(impl)
         def wrapper(*args):
@@ -65,3 +73,23 @@ def c_api(*fail_outputs, quiet=(), ints=False):
         return plain_wrapper
 
     return deco
+
+
+def _attributed(impl, quiet):
+    """``c_api(attributed=True)``'s wrapper of ``impl``."""
+
+    @functools.wraps(impl)
+    def call(*args):
+        token = enter_public_call()
+        try:
+            impl(*args)
+        except HcclError as exc:
+            return failed(exc, quiet)
+        finally:
+            if token is not None:
+                end_attribution(token)
+        return SUCCESS
+
+    call.raising = impl
+    call.fail_outputs, call.quiet = (), quiet
+    return call

@@ -1,11 +1,12 @@
 """``hcomm_primitives.h``: the data-plane primitives, in the flat C tier.
 
 Each call enqueues a task and returns 0 at once, or a nonzero ``HcclResult`` (and a log line
-naming the call and the argument). Hot paths are written out by hand (no generic wrapper).
+naming the call and the argument). Hot paths are written out by hand (no generic wrapper); the
+data-plane calls attribute their tasks to the caller's line at once (``c_api(attributed=True)``).
+The AI CPU task cache records the calls made inside a kernel below this tier, in
+:mod:`pyhcomm.hcomm` (so a call through any tier is recorded).
 """
 from __future__ import annotations
-
-import functools
 
 from ..errors import HcclError
 from ..hcomm import task_cache as _cache
@@ -16,7 +17,6 @@ from ..hcomm import thread_ops as _thread_ops
 from ..hcomm.comm_lock import acquire_comm, release_comm
 from ..hcomm.local import local_copy
 from ..hcomm.reduce import local_reduce
-from ..sim.task import end_attribution, enter_public_call
 from ._wrap import SUCCESS, c_api, failed
 
 __all__ = ["HcommLocalCopyOnThread", "HcommLocalReduceOnThread"]
@@ -28,8 +28,6 @@ def HcommLocalCopyOnThread(thread, dst, src, len):  # noqa: A002 - the C paramet
         local_copy(thread, dst, src, len)
     except HcclError as exc:
         return failed(exc)
-    if _cache.recordings:
-        _cache.capture(local_copy, (thread, dst, src, len))
     return SUCCESS
 
 
@@ -42,8 +40,6 @@ def HcommLocalReduceOnThread(thread, dst, src, count, dataType, reduceOp):  # no
         local_reduce(thread, dst, src, count, dataType, reduceOp)
     except HcclError as exc:
         return failed(exc)
-    if _cache.recordings:
-        _cache.capture(local_reduce, (thread, dst, src, count, dataType, reduceOp))
     return SUCCESS
 
 
@@ -76,13 +72,13 @@ __all__ += ["HcommThreadNotifyRecordOnThread", "HcommThreadNotifyWaitOnThread",
             "HcommBatchModeStart", "HcommBatchModeEnd", "HcommThreadJoin", "HcommFenceOnThread"]
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommThreadNotifyRecordOnThread(thread, dstThread, dstNotifyIdx):  # noqa: N803
     """Enqueue on ``thread`` a record of notify ``dstNotifyIdx`` of ``dstThread``."""
     _notify.record(thread, dstThread, dstNotifyIdx)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommThreadNotifyWaitOnThread(thread, notifyIdx, timeOut):  # noqa: N803
     """Enqueue on ``thread`` a wait for its notify ``notifyIdx`` (``timeOut`` s, 0 = forever)."""
     _notify.wait(thread, notifyIdx, timeOut)
@@ -104,12 +100,12 @@ def HcommThreadResAcquireTimeOut(timeOut):  # noqa: N803
     _notify.thread_res_acquire_timeout(timeOut)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommAclrtNotifyRecordOnThread(thread, dstNotifyId):  # noqa: N803
     _notify.aclrt_record(thread, dstNotifyId)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommAclrtNotifyWaitOnThread(thread, notifyId, timeOut):  # noqa: N803
     _notify.aclrt_wait(thread, notifyId, timeOut)
 
@@ -132,7 +128,7 @@ def HcommThreadJoin(thread, timeout):
     _thread_ops.thread_join(thread, timeout)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommFenceOnThread(thread):
     _thread_ops.fence(thread)
 
@@ -151,82 +147,82 @@ __all__ += ["HcommWriteOnThread", "HcommReadOnThread", "HcommWriteReduceOnThread
             "HcommChannelDrainOnThread", "HcommChannelFence", "HcommTransferType", "HcommBatchTransferDesc"]
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommWriteOnThread(thread, channel, dst, src, len):  # noqa: A002
     """Enqueue a one-sided write of local ``src`` to the peer's ``dst``."""
     _chops.write(thread, channel, dst, src, len)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommReadOnThread(thread, channel, dst, src, len):  # noqa: A002
     """Enqueue a one-sided read of the peer's ``src`` into local ``dst``."""
     _chops.read(thread, channel, dst, src, len)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommWriteReduceOnThread(thread, channel, dst, src, count, dataType, reduceOp):  # noqa: N803
     _chops.write_reduce(thread, channel, dst, src, count, dataType, reduceOp)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommReadReduceOnThread(thread, channel, dst, src, count, dataType, reduceOp):  # noqa: N803
     _chops.read_reduce(thread, channel, dst, src, count, dataType, reduceOp)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommWriteWithNotifyOnThread(thread, channel, dst, src, len, remoteNotifyIdx):  # noqa: A002,N803
     _chops.write_with_notify(thread, channel, dst, src, len, remoteNotifyIdx)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommWriteReduceWithNotifyOnThread(thread, channel, dst, src, count, dataType, reduceOp,  # noqa: N803
                                        remoteNotifyIdx):
     _chops.write_reduce_with_notify(thread, channel, dst, src, count, dataType, reduceOp, remoteNotifyIdx)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommWriteNbiOnThread(thread, channel, dst, src, len):  # noqa: A002
     _chops.nbi("HcommWriteNbiOnThread", channel, dst, src, len, True)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommWriteNbi(channel, dst, src, len):  # noqa: A002
     _chops.nbi("HcommWriteNbi", channel, dst, src, len, True)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommWriteWithNotifyNbiOnThread(thread, channel, dst, src, len, remoteNotifyIdx):  # noqa: A002,N803
     _chops.nbi("HcommWriteWithNotifyNbiOnThread", channel, dst, src, len, True, remoteNotifyIdx)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommWriteWithNotifyNbi(channel, dst, src, len, remoteNotifyIdx):  # noqa: A002,N803
     _chops.nbi("HcommWriteWithNotifyNbi", channel, dst, src, len, True, remoteNotifyIdx)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommReadNbiOnThread(thread, channel, dst, src, len):  # noqa: A002
     _chops.nbi("HcommReadNbiOnThread", channel, dst, src, len, False)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommReadNbi(channel, dst, src, len):  # noqa: A002
     _chops.nbi("HcommReadNbi", channel, dst, src, len, False)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommBatchTransferOnThread(thread, channel, transferDescs):  # noqa: N803
     """Issue every descriptor of the list ``transferDescs`` in order (device side)."""
     _chops.batch_transfer(thread, channel, transferDescs)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommChannelNotifyRecordOnThread(thread, channel, remoteNotifyIdx):  # noqa: N803
     """Enqueue a record of the peer's channel notify ``remoteNotifyIdx``."""
     _chops.notify_record(thread, channel, remoteNotifyIdx)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommChannelNotifyWaitOnThread(thread, channel, localNotifyIdx, timeOut):  # noqa: N803
     """Enqueue a wait for this end's channel notify ``localNotifyIdx`` (s, 0 = forever)."""
     _chops.notify_wait(thread, channel, localNotifyIdx, timeOut)
@@ -237,27 +233,27 @@ def HcommChannelNotifyWaitOnThreadWithDefaultTimeout(thread, channel, localNotif
     _chops.notify_wait_default(thread, channel, localNotifyIdx)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommChannelNotifyRecord(channel, remoteNotifyIdx):  # noqa: N803
     _chops.notify_record_now(channel, remoteNotifyIdx)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommChannelNotifyWait(channel, localNotifyIdx, timeOut):  # noqa: N803
     _chops.notify_wait_now(channel, localNotifyIdx, timeOut)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommChannelFenceOnThread(thread, channel):
     _chops.channel_fence_on_thread(thread, channel)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommChannelDrainOnThread(thread, channel):
     _chops.channel_drain(thread, channel)
 
 
-@c_api()
+@c_api(attributed=True)
 def HcommChannelFence(channel):
     _chops.channel_fence(channel)
 
@@ -295,35 +291,3 @@ def HcommAicpuTsTaskCacheExecute(tag, addrs, sizes):
 @c_api()
 def HcommAicpuTsTaskCacheClear(tag):
     _cache.clear(tag)
-
-
-def _recorded(fn):
-    """``fn`` (a data-plane call returning ``ret`` alone: ``@c_api()``) as one wrapper that also
-    records it in an open task-cache recording and attributes the tasks it issues to the user's
-    line at once (:func:`enter_public_call`)."""
-    impl = fn.raising
-    if fn.fail_outputs or fn.quiet:
-        raise TypeError(f"{fn.__name__}: only a call that returns ret alone can be recorded this way")
-
-    @functools.wraps(fn)
-    def call(*args):
-        token = enter_public_call()
-        try:
-            impl(*args)
-        except HcclError as exc:
-            return failed(exc)
-        finally:
-            if token is not None:
-                end_attribution(token)
-        if _cache.recordings:
-            _cache.capture(impl, args)
-        return SUCCESS
-
-    call.raising = impl
-    return call
-
-
-_HOT = ("HcommLocalCopyOnThread", "HcommLocalReduceOnThread")   # they record themselves
-for _name in [n for n in __all__ if n.startswith("Hcomm") and n not in _HOT
-              and (n.endswith(("OnThread", "Nbi", "Record", "Wait")) or n == "HcommChannelFence")]:
-    globals()[_name] = _recorded(globals()[_name])

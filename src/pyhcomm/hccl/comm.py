@@ -13,7 +13,7 @@ import zlib
 from .. import args
 from ..sim import current_sim as _sim
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
-from ..sim.runtime import finalize_hooks, host_ctx
+from ..sim.runtime import host_ctx
 from .. import topology
 from ..sim import kinds, memory
 from ..enums import HCCL_ROOT_INFO_BYTES
@@ -23,6 +23,7 @@ from ..hcomm import comm_lock
 from ..hcomm.resources import teardown
 from ..hcomm.resources.owner import ResourceOwner, get_owner, hccl_buffer  # noqa: F401  (hccl_buffer re-exported)
 from . import comm_config
+from .state import hccl_state
 
 ROOT_MAGIC = b"PYHCOMM-ROOT\0"
 _ROOT_CRC = struct.Struct("<I")
@@ -75,7 +76,9 @@ class Communicator(ResourceOwner):
         self.holds_device = False       # HcclCommInitAll opened the device for it: close it on destroy
         self.settings = None            # comm_config.CommSettings of a ...Config init, else None
         self.suspended = False          # HcclCommSuspend (comm_state)
-        self.handle = _sim().handles.comms.add(self)
+        sim = _sim()
+        hccl_state(sim)                 # (made with the first communicator: it destroys them at device release)
+        self.handle = sim.handles.comms.add(self)
 
     def check_usable(self, api: str) -> None:
         """A suspended communicator answers ``HCCL_E_SUSPENDING`` (but for :data:`USABLE_WHILE_SUSPENDED`)."""
@@ -373,11 +376,3 @@ def destroy(comm: Communicator, device_released: bool = False) -> None:
         comm.holds_device = False
         _sim().runtime.close_device(comm.device)
 
-
-def _on_device_released(device_id: int) -> None:
-    for comm in _sim().handles.comms.values():
-        if comm.device == device_id:
-            destroy(comm, device_released=True)
-
-
-finalize_hooks.append(_on_device_released)

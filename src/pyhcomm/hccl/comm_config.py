@@ -30,6 +30,7 @@ from .. import args
 from ..errors import not_support, para, ptr
 from ..hcomm.resources import engines
 from ..sim import current_sim as _sim
+from .state import hccl_state
 
 MB = 1 << 20
 #: ``HcclGetCommConfigCapability``: every ``HcclCommConfigCapability`` below this value is supported.
@@ -122,7 +123,7 @@ def deterministic(comm) -> int:
     settings = getattr(comm, "settings", None)
     if settings is not None and settings.deterministic is not None:
         return settings.deterministic
-    return _sim().registry("hccl_settings").get(HcclConfig.HCCL_DETERMINISTIC, 0)
+    return hccl_state().settings.get(HcclConfig.HCCL_DETERMINISTIC, 0)
 
 
 def set_config(which, value) -> None:
@@ -134,14 +135,14 @@ def set_config(which, value) -> None:
         raise para(api, f"config {which!r} is not a settable HcclConfig (HCCL_DETERMINISTIC = 0)")
     if value not in (0, 1, 2):
         raise para(api, f"configValue {value!r} for HCCL_DETERMINISTIC must be 0, 1 or 2")
-    _sim().registry("hccl_settings")[HcclConfig.HCCL_DETERMINISTIC] = value
+    hccl_state().settings[HcclConfig.HCCL_DETERMINISTIC] = value
 
 
 def get_config(which) -> int:
     which = args.integer(which, "HcclGetConfig", "config", -(1 << 64), args.UINT64_MAX)
     if which != HcclConfig.HCCL_DETERMINISTIC:
         raise para("HcclGetConfig", f"config {which!r} is not an HcclConfig (HCCL_DETERMINISTIC = 0)")
-    return _sim().registry("hccl_settings").get(HcclConfig.HCCL_DETERMINISTIC, 0)
+    return hccl_state().settings.get(HcclConfig.HCCL_DETERMINISTIC, 0)
 
 
 #: The largest ``infoLen`` :func:`config_info` answers (pyhcomm's bound: it returns that many bytes).

@@ -26,7 +26,9 @@ from ..errors import (AclRuntimeError, HcclDeadlockError, HcclError, HcclResult,
                       not_support, para, ptr)
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
+from ..aclrt.state import aclrt_state
 from . import comm as comm_mod
+from .state import hccl_state
 
 P = HcclCommStatePhase
 
@@ -61,7 +63,7 @@ def suspend(comm_handle) -> None:
 
 
 def _callbacks() -> dict:
-    return _sim().registry("comm_state_callbacks")
+    return hccl_state().comm_state_callbacks
 
 
 def register_callback(name, cb, args) -> None:
@@ -112,7 +114,7 @@ def resume(comm_handle) -> None:
         for n in [n for t in c.threads for n in t.notifies] + [n for ch in c.channels for n in ch.notifies]:
             n.value = 0
         c.async_error_seen = {id(t.stream.error) for t in c.threads if t.stream.error is not None}
-        reported = _sim().registry("stream_errors")
+        reported = aclrt_state().stream_errors
         for t in c.threads:
             reported.pop(t.stream.handle, None)
         c.suspended = False
@@ -136,7 +138,7 @@ def async_error(comm_handle) -> int:
     """``HcclGetCommAsyncError``: see the module docstring."""
     c = comm_mod.get_comm(comm_handle, "HcclGetCommAsyncError")
     seen = getattr(c, "async_error_seen", set())
-    reported = _sim().registry("stream_errors")
+    reported = aclrt_state().stream_errors
     for t in c.threads:
         err = t.stream.error if t.stream.error is not None else reported.get(t.stream.handle)
         if err is not None and id(err) not in seen:

@@ -20,6 +20,7 @@ from ..errors import HcclResult, hccl_error, not_found, not_support, para, ptr
 from ..sim import current_sim as _sim
 from ..sim import memory
 from . import comm as comm_mod
+from .state import hccl_state
 from ..args import live_object
 
 GB = 1 << 30
@@ -37,7 +38,7 @@ class Window:
 
 def _windows(world) -> dict:
     """``{(rank, k): Window}`` of a world's live windows."""
-    return _sim().registry("sym_windows").setdefault(world.id, {})
+    return hccl_state().sym_windows.setdefault(world.id, {})
 
 
 def register(comm_handle, addr, size, flag) -> int:

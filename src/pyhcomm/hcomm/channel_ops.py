@@ -33,6 +33,7 @@ from ..topology import CommProtocol
 from ..transport.base import TransportError
 from . import validate as v
 from .enqueue import enqueue
+from .task_cache import capture
 from .notify import DEFAULT_TIMEOUT, NotifyRecordTask, NotifyWaitTask, _check_timeout, default_timeout
 from .notify import UINT32_MAX as _TIMEOUT_MAX
 from .reduce import check_dtype_op
@@ -261,6 +262,9 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         ctx.sim.scheduler.submit(task)
     else:
         enqueue(task, api, ctx)
+        if ctx.kernels:   # the public call, as the task cache replays it
+            capture(ctx, _PUBLIC[api], (thread, channel, dst, src, n) + (reduce or ())
+                    + ((notify_idx,) if notify_idx is not NO_NOTIFY else ()))
 
 
 # -- one-sided transfers ---------------------------------------------------------------------------
@@ -293,6 +297,12 @@ def write_reduce_with_notify(thread, channel, dst, src, count, data_type, reduce
                              defer=False):
     return _transfer(kinds.WRITE_REDUCE_WITH_NOTIFY, "HcommWriteReduceWithNotifyOnThread", thread, channel, dst, src,
                      count, True, (data_type, reduce_op), remote_notify_idx, require_950=True, defer=defer)
+
+
+#: The call each transfer API is (what :func:`_transfer` gives the task cache to replay).
+_PUBLIC = {"HcommWriteOnThread": write, "HcommReadOnThread": read, "HcommWriteReduceOnThread": write_reduce,
+           "HcommReadReduceOnThread": read_reduce, "HcommWriteWithNotifyOnThread": write_with_notify,
+           "HcommWriteReduceWithNotifyOnThread": write_reduce_with_notify}
 
 
 # -- non-blocking (NBI) host calls: engines that run them (Atlas 350 COMM_ENGINE_CPU), RoCE ---------------
@@ -334,6 +344,8 @@ def notify_record(thread, channel, remote_notify_idx, defer=False):
         ctx.sim.scheduler.submit(task)
     else:
         enqueue(task, api, ctx)
+        if ctx.kernels:
+            capture(ctx, notify_record, (thread, channel, remote_notify_idx))
 
 
 def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNotifyWaitOnThread"):
@@ -359,6 +371,8 @@ def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNot
         ctx.sim.scheduler.submit(task)
     else:
         enqueue(task, api, ctx)
+        if ctx.kernels:
+            capture(ctx, notify_wait, (thread, channel, local_notify_idx, timeout, api))
 
 
 def notify_wait_default(thread, channel, local_notify_idx):
@@ -413,9 +427,10 @@ def channel_fence_on_thread(thread, channel):
     if _sim().runtime.product.is_950 and not host_ctx().kernels:
         _record_fence(get_channel(channel, api), api)
         return
-    _thread_and_channel(thread, channel, api)
-    if not host_ctx().kernels:
+    ctx = _thread_and_channel(thread, channel, api)[3]
+    if not ctx.kernels:
         raise not_support(api, f"not supported from the host on {_sim().runtime.product.name}")
+    capture(ctx, channel_fence_on_thread, (thread, channel))
 
 
 def channel_fence(channel):
@@ -448,6 +463,7 @@ def channel_drain(thread, channel):
     _sim().record.host_effect(kinds.CHANNEL_DRAIN, api, ok=status == DONE_OK and st.error is None, rank=t.rank,
                               device=t.device, engine=t.engine, thread=t.handle, stream=st.handle,
                               streams=(st.handle,), result=outcome(status, st.error), channel=ch.handle)
+    capture(host_ctx(), channel_drain, (thread, channel))
 
 
 # -- batch transfer -----------------------------------------------------------------------------------
@@ -502,3 +518,4 @@ def batch_transfer(thread, channel, descs, num=None):
             raise para(api, f"descriptor {i} has transType {kind!r}, not an HcommTransferType")
     for task in tasks:
         enqueue(task, api)
+    capture(host_ctx(), batch_transfer, (thread, channel, descs, num))

@@ -13,7 +13,8 @@ pyhcomm's model:
   (a synchronize, ``HcommThreadJoin``) lets other kernels run before it ends. A communicator held
   by an unfinished kernel is therefore refused, never waited for (waiting could only deadlock).
 * A kernel that ends (returns or fails) still holding locks releases them and logs a warning
-  (hook in :data:`pyhcomm.sim.kernel.end_hooks`). ``HcclCommDestroy`` drops the lock too.
+  (:func:`release_kernel_locks`, registered with the kernel at its first lock:
+  :meth:`pyhcomm.sim.kernel.KernelContext.at_end`). ``HcclCommDestroy`` drops the lock too.
 
 Error codes (documented: ``commId`` NULL or unknown is ``HCCL_E_PTR``; pyhcomm's choices for the
 rest):
@@ -27,17 +28,17 @@ rest):
 from __future__ import annotations
 
 from ..sim import current_sim as _sim
-from ..sim import kernel as kernel_mod
 from ..sim.kernel import current_kernel
 from ..enums import COMM_NAME_MAX_LENGTH
 from ..errors import HcclResult, hccl_error, log, not_support, para, ptr
+from .state import hcomm_state
 from .validate import product_supports_hcomm
 
 __all__ = ["acquire_comm", "release_comm", "holder", "release_kernel_locks"]
 
 def _holders() -> dict:
     """Communicator -> the KernelContext holding it (the Sim's table)."""
-    return _sim().comm_holders
+    return hcomm_state().comm_holders
 
 
 def _kernel(api: str):
@@ -98,6 +99,7 @@ def acquire_comm(comm_id) -> None:
                              f"finished (on stream 0x{owner.stream.handle:x})")
         _holders()[comm] = kctx
         kctx.locked.append(comm)
+        kctx.at_end(release_kernel_locks)
 
 
 def release_comm(comm_id) -> None:
@@ -127,7 +129,7 @@ def holder(comm):
 
 
 def release_kernel_locks(kctx) -> None:
-    """Kernel end: release what the kernel still holds, with a warning (registered in end_hooks)."""
+    """Kernel end: release what the kernel still holds, with a warning (see :meth:`KernelContext.at_end`)."""
     if not kctx.locked:
         return
     with _sim().lock:
@@ -145,5 +147,3 @@ def forget(comm) -> None:
     with _sim().lock:
         _holders().pop(comm, None)
 
-
-kernel_mod.end_hooks.append(release_kernel_locks)

@@ -19,6 +19,7 @@ from ..errors import HcclResult, HcclRuntimeError
 from .resources.thread import get_thread
 from . import validate as v
 from .enqueue import enqueue
+from .task_cache import capture
 from .validate import UINT64_MAX
 
 API = "HcommLocalCopyOnThread"
@@ -96,3 +97,5 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
         ctx.sim.scheduler.submit(task)
     else:
         enqueue(task, API, ctx)
+        if kernels:
+            capture(ctx, local_copy, (thread, dst, src, n))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 from .. import args
+from ..aclrt import notify as aclrt_notify
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
 from ..sim import kinds
@@ -27,6 +28,7 @@ from ..errors import para, ptr
 from .resources.thread import get_thread
 from . import validate as v
 from .enqueue import enqueue
+from .task_cache import capture
 
 NOTIFY_WAIT_TIMEOUT_DEFAULT = 1836
 NOTIFY_WAIT_TIMEOUT_OFFSET = 27
@@ -64,6 +66,8 @@ def record(thread, dst_thread, dst_notify_idx) -> None:
                         f"{t.device}: thread notifies do not cross devices (use a channel)")
     enqueue(NotifyRecordTask(kinds.THREAD_NOTIFY_RECORD, t.stream, t.handle, t.rank, side, notify,
                              (d.handle, notify.index), engine=t.engine), api, ctx)
+    if ctx.kernels:
+        capture(ctx, record, (thread, dst_thread, dst_notify_idx))
 
 
 def default_timeout(side: str, api: str = "notify wait") -> float:
@@ -94,6 +98,8 @@ def wait(thread, notify_idx, timeout, api="HcommThreadNotifyWaitOnThread") -> No
         timeout = _check_timeout(timeout, api)
     enqueue(NotifyWaitTask(kinds.THREAD_NOTIFY_WAIT, t.stream, t.handle, t.rank, side, notify,
                            (t.handle, notify.index), timeout, engine=t.engine), api, ctx)
+    if ctx.kernels:
+        capture(ctx, wait, (thread, notify_idx, timeout, api))
 
 
 def wait_default(thread, notify_idx) -> None:
@@ -128,7 +134,7 @@ def _runtime_notify(notify_id, t, api: str):
     if _sim().runtime.product.is_950:
         raise not_support(api, f"runtime notifies are not supported on {_sim().runtime.product.name}")
     notify_id = args.integer(notify_id, api, "notify id", -(1 << 64), args.UINT64_MAX)
-    n = _sim().runtime_notifies.get(notify_id)
+    n = aclrt_notify.by_id(notify_id)
     if n is None:
         raise para(api, f"no runtime notify has id {notify_id} (aclrtCreateNotify + aclrtGetNotifyId)")
     if n.device != t.device:
@@ -143,6 +149,8 @@ def aclrt_record(thread, dst_notify_id) -> None:
     n = _runtime_notify(dst_notify_id, t, api)
     enqueue(NotifyRecordTask(kinds.ACLRT_NOTIFY_RECORD, t.stream, t.handle, t.rank, side, n.notify, n.id,
                              engine=t.engine), api, ctx)
+    if ctx.kernels:
+        capture(ctx, aclrt_record, (thread, dst_notify_id))
 
 
 def aclrt_wait(thread, notify_id, timeout) -> None:
@@ -153,3 +161,5 @@ def aclrt_wait(thread, notify_id, timeout) -> None:
     timeout = _check_timeout(timeout, api)
     enqueue(NotifyWaitTask(kinds.ACLRT_NOTIFY_WAIT, t.stream, t.handle, t.rank, side, n.notify, n.id, timeout,
                            engine=t.engine), api, ctx)
+    if ctx.kernels:
+        capture(ctx, aclrt_wait, (thread, notify_id, timeout))

@@ -46,6 +46,7 @@ from ..errors import HcclError, HcclResult, HcclRuntimeError, not_support, para
 from .resources.thread import get_thread
 from . import validate as v
 from .enqueue import enqueue
+from .task_cache import capture
 
 API = "HcommLocalReduceOnThread"
 
@@ -170,6 +171,8 @@ def local_reduce(thread: int, dst: int, src: int, count: int, data_type: int, re
     device_side = on_device_side()
     dt, op, _engine = check_dtype_op(data_type, reduce_op, device_side)
     _enqueue(thread, dst, src, count, dt, op, device_side)
+    if device_side:
+        capture(host_ctx(), local_reduce, (thread, dst, src, count, data_type, reduce_op))
 
 
 def hccl_reduce(thread: int, dst: int, src: int, count: int, data_type: int, reduce_op: int) -> None:

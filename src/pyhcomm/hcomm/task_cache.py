@@ -7,7 +7,10 @@ Atlas 350 only, inside an AI CPU kernel (``HCCL_E_NOT_SUPPORT`` elsewhere). The 
                          yes: Execute(tag, addrs, sizes)
 
 Between ``Start`` and ``End`` every successful data-plane call of the kernel (copies, reduces,
-notifies, channel transfers) is recorded with its arguments, as well as issued. ``Execute``
+notifies, channel transfers), made through any tier, is recorded with its arguments, as well as
+issued: each data-plane function of :mod:`pyhcomm.hcomm` calls :func:`capture` once it issued
+its tasks from a kernel (the calls HCCL's own collectives make inside the kernel are theirs, not
+recorded one by one). ``Execute``
 issues the recorded calls again in order with every address that fell in ``[addrs[i],
 addrs[i] + sizes[i])`` at ``Start`` moved to the same offset from the new ``addrs[i]`` (also the
 addresses inside ``HcommBatchTransferDesc`` lists). Entries are per device and tag;
@@ -23,10 +26,7 @@ from ..defs.primitives import HcommBatchTransferDesc
 from ..errors import not_found, not_support, para, ptr
 from ..sim import current_sim as _sim
 from ..sim.runtime import host_ctx
-
-
-#: How many kernels record now (the C tier checks it before calling :func:`capture`).
-recordings = 0
+from .state import HcommState, hcomm_state
 
 
 class _State:
@@ -50,11 +50,25 @@ def _kernel(api: str):
 
 
 def _state(kctx) -> _State:
-    return _sim().registry("task_cache_state").setdefault(id(kctx), _State())
+    """The task-cache context of the running kernel ``kctx`` (dropped when it ends)."""
+    caches = hcomm_state().kernel_caches
+    st = caches.get(kctx)
+    if st is None:
+        st = caches[kctx] = _State()
+        kctx.at_end(_kernel_ended)
+    return st
+
+
+def _kernel_ended(kctx) -> None:
+    """A kernel ended: forget its context (a recording it never ended is dropped)."""
+    state = hcomm_state()
+    st = state.kernel_caches.pop(kctx, None)
+    if st is not None and st.recording is not None:
+        state.recordings -= 1
 
 
 def _entries() -> dict:
-    return _sim().registry("task_cache_entries")
+    return hcomm_state().task_caches
 
 
 def _tag(tag, api: str) -> str:
@@ -94,10 +108,9 @@ def start(tag, addrs, sizes) -> None:
         raise para(api, f"tag {tag!r} is not the tag of the last HcommAicpuTsTaskCacheLookup ({st.tag!r})")
     if st.recording is not None:
         raise para(api, f"tag {tag!r} is already being recorded (HcommAicpuTsTaskCacheEnd first)")
-    global recordings
     st.ranges = _ranges(addrs, sizes, api)
     st.recording = []
-    recordings += 1
+    hcomm_state().recordings += 1
 
 
 def end(tag) -> None:
@@ -107,19 +120,23 @@ def end(tag) -> None:
     tag = _tag(tag, api)
     if st.recording is None or st.tag != tag:
         raise para(api, f"tag {tag!r} is not being recorded (HcommAicpuTsTaskCacheStart first)")
-    global recordings
     _entries()[(kctx.device, tag)] = (st.ranges, st.recording)
     st.recording = st.ranges = None
-    recordings -= 1
+    hcomm_state().recordings -= 1
 
 
-def capture(impl, args) -> None:
-    """Called by the C tier after a data-plane call succeeded: record it if the kernel records."""
-    kernels = host_ctx().kernels
-    if kernels:
-        st = _sim().registry("task_cache_state").get(id(kernels[-1]))
+def capture(ctx, fn, args) -> None:
+    """``fn(*args)``, a data-plane call of :mod:`pyhcomm.hcomm`, succeeded in the program context
+    ``ctx``: record it when ``ctx`` is a kernel that records (else nothing). The data-plane
+    functions call it on their device-side path only (the host path never records)."""
+    kernels = ctx.kernels
+    if not kernels or ctx.library:
+        return
+    state = ctx.sim.layer_state(HcommState)
+    if state.recordings:
+        st = state.kernel_caches.get(kernels[-1])
         if st is not None and st.recording is not None:
-            st.recording.append((impl, copy.deepcopy(args)))
+            st.recording.append((fn, copy.deepcopy(args)))
 
 
 def _moved(value, old, new):

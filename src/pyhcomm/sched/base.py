@@ -17,6 +17,17 @@ The contract, the same for every implementation:
 * ``abort(reason)`` makes every blocking call return ``ABORTED`` (another rank failed).
 * AI CPU kernels run as actors of their own (:meth:`spawn_kernel`): two kernels that wait for each
   other both progress.
+* ``run_programs(programs, timeout)`` runs host programs (the ranks of ``pyhcomm.launch``) to
+  their ends, however the scheduler runs them (greenlets, OS threads): a caller never needs to
+  know which scheduler it has.
+* The order of choices is the scheduler's: a scheduler that makes them by a replaceable policy
+  (``explorable``) takes one with :meth:`set_policy` (the verifier's schedule exploration).
+
+A scheduler is handed its Sim and uses only what the Sim offers it: ``sim.record`` (the issue and
+execution logs: ``failed`` / ``skipped`` entries), ``sim.task_states`` (the values of
+``task.state``, owned by the simulated machine), ``sim.hang_report`` (the text of a deadlock),
+``sim.transport`` (progress of other processes) and ``sim.context()``; it never imports the
+simulated machine, which sits above it.
 
 Implementations: :class:`pyhcomm.sched.threaded.ThreadedScheduler` (host programs are OS threads)
 and :class:`pyhcomm.sched.coop.CoopScheduler` (host programs and kernels are greenlets on one OS
@@ -28,39 +39,11 @@ import time
 
 from ..errors import HcclDeadlockError, HcclError, HcclResult, HcclRuntimeError, HcclTimeoutError, HcclUsageError
 
-#: The states of a task: queued, running, ran, failed (its stream failed with it), skipped (it
-#: sat behind a failure, or in a stream that was dropped).
-PENDING, RUNNING, DONE, FAILED, SKIPPED = "pending", "running", "done", "failed", "skipped"
-
-#: Execution-log entries (``Record.xlog``): ``seq`` (it ran), ``-seq`` (it failed),
-#: ``-(seq | SKIP_FLAG)`` (it was skipped).
-SKIP_FLAG = 1 << 48
-
 DRAIN_DEPTH = 1 << 16
 
 DONE_OK, TIMED_OUT, STUCK, ABORTED = "done", "timeout", "stuck", "aborted"
 
 _monotonic = time.monotonic
-
-
-class HangReport:
-    """Where the scheduler gets its hang explanations: the verifier installs them (tools are
-    registered with the core, never imported by it). Without one, reports are short."""
-
-    def __init__(self):
-        self.deadlock = lambda heads, sched: "deadlock: every host thread is blocked and no queued task can run"
-        self.wait = lambda task: "it can never become ready"
-        self.snapshot = lambda sim, heads=None, proc=0: None
-
-    def install(self, deadlock, wait, snapshot=None) -> None:
-        """``deadlock(heads, scheduler) -> str``, ``wait(task) -> str``, ``snapshot(sim, heads=None,
-        proc=0)``: this process's facts as values (for a report over several processes)."""
-        self.deadlock, self.wait = deadlock, wait
-        if snapshot is not None:
-            self.snapshot = snapshot
-
-
-hang_report = HangReport()
 
 
 class Waitable:
@@ -83,14 +66,20 @@ class Scheduler:
 
     name = "base"
 
+    #: Whether the order of its choices is made by a policy that :meth:`set_policy` replaces.
+    explorable = False
+
     def __init__(self, sim):
         self.sim = sim
         self.active: dict = {}          # streams with queued tasks, in the order they got work
         self.ready: dict = {}           # streams hinted runnable since the last step
         self.last_deadlock = None       # the report of the most recent deadlock
-        self.blocked_calls: dict = {}   # host program -> the blocking call it is in (for reports)
         self.abort_reason = None        # set when a rank fails: blocking calls give up
+        self._calls: dict = {}          # host program -> the blocking call it is in (see waits)
         self._record = sim.record
+        states = sim.task_states        # the simulated machine's values of task.state
+        self._pending, self._running, self._done = states.PENDING, states.RUNNING, states.DONE
+        self._failed, self._skipped = states.FAILED, states.SKIPPED
         self._rendezvous: dict = {}     # world root -> its Waitable (see rendezvous)
 
     # -- to implement ----------------------------------------------------------------------------
@@ -147,6 +136,48 @@ class Scheduler:
     def unregister_host(self) -> None:
         """The calling host program will enqueue nothing more."""
 
+    def run_programs(self, programs, timeout: float | None = None) -> list:
+        """Run each ``(name, body)`` of ``programs`` as a host program of its own (``body()`` in a
+        fresh context of this Sim) and block the caller until every one returned.
+
+        A body reports its own failures (it must not raise) and calls :meth:`unregister_host`
+        once it will enqueue nothing more. ``timeout`` (seconds; None: no limit) bounds the whole
+        run: when it passes first, or when the programs can never end (every one waits and
+        nothing can run), every blocking call is aborted (:meth:`abort`) and the programs get a
+        last chance to reach their ends. Returns the names of the programs that had not ended
+        then, in the order given ([]: all ended in time).
+        """
+        raise NotImplementedError(f"{self.name}: needs run_programs")
+
+    # -- what tools may ask and set ------------------------------------------------------------
+    @property
+    def policy(self):
+        """The policy making this scheduler's choices (None: the OS makes them)."""
+        return None
+
+    def set_policy(self, policy) -> None:
+        """Make ``policy`` choose from now on (see :class:`pyhcomm.sched.coop.SeededPolicy` for the
+        interface). Only an :attr:`explorable` scheduler takes one.
+
+        Raises:
+            ValueError: this scheduler's order is not a policy's (the threaded one: the OS's).
+        """
+        raise ValueError(f"the {self.name} scheduler takes no scheduling policy: the OS orders its threads "
+                         "(use the cooperative scheduler)")
+
+    def waits(self) -> list:
+        """The blocking calls the host programs are in now (``"aclrtSynchronizeStream"`` ...),
+        oldest first: what a hang report says of them."""
+        return [what for what in list(self._calls.values()) if what]  # (changed without a lock: a copy)
+
+    def queued_streams(self) -> list:
+        """The streams that have tasks queued (or running), in the order they got work."""
+        return list(self.active)
+
+    def clear_abort(self) -> None:
+        """End an abort (:meth:`abort`): blocking calls block again (the next launch in this Sim)."""
+        self.abort_reason = None
+
     # -- shared ----------------------------------------------------------------------------------
     def enqueue(self, task) -> bool:
         """Number, record and append ``task``; True when its queue is past ``DRAIN_DEPTH``."""
@@ -172,15 +203,15 @@ class Scheduler:
         active = self.active
         rec = self._record
         log = rec.xlog.append if rec.enabled else None   # the execution log (pyhcomm.sim.record)
+        running, done, skipped = self._running, self._done, self._skipped
         for stream in streams:
             q = stream.queue
             while q and not stream.busy:
                 task = q[0]
                 if stream.error is not None:
                     q.popleft()
-                    task.state = SKIPPED
-                    if log is not None:
-                        log(-(task.seq | SKIP_FLAG))
+                    task.state = skipped
+                    rec.skipped(task)
                     progressed = True
                     continue
                 ready = task.ready
@@ -190,7 +221,7 @@ class Scheduler:
                     break
                 q.popleft()
                 progressed = True
-                task.state = RUNNING
+                task.state = running
                 if log is not None:
                     log(task.seq)
                 try:
@@ -201,7 +232,7 @@ class Scheduler:
                     self._fail(stream, task, HcclRuntimeError(
                         HcclResult.HCCL_E_INTERNAL, task.kind, f"{task.describe()} raised {exc!r}"))
                 else:
-                    task.state = DONE
+                    task.state = done
             if not q and not stream.busy:
                 active.pop(stream, None)
                 if q:  # a task was appended while we dropped the stream: keep it active
@@ -226,7 +257,7 @@ class Scheduler:
 
     def _fail(self, stream, task, exc) -> None:
         """Fail ``task`` (running, or blocked at the head) and drop what its stream still queues."""
-        task.state = FAILED
+        task.state = self._failed
         rec = self._record
         rec.failed(task)
         if stream.error is None:
@@ -236,7 +267,7 @@ class Scheduler:
             q.popleft()
         while q:
             t = q.popleft()
-            t.state = SKIPPED
+            t.state = self._skipped
             rec.skipped(t)
         if stream.waiters:
             self._stream_settled(stream)
@@ -279,7 +310,7 @@ class Scheduler:
         heads = self.blocked_heads()
         if not heads:
             return False
-        report = hang_report.deadlock(heads, self)
+        report = self.sim.hang_report.deadlock(heads, self)
         self.last_deadlock = report
         for stream, task in heads:
             self._fail(stream, task, HcclDeadlockError(HcclResult.HCCL_E_TIMEOUT, "", report))
@@ -288,7 +319,7 @@ class Scheduler:
     def _drop(self, stream) -> None:
         rec = self._record
         for task in stream.queue:
-            task.state = SKIPPED
+            task.state = self._skipped
             rec.skipped(task)
         stream.queue.clear()
         self.active.pop(stream, None)

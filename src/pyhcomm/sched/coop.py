@@ -109,10 +109,11 @@ class CoopScheduler(Scheduler):
     """See the module docstring."""
 
     name = "coop"
+    explorable = True
 
     def __init__(self, sim):
         super().__init__(sim)
-        self.policy = SeededPolicy(sim.config.seed)
+        self._policy = SeededPolicy(sim.config.seed)
         self.actors: dict = {}          # greenlet -> Actor (alive)
         self.runnable: deque = deque()  # actors to resume, in the order they became runnable
         self.waiting: dict = {}         # actors blocked without a stream to watch -> None
@@ -130,7 +131,41 @@ class CoopScheduler(Scheduler):
             stream.hinted = True
             self.ready.append(stream)
 
+    # -- the policy ---------------------------------------------------------------------------
+    @property
+    def policy(self):
+        """The policy making the choices (:class:`SeededPolicy` unless :meth:`set_policy` gave another)."""
+        return self._policy
+
+    def set_policy(self, policy) -> None:
+        """Make ``policy`` choose from the next drive on (the verifier's schedule exploration)."""
+        self._policy = policy
+
     # -- actors -------------------------------------------------------------------------------
+    def run_programs(self, programs, timeout: float | None = None) -> list:
+        """See :meth:`pyhcomm.sched.base.Scheduler.run_programs`: each program is an actor named
+        ``name`` (the policy tells them apart by it), and the caller is the hub."""
+        left = len(programs)
+
+        def program(body):
+            nonlocal left
+            try:
+                body()
+            finally:
+                left -= 1
+
+        actors = [self.spawn(name, program, body) for name, body in programs]
+        deadline = None if timeout is None else _monotonic() + timeout
+        status = self.drive(lambda: not left, deadline)
+        if status == DONE_OK or not left:
+            return []
+        unfinished = [a.name for a in actors if not a.finished]
+        if status != ABORTED:
+            self.abort(f"the host programs still ran after {timeout} s" if status == TIMED_OUT
+                       else "the host programs can never finish")
+        self.drive(lambda: not left or not self.actors)
+        return unfinished
+
     def spawn(self, name: str, fn, *args) -> Actor:
         """Create an actor running ``fn(*args)`` in a context of this Sim; it starts when the
         hub resumes it."""
@@ -249,13 +284,13 @@ class CoopScheduler(Scheduler):
         if actor is None or self.hub is None:
             me = getcurrent()
             if what:
-                self.blocked_calls[me] = what
+                self._calls[me] = what
             try:
                 return self.drive(done, deadline)
             finally:
-                self.blocked_calls.pop(me, None)
+                self._calls.pop(me, None)
         if what:
-            self.blocked_calls[actor] = what
+            self._calls[actor] = what
         watched = [st for st in streams if not getattr(st, "destroyed", False)] if streams else None
         try:
             while True:
@@ -263,7 +298,7 @@ class CoopScheduler(Scheduler):
                 if status != DONE_OK or done():
                     return status
         finally:
-            self.blocked_calls.pop(actor, None)
+            self._calls.pop(actor, None)
 
     def _block(self, actor, done, deadline, watched) -> str:
         """Park ``actor`` until the hub resumes it; return the status the hub gives."""
@@ -301,7 +336,7 @@ class CoopScheduler(Scheduler):
                 gc.enable()
 
     def _drive(self, done, deadline) -> str:
-        ready, active, runnable, pick = self.ready, self.active, self.runnable, self.policy.pick
+        ready, active, runnable, pick = self.ready, self.active, self.runnable, self._policy.pick
         spins = 0
         while True:
             if done():

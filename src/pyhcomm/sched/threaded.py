@@ -37,7 +37,7 @@ from __future__ import annotations
 import heapq
 import threading
 
-from .base import ABORTED, DONE_OK, PENDING, STUCK, TIMED_OUT, Scheduler, _monotonic
+from .base import ABORTED, DONE_OK, STUCK, TIMED_OUT, Scheduler, _monotonic
 
 MAX_SLEEP = 1.0  # a sleeping host thread re-checks at least this often (belt and braces)
 REMOTE_POLL = 0.005  # ... and this often when ranks of other processes may send messages
@@ -216,7 +216,7 @@ class ThreadedScheduler(Scheduler):
         timers = self._timers
         while timers:
             _, _, stream, task = timers[0]
-            if (task.state == PENDING and stream.error is None and stream.queue
+            if (task.state == self._pending and stream.error is None and stream.queue
                     and stream.queue[0] is task and not stream.busy):
                 return timers[0]
             heapq.heappop(timers)
@@ -282,6 +282,25 @@ class ThreadedScheduler(Scheduler):
             for _ in range(levels):
                 self.lock.acquire()
 
+    # -- host programs ---------------------------------------------------------------------------
+    def run_programs(self, programs, timeout: float | None = None) -> list:
+        """See :meth:`pyhcomm.sched.base.Scheduler.run_programs`: one OS thread per program
+        (``pyhcomm-<name>``, daemon); a thread still running after the abort is left behind
+        after five more seconds (it is stuck outside the library)."""
+        threads = [threading.Thread(target=self.sim.context().run, args=(body,), daemon=True,
+                                    name="pyhcomm-" + name.replace(" ", "")) for name, body in programs]
+        for t in threads:
+            t.start()
+        deadline = None if timeout is None else _monotonic() + timeout
+        for t in threads:  # the timeout bounds the whole run, not each join
+            t.join(None if deadline is None else max(0.0, deadline - _monotonic()))
+        unfinished = [name for (name, _body), t in zip(programs, threads) if t.is_alive()]
+        if unfinished:
+            self.abort(f"the host programs still ran after {timeout} s")
+            for t in threads:
+                t.join(5.0)
+        return unfinished
+
     # -- blocking ------------------------------------------------------------------------------
     def run_until(self, done, timeout: float | None = None, what: str = "", streams=None,
                   detect_stuck: bool = True) -> str:
@@ -289,7 +308,7 @@ class ThreadedScheduler(Scheduler):
         deadline = None if timeout is None else _monotonic() + timeout
         me = threading.get_ident()
         if what:
-            self.blocked_calls[me] = what
+            self._calls[me] = what
         try:
             self._acquire(me)
             try:
@@ -304,7 +323,7 @@ class ThreadedScheduler(Scheduler):
                 self._release(me)
         finally:
             if what:
-                self.blocked_calls.pop(me, None)
+                self._calls.pop(me, None)
 
     def _loop(self, done, deadline, me, detect_stuck, streams) -> str:
         watched = [st for st in streams if not getattr(st, "destroyed", False)] if streams else None

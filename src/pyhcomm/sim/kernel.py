@@ -18,9 +18,11 @@ from .runtime import HostContext, host_ctx, set_host_ctx
 
 
 class KernelContext:
-    """What device-side code knows about the kernel it runs in."""
+    """What device-side code knows about the kernel it runs in. What a layer above gives a kernel
+    while it runs (a communicator lock, a task-cache context) it takes back at the kernel's end:
+    :meth:`at_end`."""
 
-    __slots__ = ("name", "stream", "device", "block_idx", "num_blocks", "timeout", "locked", "seq")
+    __slots__ = ("name", "stream", "device", "block_idx", "num_blocks", "timeout", "locked", "seq", "_ends")
 
     def __init__(self, name, stream, num_blocks, timeout, seq=0):
         self.name = name
@@ -31,16 +33,26 @@ class KernelContext:
         self.timeout = timeout
         self.locked = []        # communicators locked with HcommAcquireComm
         self.seq = seq          # the launch task's record number (the kernel id)
+        self._ends = None       # callables for the kernel's end (at_end)
+
+    def at_end(self, release) -> None:
+        """Call ``release(self)`` when this kernel ends (returns or fails), after what was
+        registered before it had its turn (registering the same callable again adds nothing)."""
+        if self._ends is None:
+            self._ends = []
+        if release not in self._ends:
+            self._ends.append(release)
+
+    def end(self) -> None:
+        """The kernel ended: call what :meth:`at_end` registered, in order."""
+        ends, self._ends = self._ends, None
+        for release in ends or ():
+            release(self)
 
 
 def current_kernel() -> KernelContext | None:
     kernels = host_ctx().kernels
     return kernels[-1] if kernels else None
-
-
-#: Called with the KernelContext when any kernel ends, also one that failed (``hcomm.comm_lock``
-#: releases the communicators a kernel still holds).
-end_hooks: list = []
 
 
 def start_kernel(task, name, fn, args, stream, num_blocks, timeout):
@@ -60,8 +72,7 @@ def start_kernel(task, name, fn, args, stream, num_blocks, timeout):
         finally:
             if ctx.batch is not None:  # the kernel raised inside a batch: its tasks are never launched
                 ctx.batch.abandon()
-            for hook in end_hooks:
-                hook(kctx)
+            kctx.end()
 
     sim.scheduler.spawn_kernel(stream, body)
 

@@ -41,7 +41,7 @@ from array import array
 from collections import deque
 from itertools import count
 
-from ..sched.base import SKIP_FLAG
+from .record import SKIP_FLAG
 from .kinds import RENDEZVOUS, NotifyUse
 from .record import Record, decode
 from .snapshot import Entry, MemoryRef, NotifyRef, ProcessRecord, StreamRef, snapshot  # noqa: F401

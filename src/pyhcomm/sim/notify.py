@@ -6,7 +6,6 @@ option, off by default) makes a notify count records instead, so that none is lo
 """
 from __future__ import annotations
 
-from ..sched.base import hang_report
 from . import current_sim
 from .task import PENDING, SiteTask, site_var
 
@@ -113,7 +112,7 @@ class NotifyWaitTask(NotifyRecordTask):
         return self.notify.value > 0
 
     def blocker(self) -> str:
-        return hang_report.wait(self)
+        return current_sim().hang_report.wait(self)
 
     def run(self) -> None:
         n = self.notify

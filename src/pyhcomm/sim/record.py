@@ -23,13 +23,14 @@ from collections import deque
 from itertools import count
 from typing import NamedTuple
 
-from ..sched.base import SKIP_FLAG
 from .kinds import Kind, engine_name, named
 from .runtime import host_ctx
 from .task import DONE, FAILED, PENDING, call_site, site_text
 
 #: Execution-log entries: ``seq`` (it ran), ``-seq`` (it failed), ``-(seq | SKIP_FLAG)`` (it was
-#: skipped). The common entry is the plain seq, so the scheduler appends ``task.seq`` as it is.
+#: skipped). The common entry is the plain seq, so the scheduler appends ``task.seq`` as it is
+#: (the other two through :meth:`Record.failed` and :meth:`Record.skipped`).
+SKIP_FLAG = 1 << 48
 
 
 def decode(v: int) -> tuple:

@@ -78,11 +78,6 @@ def set_host_ctx(c: HostContext) -> None:
     _host_var.set(c)
 
 
-#: Called with ``(device id)`` when a device is released (every module that keeps per-device
-#: objects registers its cleanup once, at import; the objects themselves live in the Sim).
-finalize_hooks: list = []
-
-
 class Runtime:
     """The runtime of one Sim: product, visible devices, open devices."""
 
@@ -144,12 +139,17 @@ class Runtime:
         return True
 
     def _release(self, dev: Device) -> None:
-        stream_handles = self.sim.handles.streams
+        """Release ``dev``, in this order: its streams (what they still queue is skipped), what
+        the layers above hold of it (each layer state's ``release_device``, the most recently
+        made state first, as a stack unwinds: HCCL destroys the communicators on it, the acl
+        runtime drops its notifies), then its memory."""
+        sim = self.sim
+        stream_handles = sim.handles.streams
         for s in dev.streams.values():
-            self.sim.scheduler.drop_stream(s)
+            sim.scheduler.drop_stream(s)
             stream_handles.remove(s.handle)
-        for hook in list(finalize_hooks):
-            hook(dev.id)
+        for state in reversed(sim.layer_states()):
+            state.release_device(sim, dev.id)
         memory.release_device_memory(dev.id)
         del self.devices[dev.id]
 

@@ -13,8 +13,19 @@ import contextvars
 import os
 import sys
 
-from ..sched.base import DONE, FAILED, PENDING, RUNNING, SKIPPED  # noqa: F401  (the task states)
 from .kinds import TASK_KIND, Kind, named
+
+
+class TaskState:
+    """The states of a task (``task.state``): queued, running, ran, failed (its stream failed with
+    it), skipped (it sat behind a failure, or in a stream that was dropped). The Sim hands them to
+    its scheduler (``sim.task_states``), which sets them as it runs the queues."""
+
+    PENDING, RUNNING, DONE, FAILED, SKIPPED = "pending", "running", "done", "failed", "skipped"
+
+
+PENDING, RUNNING, DONE, FAILED, SKIPPED = (TaskState.PENDING, TaskState.RUNNING, TaskState.DONE, TaskState.FAILED,
+                                           TaskState.SKIPPED)
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _OPTIONAL = frozenset(("kernel", "batch", "program", "gen", "engine"))

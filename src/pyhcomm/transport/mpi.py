@@ -677,8 +677,7 @@ class MpiTransport(Transport):
         return None if v is None else v[1]
 
     def _snapshot(self):
-        from ..sched.base import hang_report
-        return hang_report.snapshot(self.sim, proc=self.me)
+        return self.sim.hang_report.snapshot(proc=self.me)
 
     # -- whole-job services (pyhcomm.launch) -----------------------------------------------------
     def processes(self):

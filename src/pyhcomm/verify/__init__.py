@@ -6,13 +6,12 @@
 * ``PYHCOMM_VERIFY=1``: every ``pyhcomm.launch`` is checked when it ends (:mod:`.env`);
 * the pytest plugin ``pyhcomm.verify.pytest_plugin``: a ``pyhcomm_verify`` fixture and a
   ``--pyhcomm-verify`` option;
-* :mod:`.explore`: the schedules; :mod:`.hang`: the scheduler's hang report (installed into it).
+* :mod:`.explore`: the schedules (the hang report is the Sim's own: :mod:`pyhcomm.sim.hang`).
 
 The checks themselves read the record: :mod:`pyhcomm.analysis`.
 """
 from __future__ import annotations
 
-from . import env as _env  # noqa: F401  (installs the launch hooks)
 from .check import Report, VerificationError, check, run_findings  # noqa: F401
 from .env import session  # noqa: F401
 

@@ -243,7 +243,7 @@ def _explore(report, explorer, token, fn, nranks, args, kwargs, product, schedul
         sim = sim_mod.Sim(product=product, scheduler=scheduler, data=data,
                           product_chosen=product is not None)
         if policy is not None:
-            sim.scheduler.policy = policy
+            sim.scheduler.set_policy(policy)
         t0 = time.perf_counter()
         error = None
         with session():

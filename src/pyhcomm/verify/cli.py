@@ -138,7 +138,7 @@ def _whole_program(script: str, args, options):
 
         chosen = {"product": options["product"], "product_chosen": True} if options["product"] else {}
         default = pyhcomm.reset(scheduler="coop", data=options["data"], **chosen)
-        default.scheduler.policy = fresh()
+        default.scheduler.set_policy(fresh())
         argv_before = sys.argv
         sys.argv = [script]
         found, failure = [], None

@@ -1,7 +1,8 @@
-"""Checking any run: the hooks the verifier installs into ``pyhcomm.launch``, and
-``PYHCOMM_VERIFY=1``.
+"""Checking any run: the verifier's observer of ``pyhcomm.launch``, and ``PYHCOMM_VERIFY=1``.
 
-A *session* (:func:`session`) collects the launches that end while it is open, and can give each
+The package attaches the observer (:func:`watch`) to each default Sim it makes, so it hears of
+every launch made from the default simulation (:class:`pyhcomm.spmd.LaunchObserver`). A
+*session* (:func:`session`) collects the launches that end while it is open, and can give each
 new launch a scheduling policy (schedule exploration of a whole script). Without a session and
 with ``PYHCOMM_VERIFY=1`` (read by the launch's Sim), every launch is checked when it ends: its
 findings are printed to stderr and raised as :class:`~pyhcomm.verify.check.VerificationError`;
@@ -15,7 +16,8 @@ import os
 import sys
 from contextlib import contextmanager
 
-from .. import spmd
+from .. import sim as sim_mod
+from ..spmd import LaunchObserver
 
 
 class Session:
@@ -40,26 +42,44 @@ def session(policy=None):
         _sessions.remove(s)
 
 
-def _on_start(sim) -> None:
-    s = _sessions[-1] if _sessions else None
-    if s is not None and s.policy is not None and sim.scheduler.name == "coop":
-        sim.scheduler.policy = s.policy()
+class Watcher(LaunchObserver):
+    """The verifier's launch observer: a new launch gets the innermost session's policy (when
+    its scheduler is explorable); an ended one goes to that session, else, with
+    ``PYHCOMM_VERIFY=1``, is checked at once."""
+
+    def started(self, sim) -> None:
+        s = _sessions[-1] if _sessions else None
+        if s is not None and s.policy is not None and sim.scheduler.explorable:
+            sim.scheduler.set_policy(s.policy())
+
+    def ended(self, sim, error) -> None:
+        if _sessions:
+            _sessions[-1].launches.append((sim, error))
+            return
+        if sim.config.verify:
+            _check_now(sim, error, "pyhcomm.launch")
 
 
-def _on_end(sim, error) -> None:
-    if _sessions:
-        _sessions[-1].launches.append((sim, error))
-        return
-    if sim.config.verify:
-        _check_now(sim, error, "pyhcomm.launch")
+_exit_check = False     # whether the default simulation's check at exit is registered (watch)
+
+
+def watch(sim) -> None:
+    """Make the verifier hear of the launches made in ``sim`` (once per Sim), and check the
+    default simulation at exit when ``PYHCOMM_VERIFY=1`` (registered with the first Sim watched)."""
+    global _exit_check
+    if not any(isinstance(o, Watcher) for o in sim.launch_observers):
+        sim.launch_observers.append(Watcher())
+    if not _exit_check:
+        _exit_check = True
+        atexit.register(_at_exit)
 
 
 def schedule_of(sim) -> tuple:
     """``(schedule, replay)`` of a run that was not explored: on the cooperative scheduler, the
     token of its seeded order and how to run it again (a function of the token); on the threaded
     scheduler, ``("threaded", None)``: the OS chose the order, it cannot be replayed."""
-    if sim.scheduler.name != "coop":
-        return "threaded", None
+    if not sim.scheduler.explorable:
+        return sim.scheduler.name, None
     token = getattr(sim.scheduler.policy, "token", None)
     if token is None:
         seed = getattr(sim.scheduler.policy, "seed", 0) or 0
@@ -86,9 +106,8 @@ def _check_now(sim, error, what: str) -> None:
 
 
 def _at_exit() -> None:
-    from .. import sim as sim_mod
-    sim = sim_mod.current_sim()
-    if not sim.config.verify or not len(sim.record) and not sim.record.host_effects():
+    sim = sim_mod.default_sim(create=False)
+    if sim is None or not sim.config.verify or not len(sim.record) and not sim.record.host_effects():
         return
     try:
         _check_now(sim, None, "the default simulation")
@@ -98,14 +117,4 @@ def _at_exit() -> None:
         os._exit(1)
 
 
-def install() -> None:
-    """Install the launch hooks (once)."""
-    if _on_start not in spmd.start_hooks:
-        spmd.start_hooks.append(_on_start)
-        spmd.end_hooks.append(_on_end)
-        atexit.register(_at_exit)
-
-
-install()
-
-__all__ = ["session", "Session", "install", "schedule_of"]
+__all__ = ["session", "Session", "Watcher", "watch", "schedule_of"]

@@ -34,6 +34,7 @@ from ...sim import current_sim as _sim
 from ...sim import memory
 from ...args import live_object
 from ...topology import LAYERS, layer_protocols
+from .state import resources_state
 
 LISTEN_PORT_BASE = 60000
 MEM_DESC_MAGIC = b"PYHCOMM-MEM\0"
@@ -62,7 +63,7 @@ class DeviceScope:
 
 
 def scope(device: int) -> DeviceScope:
-    scopes = _sim().registry("device_scopes")
+    scopes = resources_state().device_scopes
     with _sim().lock:
         s = scopes.get(device)
         if s is None:

@@ -30,8 +30,6 @@ Error codes where the documentation is silent (pyhcomm's choices):
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from ... import args
@@ -48,7 +46,6 @@ OWNER = "engine_ctx"
 #: Same per-device capacity as ``aclrtMalloc`` (pyhcomm gives every device 64 GiB).
 DEVICE_CAPACITY = 64 << 30
 
-_lock = threading.Lock()
 
 
 class EngineCtx:
@@ -154,7 +151,7 @@ def create(comm_handle, ctx_tag, engine, size) -> EngineCtx:
     size = _check_u64(size, api, "size")
     if size == 0:
         raise para(api, "size must be greater than 0")
-    with _lock:
+    with comm.lock:
         if (tag, engine.value) in comm.engine_ctx:
             raise para(api, f"engine context {tag!r} for {engine.name} already exists on rank {comm.rank}")
         ctx = EngineCtx(comm, tag, engine, _allocate(comm, engine, size, api))
@@ -230,7 +227,7 @@ def copy(comm_handle, engine, ctx_tag, src_ctx, size, dst_ctx_offset) -> None:
     offset = _check_u64(dst_ctx_offset, api, "dstCtxOffset")
     if size == 0:
         raise para(api, "size must be greater than 0")
-    with _lock:
+    with comm.lock:
         ctx = _lookup(comm, tag, engine, api)
         if offset + size > ctx.size:
             raise para(api, f"dstCtxOffset {offset} + size {size} runs past the end of engine context {tag!r} "
@@ -263,7 +260,7 @@ def destroy(comm_handle, ctx_tag, engine) -> None:
     comm = get_owner(comm_handle, api)
     tag = _check_tag(ctx_tag, api)
     engine = check_engine(engine, api)
-    with _lock:
+    with comm.lock:
         ctx = _lookup(comm, tag, engine, api)
         del comm.engine_ctx[(tag, engine.value)]
     _free(ctx)
@@ -271,7 +268,7 @@ def destroy(comm_handle, ctx_tag, engine) -> None:
 
 def release_comm_engine_ctx(comm) -> None:
     """Free every engine context of a destroyed communicator (``HcclCommDestroy``)."""
-    with _lock:
+    with comm.lock:
         ctxs = list(comm.engine_ctx.values())
         comm.engine_ctx.clear()
     for ctx in ctxs:

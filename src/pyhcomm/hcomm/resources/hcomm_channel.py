@@ -31,6 +31,7 @@ from . import channel_config
 from ...args import int_array, sequence
 from .endpoint import RegisteredMem, get_endpoint
 from .engines import check_engine
+from .state import resources_state
 from .thread import HCOMM_NOTIFY_MAX_NUM
 
 NAME_MAX = 191
@@ -152,7 +153,7 @@ def create(endpoint_handle, engine, channel_descs, config=None, api: str = "Hcom
     checked = [_check(ep, engine, d, i, api) for i, d in enumerate(descs)]
     channel_config.check_shared_queue(cfg, engine, descs, api)
     sim = _sim()
-    worlds = sim.registry("hcomm_channel_worlds")
+    worlds = resources_state(sim).channel_worlds
     out = []
     with sim.lock:
         for d, (device, notify_num, mems, name) in zip(descs, checked):

@@ -13,6 +13,8 @@ use it now (a suspended communicator answers ``HCCL_E_SUSPENDING`` to most calls
 """
 from __future__ import annotations
 
+import threading
+
 from ... import args
 from ...errors import HcclResult, hccl_error, not_found, ptr
 from ...sim import current_sim as _sim
@@ -36,6 +38,7 @@ class ResourceOwner:
         self.channel_ends: dict = {}    # channel key -> this rank's live end
         self.mems: list = []            # MemHandle objects registered with HcclCommMemReg
         self.destroyed = False
+        self.lock = threading.Lock()    # what two host programs may change at once (engine contexts)
 
     def check_usable(self, api: str) -> None:
         """Raise if ``api`` may not use this owner now (the communicator overrides it)."""

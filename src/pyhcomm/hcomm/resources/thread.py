@@ -12,8 +12,6 @@ kinds it runs.
 """
 from __future__ import annotations
 
-import threading
-
 from ... import args
 from ...sim import current_sim as _sim
 from ...sim.notify import Notify
@@ -185,7 +183,6 @@ def release_comm_threads(comm) -> None:
 
 
 HCCL_THREAD_EXPORT_MAX_NUM = 40
-_export_lock = threading.Lock()
 #: ``sizeof(aclrtStream)``: the only ``infoLen`` ``THREAD_RES_TYPE_STREAM`` accepts.
 ACLRT_STREAM_SIZE = 8
 
@@ -209,7 +206,7 @@ def export_one(thread: HcommThread, engine: Engine) -> HcommThread:
     root = thread.origin if thread.origin is not None else thread
     if engine == root.engine:
         return root
-    with _export_lock:
+    with _sim().lock:
         exported = root.exports.get(engine)
         if exported is None or _sim().handles.threads.get(exported.handle) is not exported:
             exported = HcommThread(root.comm, engine, root.stream, root.notifies, False, origin=root)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .... import args
 from ....errors import not_support, para
+from ....sim import LayerState
 from ....sim import current_sim as _sim
 from . import aicpu, aiv, ccu, cpu
 from .base import DEVICE, HOST, Engine
@@ -21,9 +22,10 @@ from .base import DEVICE, HOST, Engine
 BUILTIN = (cpu.engines, aicpu.engines, aiv.engines, ccu.engines)
 
 
-class EngineTable:
+class EngineTable(LayerState):
     """The engines of one Sim (see the module docstring): the families it describes, and their
-    descriptions for the product they were last asked about."""
+    descriptions for the product they were last asked about (HCOMM resources' state in a Sim:
+    ``sim.layer_state(EngineTable)``)."""
 
     def __init__(self, families=BUILTIN):
         self.families = list(families)
@@ -71,9 +73,7 @@ class EngineTable:
 
 def engine_table(sim=None) -> EngineTable:
     """The :class:`EngineTable` of ``sim`` (default: the current one), made on first use."""
-    sim = sim if sim is not None else _sim()
-    table = sim.control.get("engines")
-    return table if table is not None else sim.registry("engines", EngineTable)
+    return (sim if sim is not None else _sim()).layer_state(EngineTable)
 
 
 def _table(sim=None) -> dict:

@@ -1,4 +1,8 @@
-"""Explain why waits cannot be satisfied: who waits for what, and who could have helped.
+"""The Sim's hang report: why waits cannot be satisfied, who waits for what, and who could have helped.
+
+Each Sim has one :class:`HangReport` (``sim.hang_report``): its scheduler asks it for the text of
+a deadlock, a blocked wait asks it why it cannot run, the MPI transport asks it for this
+process's facts as values.
 
 A wait task (``task.waits``) waits on ``task.notify``; a recorder sets it: a notify record task,
 or a transfer that sets a notify when it lands (``WriteWithNotify``, ``WriteReduceWithNotify``:
@@ -19,8 +23,7 @@ cycles across processes included.
 """
 from __future__ import annotations
 
-from ..sched.base import hang_report
-from ..sim import current_sim as _sim
+from . import current_sim as _sim
 
 
 def _label(task) -> str:
@@ -107,7 +110,7 @@ class Facts:
                     head = heads[task.stream] = task
                 queued.append((task, head))
         else:
-            for stream in list(sim.scheduler.active):
+            for stream in sim.scheduler.queued_streams():
                 queue = list(stream.queue)
                 queued += [(task, queue[0]) for task in queue]
         self.recorders: dict = {}   # (owner, index) -> [(task, head or None, batch or None)]
@@ -165,7 +168,7 @@ def snapshot(sim, heads=None, proc: int = 0) -> dict:
             recorders.append((view(rec), view(head) if head is not None else None,
                               batch.tag if batch is not None else None))
     return {"proc": proc, "from_record": facts.from_record, "heads": [view(t) for _s, t in heads],
-            "recorders": recorders, "hosts": [w for w in list(sim.scheduler.blocked_calls.values()) if w]}
+            "recorders": recorders, "hosts": sim.scheduler.waits()}
 
 
 def _recorders(notify, facts=None):
@@ -225,8 +228,7 @@ def explain_deadlock(heads, scheduler) -> str:
     if everyone:
         return explain_snapshots([everyone[p] for p in sorted(everyone)])
     facts = Facts(scheduler.sim)
-    hosts = [what for what in list(scheduler.blocked_calls.values()) if what]  # changed without the lock
-    return _report([t for _s, t in heads], facts, hosts)
+    return _report([t for _s, t in heads], facts, scheduler.waits())
 
 
 def explain_snapshots(snapshots) -> str:
@@ -259,4 +261,22 @@ def _report(heads, facts, hosts) -> str:
     return "\n".join(lines)
 
 
-hang_report.install(explain_deadlock, explain_wait, snapshot)
+class HangReport:
+    """The hang report of one Sim (``sim.hang_report``)."""
+
+    __slots__ = ("sim",)
+
+    def __init__(self, sim):
+        self.sim = sim
+
+    def deadlock(self, heads, scheduler) -> str:
+        """The report for the blocked ``(stream, task)`` heads of a world that cannot progress."""
+        return explain_deadlock(heads, scheduler)
+
+    def wait(self, task) -> str:
+        """Why ``task`` (a wait blocked at its stream's head) cannot run."""
+        return explain_wait(task, Facts(self.sim))
+
+    def snapshot(self, heads=None, proc: int = 0) -> dict:
+        """This process's facts as values (for a report over several processes)."""
+        return snapshot(self.sim, heads, proc)
