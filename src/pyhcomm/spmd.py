@@ -118,7 +118,7 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
     """
     if not isinstance(nranks, int) or isinstance(nranks, bool) or nranks < 1:
         raise ValueError(f"launch: nranks {nranks!r} must be a positive int")
-    caller = sim_mod.current_sim()
+    caller = sim_mod.current_sim() if sim is None else sim_mod.existing_sim()   # (makes no Sim for nothing)
     spawn = dict(product=product, devices=devices, timeout=timeout, scheduler=scheduler, data=data, seed=seed)
     if sim is None:
         config = _launch_config(mpi)
@@ -131,7 +131,7 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
         if mpi and sim.transport.name != "mpi" and Config.from_env().launcher_size == 1:
             return _spawn(fn, nranks, args, kwargs, dict(spawn, product=sim.runtime.product.name), into=sim)
         sim.scheduler.clear_abort()
-    observers = list(caller.launch_observers)
+    observers = list(caller.launch_observers) if caller is not None else []
     for observer in observers:
         observer.started(sim)
     devices = list(devices) if devices is not None else list(range(nranks))

@@ -40,6 +40,12 @@ def _make_default() -> "Sim":
         return _default
 
 
+def existing_sim():
+    """The Sim the caller runs in, or None while it has none and there is no default Sim yet
+    (makes none: a caller that only looks)."""
+    return _var.get(_default)
+
+
 def default_sim(create: bool = True):
     """The process's default Sim (made now when ``create``; else None while there is none)."""
     return _make_default() if create and _default is None else _default
