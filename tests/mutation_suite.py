@@ -27,7 +27,7 @@ from pyhcomm import acl
 from pyhcomm.collectives import patterns as _patterns
 from pyhcomm.hcomm import channel_ops as _ch
 from pyhcomm.hcomm import notify as _notify
-from pyhcomm.sim.runtime import host_ctx
+from pyhcomm.sim.runtime import program_ctx
 from pyhcomm.verify import check
 from verify_programs import F32, H2D, D2H, collective
 
@@ -180,7 +180,7 @@ class _NotifyWithout:
         return getattr(_notify, name)
 
     def wait(self, thread, idx, timeout, api="HcommThreadNotifyWaitOnThread"):
-        in_kernel = bool(host_ctx().kernels)
+        in_kernel = bool(program_ctx().kernels)
         if in_kernel == self.drop_host:
             _notify.wait(thread, idx, timeout, api)
 

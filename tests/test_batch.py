@@ -16,7 +16,7 @@ import pytest
 import pyhcomm
 from pyhcomm import (HcommBatchModeEnd, HcommBatchModeStart, HcommLocalCopyOnThread, HcommLocalReduceOnThread,
                      HcommThreadNotifyRecordOnThread, HcommThreadNotifyWaitOnThread, acl)
-from pyhcomm.sim.runtime import host_ctx
+from pyhcomm.sim.runtime import program_ctx
 from hcomm_testutil import JOIN_TIMEOUT, host_setup, malloc, pattern, read, run_threads, write
 
 R = pyhcomm.HcclResult
@@ -35,7 +35,7 @@ def next_line() -> str:
 def no_batch_left_open():
     """Batch state belongs to the OS thread and outlives aclFinalize: a test must close its batches."""
     yield
-    leaked, host_ctx().batch = host_ctx().batch, None
+    leaked, program_ctx().batch = program_ctx().batch, None
     assert leaked is None, f"batch {leaked.tag!r} left open on the test's thread"
 
 

@@ -1,6 +1,6 @@
 """Every ``PYHCOMM_*`` / ``HCCL_*`` environment variable, parsed once into a frozen :class:`Config`.
 
-A :class:`pyhcomm.sim.Sim` reads its configuration when it is created (at import, at
+A :class:`pyhcomm.sim.Sim` reads its configuration when it is created (the default one at first use, at
 ``pyhcomm.reset()``, at each ``pyhcomm.launch``); nothing else reads the environment.
 
 A value that does not parse never raises here: the field keeps its default and the problem is kept

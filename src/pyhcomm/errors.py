@@ -9,11 +9,17 @@ import logging
 from enum import IntEnum
 
 log = logging.getLogger("pyhcomm")
+_logging_configured = False     # (configure_logging)
 
 
 def configure_logging(level: str = "WARNING") -> None:
     """Print pyhcomm's log on stderr (as CANN's logs do) at ``level`` (``PYHCOMM_LOG_LEVEL``,
-    parsed by :mod:`pyhcomm.config`; done once, at import)."""
+    parsed by :mod:`pyhcomm.config`). Done once, by the first Sim of the process (importing pyhcomm
+    configures nothing); later calls change nothing."""
+    global _logging_configured
+    if _logging_configured:
+        return
+    _logging_configured = True
     level = level.upper()
     if level == "OFF":
         log.addHandler(logging.NullHandler())

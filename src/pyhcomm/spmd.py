@@ -134,12 +134,18 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
     observers = list(caller.launch_observers) if caller is not None else []
     for observer in observers:
         observer.started(sim)
+    world = _World(sim, fn, nranks, args, kwargs, _devices(devices, nranks))
+    return _run(sim, world, timeout, rank_table, observers)
+
+
+def _devices(devices, nranks: int) -> list:
+    """The device of each rank: ``devices`` (one each, none twice), else ``0 .. nranks - 1``."""
     devices = list(devices) if devices is not None else list(range(nranks))
     if len(devices) != nranks:
         raise ValueError(f"launch: {nranks} ranks but {len(devices)} devices")
     if len(set(devices)) != nranks:
         raise ValueError(f"launch: devices {devices} repeat a device (one device per rank)")
-    return _run(sim, _World(sim, fn, nranks, args, kwargs, devices), timeout, rank_table, observers)
+    return devices
 
 
 def _launch_config(mpi):

@@ -65,8 +65,8 @@ def init_aicpu_resource(comm, p) -> None:
     ret, ctx, size = HcclEngineCtxGet(comm, TAG, COMM_ENGINE_AICPU_TS)
     if ret == HCCL_SUCCESS:   # reuse: the main thread's handle comes from the host-memory context
         p["resCtxDevice"], p["ctxSize"] = ctx, size
-        host_ctx, _size = chk(HcclEngineCtxGet(comm, TAG, COMM_ENGINE_CPU_TS))
-        thread, notify_num = MAIN_THREAD_CACHE.unpack(acl.util.ptr_to_bytes(host_ctx, MAIN_THREAD_CACHE.size))
+        program_ctx, _size = chk(HcclEngineCtxGet(comm, TAG, COMM_ENGINE_CPU_TS))
+        thread, notify_num = MAIN_THREAD_CACHE.unpack(acl.util.ptr_to_bytes(program_ctx, MAIN_THREAD_CACHE.size))
         p["aicpuThreadOnCpu"] = chk(HcclThreadExportToCommEngine(comm, 1, [thread], COMM_ENGINE_CPU_TS))[0]
         p["aicpuRecordCpuIdx"] = notify_num
         return
@@ -74,9 +74,9 @@ def init_aicpu_resource(comm, p) -> None:
     p["aicpuThreadOnCpu"] = chk(HcclThreadExportToCommEngine(comm, 1, [res.threads[0]], COMM_ENGINE_CPU_TS))[0]
     p["aicpuRecordCpuIdx"] = res.notifyNumOnMainThread
     p["resCtxDevice"], p["ctxSize"] = memcpy_ctx_host_to_device(comm, res)
-    host_ctx = chk(HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_CPU_TS, MAIN_THREAD_CACHE.size))
+    program_ctx = chk(HcclEngineCtxCreate(comm, TAG, COMM_ENGINE_CPU_TS, MAIN_THREAD_CACHE.size))
     cache = MAIN_THREAD_CACHE.pack(res.threads[0], res.notifyNumOnMainThread)
-    acl.util.ptr_to_numpy(host_ctx, (len(cache),), NPY_UBYTE)[:] = list(cache)   # the C code's struct store
+    acl.util.ptr_to_numpy(program_ctx, (len(cache),), NPY_UBYTE)[:] = list(cache)   # the C code's struct store
 
 
 @returns_code

@@ -6,7 +6,7 @@ a wrong Python type raises ``TypeError`` as pyACL does.
 """
 from __future__ import annotations
 
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from ..aclrt import device as _device
 from . import rt, util  # noqa: F401
 from ._wrap import acl_call
@@ -31,7 +31,7 @@ def get_soc_name():
 
 def get_recent_err_msg():
     """Return and clear the explanation of this host thread's most recent acl error ("" if none)."""
-    ctx = host_ctx()
+    ctx = program_ctx()
     message, ctx.recent_error = ctx.recent_error, ""
     return message
 

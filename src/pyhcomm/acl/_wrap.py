@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 
 from ..errors import AclError, HcclError, log
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 
 
 def acl_call(*fail_outputs):
@@ -18,7 +18,7 @@ def acl_call(*fail_outputs):
             try:
                 out = impl(*args, **kwargs)
             except HcclError as exc:
-                host_ctx().recent_error = str(exc)
+                program_ctx().recent_error = str(exc)
                 log.error("%s", exc)
                 try:
                     code = AclError(exc.code)

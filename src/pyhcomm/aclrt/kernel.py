@@ -16,7 +16,7 @@ from .. import args as argcheck
 from ..sim import current_sim as _sim
 from ..sim import kinds, memory
 from ..sim.kernel import start_kernel
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from ..sim.task import Task, call_site
 from ..enums import aclrtBinaryLoadOptionType, aclrtLaunchKernelAttrId
 from ..errors import AclError, acl_error
@@ -200,7 +200,7 @@ def launch_function(fn, stream, args, num_blocks=1, timeout=None, name=None) -> 
     name = name or getattr(fn, "__name__", repr(fn))
     task = Task(kinds.KERNEL_LAUNCH, stream, start_kernel, (), site=call_site(), detail=name)
     task.args = (task, name, fn, args, stream, num_blocks, timeout)
-    task.program = host_ctx().program
+    task.program = program_ctx().program
     _sim().scheduler.submit(task)
 
 

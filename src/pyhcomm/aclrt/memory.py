@@ -13,7 +13,7 @@ import functools
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim import kinds, memory
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from ..sim.task import Task, call_site
 from ..enums import MALLOC_KNOWN_BITS, aclrtMallocAttrType, aclrtMemcpyKind
 from ..errors import AclError, HcclResult, HcclRuntimeError, acl_error
@@ -222,7 +222,7 @@ def aclrtMemcpyAsync(dst: int, dest_max: int, src: int, count: int, kind: int, s
         api, dst, dest_max, src, count, kind)
     task = Task(kinds.MEMCPY_ASYNC, st, _run_async_copy, (d, dst - d.addr, s, src - s.addr, count, (d_owner, s_owner)),
                 reads=((src, count),), writes=((dst, count),), site=call_site(), detail=kind)
-    task.program = host_ctx().program
+    task.program = program_ctx().program
     _sim().scheduler.submit(task)
 
 
@@ -265,5 +265,5 @@ def aclrtMemsetAsync(dev_ptr: int, max_count: int, value: int, count: int, strea
     fill = functools.partial(_run_memset, _keep=owner) if a.kind == memory.HOST else _run_memset
     task = Task(kinds.MEMSET_ASYNC, st, fill, (a, dev_ptr - a.addr, value, count), writes=((dev_ptr, count),),
                 site=call_site())
-    task.program = host_ctx().program
+    task.program = program_ctx().program
     _sim().scheduler.submit(task)

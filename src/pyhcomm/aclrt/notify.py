@@ -12,7 +12,7 @@ from ..sim import current_sim as _sim
 from ..sim import kinds
 from ..sim.notify import Notify
 from ..sim.notify import NotifyRecordTask, NotifyWaitTask
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from ..errors import AclError, acl_error
 from .device import current_device
 from .state import aclrt_state
@@ -88,7 +88,7 @@ def aclrtRecordNotify(notify, stream) -> None:
     n = _get(notify, api)
     st = _stream_of(n, stream, api)
     task = NotifyRecordTask(kinds.ACLRT_NOTIFY_RECORD, st, None, None, "host", n.notify, n.id, 3)
-    task.program = host_ctx().program
+    task.program = program_ctx().program
     _sim().scheduler.submit(task)
 
 
@@ -99,6 +99,6 @@ def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
     st = _stream_of(n, stream, api)
     timeout = args.integer(timeout, api, "timeout (s)", 0, UINT32_MAX, _invalid)
     task = NotifyWaitTask(kinds.ACLRT_NOTIFY_WAIT, st, None, None, "host", n.notify, n.id, timeout, 3)
-    task.program = host_ctx().program
+    task.program = program_ctx().program
     _sim().scheduler.submit(task)
 

@@ -10,7 +10,7 @@ from .. import args
 from ..sim import current_sim as _sim
 from ..sim import kinds
 from ..sim.record import outcome
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..errors import AclError, acl_code_of, acl_error
 from .device import current_device
@@ -69,7 +69,7 @@ def take_error(streams, api: str):
         return None
     err = acl_error(acl_code_of(first), api, str(first))
     err.cause = first  # the task failure itself (an HcclError with its own code)
-    host_ctx().recent_error = str(err)
+    program_ctx().recent_error = str(err)
     return err
 
 

@@ -100,7 +100,7 @@ def build(source) -> Graph:
 def _kernels(tasks, on_device, programs):
     """The kernel (KernelLaunch seq, 0: none) of the device-side ``tasks`` (``on_device``: a mask
     of them; ``programs``: their programs, -1: none), a numpy int64 array. A kernel issues its
-    tasks from the host context its launch made (``sim.kernel.start_kernel``), a program of its
+    tasks from the program context its launch made (``sim.kernel.start_kernel``), a program of its
     own, and the enqueue sets a task's kernel and program from that one context
     (``hcomm.enqueue.enqueue``; a merge of MPI records renumbers both per process): so each
     program's kernel is read from one of its tasks, not from millions. Tasks without a program

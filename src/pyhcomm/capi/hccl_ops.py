@@ -19,7 +19,7 @@ from .. import args
 from ..collectives import dispatch, support
 from ..collectives.algorithm import Op
 from ..sim import current_sim as _sim
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from ..enums import DATA_TYPE_SIZE
 from ..errors import not_support, para, ptr
 from ..hccl import comm as _comm
@@ -55,7 +55,7 @@ def check_comm(api: str, comm, stream):
         raise para(api, f"stream 0x{stream:x} is not a live stream")
     if st.device != c.device:
         raise para(api, f"stream 0x{stream:x} is on device {st.device}, rank {c.rank} on device {c.device}")
-    if host_ctx().kernels:
+    if program_ctx().kernels:
         raise not_support(api, "collectives are host calls: they cannot be issued inside an AI CPU kernel")
     return c
 

@@ -46,7 +46,7 @@ from ..aclrt.kernel import launch_function
 from ..aclrt.stream import get_stream
 from ..sim import current_sim as _sim
 from ..sim import kinds
-from ..sim.runtime import host_ctx, library_calls
+from ..sim.runtime import program_ctx, library_calls
 from ..sim.task import attribute_to, call_site, end_attribution
 from ..errors import HcclResult, hccl_error
 from ..hcomm.resources import channel as channel_mod
@@ -207,7 +207,7 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
     """
     site = call_site()  # the user's call: every task of the collective is attributed to it
     token = attribute_to(site)
-    host = host_ctx()
+    host = program_ctx()
     batch, host.batch = host.batch, None  # the caller's open batch, kept aside (module docstring)
     record = _sim().record
     first = record.next_seq()

@@ -28,7 +28,7 @@ either way).
 from __future__ import annotations
 
 from ..errors import not_support, para
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from .support import check_product
 
 P2P, COLLECTIVE, MANAGEMENT = "point-to-point", "collective", "communicator management"
@@ -50,7 +50,7 @@ class Group:
 
 
 def _group() -> Group:
-    ctx = host_ctx()
+    ctx = program_ctx()
     g = ctx.group
     if g is None:
         g = ctx.group = Group()
@@ -59,7 +59,7 @@ def _group() -> Group:
 
 def active() -> bool:
     """Whether the calling host program is between ``HcclGroupStart`` and ``HcclGroupEnd``."""
-    g = host_ctx().group
+    g = program_ctx().group
     return g is not None and g.depth > 0
 
 

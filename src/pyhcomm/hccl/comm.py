@@ -13,7 +13,7 @@ import zlib
 from .. import args
 from ..sim import current_sim as _sim
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from .. import topology
 from ..sim import kinds, memory
 from ..enums import HCCL_ROOT_INFO_BYTES
@@ -285,7 +285,7 @@ def _arrive(world: World, rank: int, last: bool, api: str) -> None:
     """Note the calling host program at a rendezvous of ``world`` (under the Sim's lock); the
     ``last`` to arrive records it (a ``Rendezvous`` in the record: everything each program did
     before it happens before what every one of them does after)."""
-    world.programs[rank] = host_ctx().program
+    world.programs[rank] = program_ctx().program
     if last:
         ranks = tuple(sorted(world.programs))
         _sim().record.host_effect(kinds.RENDEZVOUS, api, group=world.name, ranks=ranks,   # of no one rank
@@ -337,7 +337,7 @@ def init_all(devices) -> list[Communicator]:
         world = new_world(len(devices))
         for rank, d in enumerate(devices):
             sim.transport.join(world.id, len(devices), rank, d)
-    saved = host_ctx().device
+    saved = program_ctx().device
     comms = []
     for rank, d in enumerate(devices):
         sim.runtime.open_device(d)
@@ -345,7 +345,7 @@ def init_all(devices) -> list[Communicator]:
         comm.holds_device = True
         world.comms[rank] = comm
         comms.append(comm)
-    host_ctx().device = saved
+    program_ctx().device = saved
     return comms
 
 

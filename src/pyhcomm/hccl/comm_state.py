@@ -25,7 +25,7 @@ from ..defs.hccl_types import HcclCommStatePhase, HcclCommStatus
 from ..errors import (AclRuntimeError, HcclDeadlockError, HcclError, HcclResult, hccl_error, log, not_found,
                       not_support, para, ptr)
 from ..sim import current_sim as _sim
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from ..aclrt.state import aclrt_state
 from . import comm as comm_mod
 from .state import hccl_state
@@ -44,7 +44,7 @@ def by_name(name, api: str):
         raise not_found(api, f"no live communicator is called {name!r}")
     if len(found) == 1:
         return found[0]
-    dev = host_ctx().device
+    dev = program_ctx().device
     here = [c for c in found if c.device == dev]
     if len(here) != 1:
         raise not_found(api, f"{len(found)} ranks are called {name!r} and {len(here)} of them are on the current "

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .. import args
 from ..sim import current_sim as _sim
-from ..sim.runtime import host_ctx, host_var
+from ..sim.runtime import program_ctx, program_var
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..sim import kinds
 from ..sim.record import outcome
@@ -48,11 +48,11 @@ T = HcommTransferType
 # -- shared checks -------------------------------------------------------------------------------
 def _thread_and_channel(thread, channel, api):
     """Check a thread and a channel of one rank, used from their side; return
-    ``(thread, channel end, peer end, the caller's host context)``."""
-    # (v.issuing_thread and host_ctx inlined: this runs for every channel task)
-    ctx = host_var.get(None)
+    ``(thread, channel end, peer end, the caller's program context)``."""
+    # (v.issuing_thread and program_ctx inlined: this runs for every channel task)
+    ctx = program_var.get(None)
     if ctx is None or ctx.sim is not _sim():
-        ctx = host_ctx()
+        ctx = program_ctx()
     handles = ctx.sim.handles
     t = handles.threads.by_handle.get(thread) if type(thread) is int else None
     kernels = ctx.kernels
@@ -205,12 +205,12 @@ def _transfer(kind, api, thread, channel, dst, src, n, write: bool, reduce=None,
         src = v.nonnull(src, api, "src")
     dt = op = None
     if reduce is not None:
-        dt, op, _eng = check_dtype_op(reduce[0], reduce[1], bool(host_ctx().kernels), api)
+        dt, op, _eng = check_dtype_op(reduce[0], reduce[1], bool(program_ctx().kernels), api)
     if now:     # (NBI: ``channel`` is the end :func:`nbi` checked)
         t, ch = None, channel
         v.product_supports_hcomm(api)
         peer = connected_peer(ch, api)
-        ctx = host_ctx()
+        ctx = program_ctx()
     else:
         t, ch, peer, ctx = _thread_and_channel(thread, channel, api)
     product = ctx.sim.runtime.product
@@ -308,7 +308,7 @@ _PUBLIC = {"HcommWriteOnThread": write, "HcommReadOnThread": read, "HcommWriteRe
 # -- non-blocking (NBI) host calls: engines that run them (Atlas 350 COMM_ENGINE_CPU), RoCE ---------------
 def _nbi_check(channel, api):
     ch = get_channel(channel, api)
-    if host_ctx().kernels or not HOST_NBI <= ch.engine.runs or ch.protocol != P.COMM_PROTOCOL_ROCE:
+    if program_ctx().kernels or not HOST_NBI <= ch.engine.runs or ch.protocol != P.COMM_PROTOCOL_ROCE:
         raise not_support(api, "non-blocking calls are supported on Atlas 350 only, from the host, on "
                                "COMM_ENGINE_CPU RoCE channels")
     return ch
@@ -424,7 +424,7 @@ def channel_fence_on_thread(thread, channel):
     NBI operations; inside a kernel the thread and channel are checked as every channel call's
     (its own device's, one rank's)."""
     api = "HcommChannelFenceOnThread"
-    if _sim().runtime.product.is_950 and not host_ctx().kernels:
+    if _sim().runtime.product.is_950 and not program_ctx().kernels:
         _record_fence(get_channel(channel, api), api)
         return
     ctx = _thread_and_channel(thread, channel, api)[3]
@@ -453,17 +453,17 @@ def channel_drain(thread, channel):
     """``HcommChannelDrainOnThread``: block until the thread's submitted tasks ran (device side)."""
     api = "HcommChannelDrainOnThread"
     t, ch, _, _ctx = _thread_and_channel(thread, channel, api)
-    if not host_ctx().kernels:
+    if not program_ctx().kernels:
         raise not_support(api, "supported on the device side only")
     st = t.stream
-    if st is host_ctx().kernels[-1].stream:
+    if st is program_ctx().kernels[-1].stream:
         raise para(api, "the thread runs on the stream of the calling kernel: it can never drain")
     status = _sim().scheduler.run_until(lambda: st.idle or st.error is not None, None,
                                         f"{api}(thread 0x{t.handle:x})", (st,))
     _sim().record.host_effect(kinds.CHANNEL_DRAIN, api, ok=status == DONE_OK and st.error is None, rank=t.rank,
                               device=t.device, engine=t.engine, thread=t.handle, stream=st.handle,
                               streams=(st.handle,), result=outcome(status, st.error), channel=ch.handle)
-    capture(host_ctx(), channel_drain, (thread, channel))
+    capture(program_ctx(), channel_drain, (thread, channel))
 
 
 # -- batch transfer -----------------------------------------------------------------------------------
@@ -485,7 +485,7 @@ def batch_transfer(thread, channel, descs, num=None):
     for i, d in enumerate(descs[:num]):
         if not isinstance(d, HcommBatchTransferDesc):
             raise para(api, f"transferDescs[{i}] must be an HcommBatchTransferDesc, not {type(d).__name__}")
-    if not host_ctx().kernels:
+    if not program_ctx().kernels:
         raise not_support(api, "the host implementation does not support batch transfers")
     t, ch, _, _ctx = _thread_and_channel(thread, channel, api)
     if not _sim().runtime.product.is_950:
@@ -518,4 +518,4 @@ def batch_transfer(thread, channel, descs, num=None):
             raise para(api, f"descriptor {i} has transType {kind!r}, not an HcommTransferType")
     for task in tasks:
         enqueue(task, api)
-    capture(host_ctx(), batch_transfer, (thread, channel, descs, num))
+    capture(program_ctx(), batch_transfer, (thread, channel, descs, num))

@@ -17,7 +17,7 @@ with its batch still open fails with ``ACL_ERROR_RT_AICPU_EXCEPTION``. Atlas 350
 from __future__ import annotations
 
 from ..sim import current_sim as _sim
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from ..sim.task import SKIPPED, call_site, site_text
 from ..enums import HCCL_RES_TAG_MAX_LEN
 from ..errors import not_found, not_support, para
@@ -43,15 +43,15 @@ class Batch:
 
 def require_eager_ok(api: str) -> None:
     """Refuse device-side eager issue on products that must use batch mode (Atlas A2/A3)."""
-    if host_ctx().kernels and not _sim().runtime.product.is_950:
+    if program_ctx().kernels and not _sim().runtime.product.is_950:
         raise not_support(api, f"on {_sim().runtime.product.name} device-side primitives must be issued between "
                                "HcommBatchModeStart and HcommBatchModeEnd")
 
 
 def enqueue(task, api: str | None = None, ctx=None) -> None:
-    """Launch ``task`` now, or keep it in the open batch of the caller (``ctx``: its host context)."""
+    """Launch ``task`` now, or keep it in the open batch of the caller (``ctx``: its program context)."""
     if ctx is None:
-        ctx = host_ctx()
+        ctx = program_ctx()
     batch = ctx.batch
     kernels = ctx.kernels
     task.program = ctx.program
@@ -79,11 +79,11 @@ def batch_start(tag) -> None:
     """``HcommBatchModeStart``: keep this OS thread's tasks until ``batch_end``."""
     api = "HcommBatchModeStart"
     tag = _check_tag(tag, api)
-    if host_ctx().batch is not None:
-        raise para(api, f"batch {host_ctx().batch.tag!r} is already open on this thread (started at "
-                        f"{site_text(host_ctx().batch.site)}); call HcommBatchModeEnd first")
+    if program_ctx().batch is not None:
+        raise para(api, f"batch {program_ctx().batch.tag!r} is already open on this thread (started at "
+                        f"{site_text(program_ctx().batch.site)}); call HcommBatchModeEnd first")
     batch = Batch(tag, call_site())
-    host_ctx().batch = batch
+    program_ctx().batch = batch
     _sim().open_batches.add(batch)  # hang reports look inside the batches not yet ended
 
 
@@ -91,12 +91,12 @@ def batch_end(tag) -> None:
     """``HcommBatchModeEnd``: launch the batch's tasks in issue order."""
     api = "HcommBatchModeEnd"
     tag = _check_tag(tag, api)
-    batch = host_ctx().batch
+    batch = program_ctx().batch
     if batch is None:
         raise para(api, "no batch is open on this thread (HcommBatchModeStart was not called)")
     if batch.tag != tag:
         raise para(api, f"batchTag {tag!r} does not match the open batch {batch.tag!r}")
-    host_ctx().batch = None
+    program_ctx().batch = None
     _sim().open_batches.discard(batch)
     gone = _dead_owner(batch.tasks)
     if gone is not None:
@@ -108,7 +108,7 @@ def batch_end(tag) -> None:
         task.batch = bid
         submit(task)
     if batch.tasks:
-        _sim().record.note_batch(bid, host_ctx().program, batch.tasks[0].seq, batch.tasks[-1].seq)
+        _sim().record.note_batch(bid, program_ctx().program, batch.tasks[0].seq, batch.tasks[-1].seq)
 
 
 def batch_drop(tag) -> None:
@@ -116,10 +116,10 @@ def batch_drop(tag) -> None:
     what a caller whose batch could not be completed does (pyhcomm's; HCOMM has no such call).
     Nothing happens when no batch of that tag is open."""
     tag = _check_tag(tag, "HcommBatchModeEnd")
-    batch = host_ctx().batch
+    batch = program_ctx().batch
     if batch is None or batch.tag != tag:
         return
-    host_ctx().batch = None
+    program_ctx().batch = None
     batch.abandon()
 
 

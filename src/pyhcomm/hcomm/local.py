@@ -11,7 +11,7 @@ and the task fails the stream instead of touching freed memory.
 from __future__ import annotations
 
 from ..sim import current_sim as _sim
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from ..backend.cpu import SMALL_COPY
 from ..sim import kinds
 from ..sim.task import SiteTask
@@ -68,7 +68,7 @@ def local_copy(thread: int, dst: int, src: int, n: int) -> None:
         dst = v.nonnull(dst, API, "dst")
     if not src or type(src) is not int:
         src = v.nonnull(src, API, "src")
-    ctx = host_ctx()
+    ctx = program_ctx()
     t = ctx.sim.handles.threads.by_handle.get(thread) if type(thread) is int else None
     if t is None or t.stream.destroyed:
         t = get_thread(thread, API)

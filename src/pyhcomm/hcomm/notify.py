@@ -21,7 +21,7 @@ import math
 from .. import args
 from ..aclrt import notify as aclrt_notify
 from ..sim import current_sim as _sim
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from ..sim import kinds
 from ..sim.notify import NotifyRecordTask, NotifyWaitTask  # noqa: F401  (the tasks these calls issue)
 from ..errors import para, ptr
@@ -50,7 +50,7 @@ def _notify_index(thread, idx, api: str, name: str):
 
 
 def _issuer(thread_handle, api: str):
-    """The issuing thread, checked; returns ``(thread, side, the caller's host context)``."""
+    """The issuing thread, checked; returns ``(thread, side, the caller's program context)``."""
     t, ctx, device_side = v.issuing_thread(thread_handle, api)
     return t, "device" if device_side else "host", ctx
 
@@ -73,7 +73,7 @@ def record(thread, dst_thread, dst_notify_idx) -> None:
 def default_timeout(side: str, api: str = "notify wait") -> float:
     """The timeout of a ``*WithDefaultTimeout`` wait issued now from ``side`` (``HCCL_E_PARA`` from
     ``api`` when ``HCCL_EXEC_TIMEOUT`` does not parse)."""
-    ctx = host_ctx()
+    ctx = program_ctx()
     if ctx.wait_timeout is not None:
         return ctx.wait_timeout
     cfg = _sim().config
@@ -117,13 +117,13 @@ def _float_seconds(value, api: str) -> int:
 
 def set_wait_timeout(value) -> None:
     """``HcommSetNotifyWaitTimeOut``: the default wait timeout of this OS thread (or kernel)."""
-    host_ctx().wait_timeout = _float_seconds(value, "HcommSetNotifyWaitTimeOut")
+    program_ctx().wait_timeout = _float_seconds(value, "HcommSetNotifyWaitTimeOut")
 
 
 def thread_res_acquire_timeout(value) -> None:
     """``HcommThreadResAcquireTimeOut``: device side only (queues never fill here: accepted, unused)."""
     api = "HcommThreadResAcquireTimeOut"
-    if not host_ctx().kernels:
+    if not program_ctx().kernels:
         from ..errors import not_support
         raise not_support(api, "supported on the device side only (inside an AI CPU kernel)")
     _float_seconds(value, api)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from .. import args
 from ..sim import current_sim as _sim
-from ..sim.runtime import host_ctx, on_device_side
+from ..sim.runtime import program_ctx, on_device_side
 from ..sim import kinds
 from ..sim.task import Task, call_site
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, HcommDataType, HcommReduceOp
@@ -172,7 +172,7 @@ def local_reduce(thread: int, dst: int, src: int, count: int, data_type: int, re
     dt, op, _engine = check_dtype_op(data_type, reduce_op, device_side)
     _enqueue(thread, dst, src, count, dt, op, device_side)
     if device_side:
-        capture(host_ctx(), local_reduce, (thread, dst, src, count, data_type, reduce_op))
+        capture(program_ctx(), local_reduce, (thread, dst, src, count, data_type, reduce_op))
 
 
 def hccl_reduce(thread: int, dst: int, src: int, count: int, data_type: int, reduce_op: int) -> None:
@@ -203,7 +203,7 @@ def _enqueue(thread, dst, src, count, dt, op, device_side) -> None:
         v.nonnull(dst, API, "dst")
     if not src or type(src) is not int:
         v.nonnull(src, API, "src")
-    ctx = host_ctx()
+    ctx = program_ctx()
     sim = ctx.sim
     t = sim.handles.threads.by_handle.get(thread) if type(thread) is int else None
     if t is None or t.stream.destroyed:

@@ -25,7 +25,7 @@ import copy
 from ..defs.primitives import HcommBatchTransferDesc
 from ..errors import not_found, not_support, para, ptr
 from ..sim import current_sim as _sim
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from .state import HcommState, hcomm_state
 
 
@@ -43,7 +43,7 @@ def _kernel(api: str):
     product = _sim().runtime.product
     if not product.is_950:
         raise not_support(api, f"the AI CPU task cache is an Atlas 350 feature, not on {product.name}")
-    kernels = host_ctx().kernels
+    kernels = program_ctx().kernels
     if not kernels:
         raise not_support(api, "the task cache is used inside an AI CPU kernel (device side) only")
     return kernels[-1]

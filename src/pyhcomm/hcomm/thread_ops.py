@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..sim import current_sim as _sim
 from ..sim import kinds
 from ..sim.record import outcome
-from ..sim.runtime import host_ctx
+from ..sim.runtime import program_ctx
 from ..sched import DONE_OK, TIMED_OUT
 from ..errors import HcclResult, hccl_error, not_support, para
 from .resources.engines import FENCE
@@ -26,9 +26,9 @@ def thread_join(thread, timeout) -> None:
     product = _sim().runtime.product
     if not product.is_950:
         raise not_support(api, f"supported on Atlas 350 only, not on {product.name}")
-    if not host_ctx().kernels:
+    if not program_ctx().kernels:
         raise not_support(api, "supported on the device side only (inside an AI CPU kernel)")
-    kernel = host_ctx().kernels[-1]
+    kernel = program_ctx().kernels[-1]
     kernel_device(t, kernel, api)
     timeout = _check_timeout(timeout, api)
     st = t.stream
@@ -53,10 +53,10 @@ def fence(thread) -> None:
     complete when it returns (here they complete when posted, so it returns at once)."""
     api = "HcommFenceOnThread"
     t = get_thread(thread, api)
-    if host_ctx().kernels or not FENCE <= t.engine.runs:
+    if program_ctx().kernels or not FENCE <= t.engine.runs:
         raise not_support(api, "supported for COMM_ENGINE_CPU threads on the host only "
                                f"(thread 0x{t.handle:x} is {t.engine.name}"
-                               + (", called inside a kernel)" if host_ctx().kernels else ")"))
+                               + (", called inside a kernel)" if program_ctx().kernels else ")"))
     # the record's Fence: the NBI operations this host program posted are complete from here on
     _sim().record.host_effect(kinds.FENCE, api, rank=t.rank, device=t.device, engine=t.engine, thread=t.handle,
                               stream=t.stream.handle, result="done")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim import memory
-from ..sim.runtime import host_ctx, in_library, on_device_side
+from ..sim.runtime import program_ctx, in_library, on_device_side
 from ..errors import not_support, para, ptr
 from .resources import engines
 from .resources.thread import get_thread
@@ -56,8 +56,8 @@ def thread_side(thread, api: str, kinds=engines.LOCAL_OPS) -> None:
 
 def issuing_thread(handle, api: str):
     """The thread a primitive is issued on, checked (handle, product, side); returns
-    ``(thread, the caller's host context, whether the caller is on the device side)``."""
-    ctx = host_ctx()
+    ``(thread, the caller's program context, whether the caller is on the device side)``."""
+    ctx = program_ctx()
     t = ctx.sim.handles.threads.by_handle.get(handle) if type(handle) is int else None
     if t is None or t.stream.destroyed:
         t = get_thread(handle, api)

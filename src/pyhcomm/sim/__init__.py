@@ -147,7 +147,7 @@ class Sim:
         self.roots: dict = {}                   # root id (the transport's) -> this process's World
         self.open_batches: set = set()
         self.module_ids = itertools.count()     # names of the kernel modules loaded (aclrtBinaryLoad*)
-        self.program_ids = itertools.count(1)   # host programs and kernels (HostContext.program)
+        self.program_ids = itertools.count(1)   # host programs and kernels (ProgramContext.program)
         #: Observers of the launches made while this Sim is current (:class:`pyhcomm.spmd.LaunchObserver`).
         self.launch_observers: list = []
         self._layers: dict = {}                 # state class -> its instance (see layer_state)

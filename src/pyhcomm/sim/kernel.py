@@ -14,7 +14,7 @@ import traceback
 from ..errors import AclError, AclRuntimeError
 from . import current_sim, memory
 from .kinds import KERNEL_LAUNCH
-from .runtime import HostContext, host_ctx, set_host_ctx
+from .runtime import ProgramContext, program_ctx, set_program_ctx
 
 
 class KernelContext:
@@ -51,7 +51,7 @@ class KernelContext:
 
 
 def current_kernel() -> KernelContext | None:
-    kernels = host_ctx().kernels
+    kernels = program_ctx().kernels
     return kernels[-1] if kernels else None
 
 
@@ -61,10 +61,10 @@ def start_kernel(task, name, fn, args, stream, num_blocks, timeout):
     kctx = KernelContext(name, stream, num_blocks, timeout, task.seq)
 
     def body():
-        ctx = HostContext(sim)
+        ctx = ProgramContext(sim)
         ctx.device = stream.device
         ctx.kernels.append(kctx)
-        set_host_ctx(ctx)
+        set_program_ctx(ctx)
         try:
             _run_blocks(ctx, kctx, fn, args)
         except AclRuntimeError as exc:

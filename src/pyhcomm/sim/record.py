@@ -24,7 +24,7 @@ from itertools import count
 from typing import NamedTuple
 
 from .kinds import Kind, engine_name, named
-from .runtime import host_ctx
+from .runtime import program_ctx
 from .task import DONE, FAILED, PENDING, call_site, site_text
 
 #: Execution-log entries: ``seq`` (it ran), ``-seq`` (it failed), ``-(seq | SKIP_FLAG)`` (it was
@@ -183,8 +183,8 @@ class Record:
     def position(self) -> tuple:
         """``(program, next seq, step count)``: the calling host program, and where the record
         stands now (what merging the records of MPI processes notes of a rendezvous arrival)."""
-        from .runtime import host_ctx
-        return host_ctx().program, self.next_seq(), self.step_count()
+        from .runtime import program_ctx
+        return program_ctx().program, self.next_seq(), self.step_count()
 
     def next_seq(self) -> int:
         """The seq the next entry will get (nothing is taken)."""
@@ -204,14 +204,14 @@ class Record:
     def effect(self, kind, api, ok, rank, device, engine, thread, stream, reads: tuple, writes: tuple, extra: dict,
                ctx):
         """:meth:`host_effect` with every field given in order (``reads`` and ``writes`` tuples,
-        ``extra`` a dict) and the caller's host context (None: looked up): for the calls whose
+        ``extra`` a dict) and the caller's program context (None: looked up): for the calls whose
         whole work is an effect (NBI transfers, host notify waits), where binding keywords cost
         as much as the rest."""
         seq = next(self.counter)
         if not self.enabled:
             return None
         if ctx is None:
-            ctx = host_ctx()
+            ctx = program_ctx()
         kernels = ctx.kernels
         if device is None:
             device = ctx.device

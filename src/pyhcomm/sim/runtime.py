@@ -36,7 +36,7 @@ class Device:
         return f"<Device {self.id} {self.product.name}>"
 
 
-class HostContext:
+class ProgramContext:
     """What one host program (an OS thread, a rank's greenlet) or one AI CPU kernel has of its own:
     its current device, the kernel it runs in (device side when set), its open HCOMM batch, its
     ``HcommSetNotifyWaitTimeOut``, its most recent acl error message, whether HCCL's own
@@ -58,24 +58,24 @@ class HostContext:
         self.group = None            # collectives.group.Group, once HcclGroupStart was called
 
 
-_host_var: contextvars.ContextVar = contextvars.ContextVar("pyhcomm_host")
-#: The same variable, for hot paths that inline :func:`host_ctx`'s common case.
-host_var = _host_var
+_program_var: contextvars.ContextVar = contextvars.ContextVar("pyhcomm_program")
+#: The same variable, for hot paths that inline :func:`program_ctx`'s common case.
+program_var = _program_var
 
 
-def host_ctx() -> HostContext:
+def program_ctx() -> ProgramContext:
     """The calling host program's (or kernel's) context in the current Sim; created on first use."""
-    c = _host_var.get(None)
+    c = _program_var.get(None)
     if c is not None and c.sim is _sim_var.get(_sim_mod._default):
         return c
-    c = HostContext(current_sim())
-    _host_var.set(c)
+    c = ProgramContext(current_sim())
+    _program_var.set(c)
     return c
 
 
-def set_host_ctx(c: HostContext) -> None:
-    """Install ``c`` as the calling context's host context (a kernel actor's own)."""
-    _host_var.set(c)
+def set_program_ctx(c: ProgramContext) -> None:
+    """Install ``c`` as the calling context's program context (a kernel actor's own)."""
+    _program_var.set(c)
 
 
 class Runtime:
@@ -119,7 +119,7 @@ class Runtime:
             if dev is None:
                 dev = self.devices[device_id] = Device(device_id, self.product)
             dev.refcount += 1
-        host_ctx().device = device_id
+        program_ctx().device = device_id
         self.sim.scheduler.register_host()
         return dev
 
@@ -133,7 +133,7 @@ class Runtime:
             released = dev.refcount <= 0
             if released:
                 self._release(dev)
-        ctx = host_ctx()
+        ctx = program_ctx()
         if released and ctx.device == device_id:
             ctx.device = None
         return True
@@ -154,7 +154,7 @@ class Runtime:
         del self.devices[dev.id]
 
     def current_device(self) -> Device | None:
-        d = host_ctx().device
+        d = program_ctx().device
         return None if d is None else self.devices.get(d)
 
     def reset(self) -> None:
@@ -165,12 +165,12 @@ class Runtime:
                 self._release(dev)
             self.initialized = False
         self.sim.scheduler.reset()
-        host_ctx().device = None
+        program_ctx().device = None
 
 
 def on_device_side() -> bool:
     """True while the caller runs inside an AI CPU kernel."""
-    return bool(host_ctx().kernels)
+    return bool(program_ctx().kernels)
 
 
 class library_calls:
@@ -185,7 +185,7 @@ class library_calls:
     __slots__ = ("ctx",)
 
     def __enter__(self):
-        self.ctx = host_ctx()
+        self.ctx = program_ctx()
         self.ctx.library += 1
         return self
 
@@ -196,4 +196,4 @@ class library_calls:
 
 def in_library() -> bool:
     """True inside :class:`library_calls` (HCCL's collectives drive the data plane)."""
-    return bool(host_ctx().library)
+    return bool(program_ctx().library)

@@ -37,7 +37,7 @@ class TaskBase:
 
     # ``kernel`` (the seq of the KernelLaunch whose kernel issued the task: set on device-side
     # tasks), ``batch`` (the id of the HCOMM batch it was launched from), ``program`` (the
-    # issuing host program or kernel, ``HostContext.program``) and ``engine`` (the issuing HCOMM
+    # issuing host program or kernel, ``ProgramContext.program``) and ``engine`` (the issuing HCOMM
     # thread's ``engine``, whatever object it is) are set where the task is issued; an unset one
     # reads None (``__getattr__``; reading a set slot costs nothing more).
     __slots__ = ("seq", "stream", "thread", "rank", "device", "t_head", "state", "side", "kernel", "batch",
