@@ -65,15 +65,17 @@ def reset(**options) -> Sim:
     addresses and the record start afresh); keeps a product chosen with :func:`set_product`.
     ``options`` go to :class:`pyhcomm.sim.Sim` (``scheduler``, ``data``, ``seed``, ``product``).
     Returns the new Sim."""
-    old = current_sim()
-    old.runtime.reset()
-    if "product" not in options and old.runtime.product_chosen:
-        options["product"] = old.runtime.product
-        options["product_chosen"] = True
-    new = Sim(**options)
-    new.launch_observers = old.launch_observers     # who watches the launches made here stays
-    _verify_env.watch(new)
-    if _sim_mod.context_sim() is old:
+    old = _sim_mod.existing_sim()       # (None: nothing to close, no Sim made for it)
+    if old is not None:
+        old.runtime.reset()
+        if "product" not in options and old.runtime.product_chosen:
+            options["product"] = old.runtime.product
+            options["product_chosen"] = True
+    new = _new_default_sim(**options)
+    if old is not None:
+        new.launch_observers = old.launch_observers     # who watches the launches made here stays
+        _verify_env.watch(new)
+    if old is not None and _sim_mod.context_sim() is old:
         _sim_mod.enter(new)
     else:
         _sim_mod.set_default_sim(new)

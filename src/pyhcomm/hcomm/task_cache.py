@@ -10,11 +10,10 @@ Between ``Start`` and ``End`` every successful data-plane call of the kernel (co
 notifies, channel transfers), made through any tier, is recorded with its arguments, as well as
 issued: each data-plane function of :mod:`pyhcomm.hcomm` calls :func:`capture` once it issued
 its tasks from a kernel (the calls HCCL's own collectives make inside the kernel are theirs, not
-recorded one by one). ``Execute``
-issues the recorded calls again in order with every address that fell in ``[addrs[i],
-addrs[i] + sizes[i])`` at ``Start`` moved to the same offset from the new ``addrs[i]`` (also the
-addresses inside ``HcommBatchTransferDesc`` lists). Entries are per device and tag;
-``Clear(tag)`` drops one. Errors: ``Start`` / ``Execute`` for another tag than the last
+recorded one by one). ``Execute`` issues the recorded calls again in order with every address
+that fell in ``[addrs[i], addrs[i] + sizes[i])`` at ``Start`` moved to the same offset from the
+new ``addrs[i]`` (also the addresses inside ``HcommBatchTransferDesc`` lists). Entries are per
+device and tag; ``Clear(tag)`` drops one. A kernel that ends while it records drops the recording. Errors: ``Start`` / ``Execute`` for another tag than the last
 ``Lookup``'s, ``Execute`` on a miss, another count or other sizes than at ``Start``, a second
 ``Start`` before ``End``: ``HCCL_E_PARA``; ``Clear`` of an unknown tag: ``HCCL_E_NOT_FOUND``.
 """

@@ -2,9 +2,8 @@
 
 A Sim holds the configuration, the runtime (product, devices), the address spaces, the handle
 tables, the record, the scheduler, the backend that moves bytes, the transport between ranks, the
-hang report, the observers of the launches made in it, the control-plane registries (roots,
-runtime notify ids, open batches) and the state each layer above keeps in it
-(:meth:`Sim.layer_state`). Nothing else in pyhcomm keeps state between calls.
+hang report, the observers of the launches made in it, the control-plane registries (roots, open
+batches) and the state each layer above keeps in it (:meth:`Sim.layer_state`). Nothing else in pyhcomm keeps state between calls.
 
 Code finds the Sim it runs in with :func:`current_sim`, through a ``contextvars`` variable: each
 ``pyhcomm.launch`` runs its ranks (OS threads or greenlets) in a context whose Sim is its own;
@@ -64,8 +63,8 @@ def set_default_sim(sim: "Sim") -> None:
 
 
 def set_default_factory(factory) -> None:
-    """How the default Sim is made on first use: ``factory(**options)`` returns a Sim (the
-    package's facade gives one that also attaches its tools; ``pyhcomm.reset()`` uses it too)."""
+    """How the default Sim is made on first use: ``factory()`` returns it (the package's facade
+    gives one that also attaches the verifier to it; ``pyhcomm.reset()`` makes its Sims the same way)."""
     global _factory
     _factory = factory
 
