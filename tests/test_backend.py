@@ -155,6 +155,28 @@ def test_cpu_wrap_follows_the_owner(cpu):
         cpu.view(st, 0, 16)
 
 
+def test_a_host_registration_whose_owner_dies_inside_a_map_change_is_removed_without_waiting():
+    """The finalizer of a registered host array runs wherever a collection happens, also inside
+    the host map's own change on the same thread: it must not wait for the map's lock (that wait
+    was forever); the registration goes at once, or at the map's next change."""
+    space = pyhcomm.current_sim().memory
+    arr = np.arange(64, dtype=np.uint8)
+    addr = memory.register_host_array(arr)
+    alloc = space.host_map.exact(addr)
+    assert alloc is not None
+    with space.host_map._lock:          # a collection inside add(): the lock is this thread's
+        space.host_map.discard(alloc)
+    assert space.host_map.exact(addr) is alloc
+    other = np.arange(32, dtype=np.uint8)
+    memory.register_host_array(other)   # the next change removes it
+    assert space.host_map.exact(addr) is None
+    gone = np.arange(16, dtype=np.uint8)
+    gone_addr = memory.register_host_array(gone)
+    del gone
+    gc.collect()                        # the lock is free: removed at once
+    assert space.host_map.exact(gone_addr) is None
+
+
 # -- CpuBackend: large storage -----------------------------------------------------------------
 def test_cpu_large_storage_is_a_zeroed_mapping_small_is_numpy(cpu):
     small, large = cpu.allocate(cpu_mod.LARGE_ALLOC - 1), cpu.allocate(cpu_mod.LARGE_ALLOC)

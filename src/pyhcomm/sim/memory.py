@@ -55,21 +55,44 @@ class MemoryMap:
     def __init__(self):
         self._lock = threading.Lock()
         self._table = ((), ())  # (starts, allocations)
+        self._dead: list = []   # allocations to remove at the next change (see discard)
 
     def add(self, alloc: Allocation) -> None:
         with self._lock:
             starts, allocs = self._table
             i = bisect.bisect_left(starts, alloc.addr)
             self._table = (starts[:i] + (alloc.addr,) + starts[i:], allocs[:i] + (alloc,) + allocs[i:])
+            self._purge()
 
     def remove(self, alloc: Allocation) -> bool:
         with self._lock:
-            starts, allocs = self._table
-            i = bisect.bisect_left(starts, alloc.addr)
-            if i == len(starts) or allocs[i] is not alloc:
-                return False
-            self._table = (starts[:i] + starts[i + 1:], allocs[:i] + allocs[i + 1:])
-            return True
+            removed = self._remove(alloc)
+            self._purge()
+            return removed
+
+    def discard(self, alloc: Allocation) -> None:
+        """Remove ``alloc`` now, or at the next change when the map is being changed: for a
+        finalizer, which runs wherever a collection happens, also inside :meth:`add` on the same
+        thread (waiting for the lock there would wait forever)."""
+        self._dead.append(alloc)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._purge()
+            finally:
+                self._lock.release()
+
+    def _purge(self) -> None:
+        dead = self._dead
+        while dead:
+            self._remove(dead.pop())
+
+    def _remove(self, alloc: Allocation) -> bool:
+        starts, allocs = self._table
+        i = bisect.bisect_left(starts, alloc.addr)
+        if i == len(starts) or allocs[i] is not alloc:
+            return False
+        self._table = (starts[:i] + starts[i + 1:], allocs[:i] + allocs[i + 1:])
+        return True
 
     def find(self, addr: int):
         """Return the allocation containing ``addr``, or None."""
@@ -247,7 +270,7 @@ def register_host_array(array, readonly: bool = False, keep=None, pin: bool = Fa
     alloc = Allocation(storage.addr, storage.size, None, HOST, storage, READONLY if readonly else "numpy")
     host_map.add(alloc)
     if isinstance(anchor, weakref.ref):
-        weakref.finalize(owner_obj, host_map.remove, alloc)
+        weakref.finalize(owner_obj, host_map.discard, alloc)
     return storage.addr
 
 
