@@ -5,6 +5,8 @@ import json
 import os
 import re
 import shlex
+import subprocess
+import sys
 import textwrap
 
 import numpy as np
@@ -477,3 +479,25 @@ def test_the_pytest_plugin_fails_a_test_on_findings(pytester):
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(["*test_racy*", "*race: read and write of 256 bytes*"])
     assert "test_clean" not in "".join(line for line in result.stdout.lines if line.startswith("FAILED"))
+
+
+def test_pyhcomm_verify_checks_a_launch_in_a_sim_made_before_any_other(tmp_path):
+    """The first thing a script does is ``launch(..., sim=pyhcomm.Sim())``: no default Sim exists
+    yet, and the launch is checked all the same."""
+    script = tmp_path / "first.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(THIS)!r})
+        import pyhcomm
+        from pyhcomm.sim import existing_sim
+        from test_verify import racy
+        try:
+            pyhcomm.launch(racy, 2, sim=pyhcomm.Sim())
+        except pyhcomm.verify.VerificationError as exc:
+            print("found", sorted(exc.report.kinds()), existing_sim() is None)
+        else:
+            print("not checked")
+    """))
+    env = dict(os.environ, PYHCOMM_VERIFY="1", PYHCOMM_LOG_LEVEL="OFF")
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split("\n")[0] == "found ['race'] True", out.stdout + out.stderr

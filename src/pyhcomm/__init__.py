@@ -22,7 +22,7 @@ from .capi import *  # noqa: F401,F403
 from .capi import __all__ as _capi_all
 from .capi.pyhccl_module import data_type_size, get_error_string  # noqa: F401  (pyhccl's, outside its __all__)
 from . import sim as _sim_mod
-from .sim import Sim, current_sim
+from .sim import current_sim
 from .enums import *  # noqa: F401,F403
 from .errors import (AclError, AclRuntimeError, HcclDeadlockError, HcclError, HcclNotSupportedError,
                      HcclResult, HcclRuntimeError, HcclTimeoutError, HcclUsageError)
@@ -31,12 +31,18 @@ from .products import DEFAULT_PRODUCT, PRODUCTS, Product, find_product
 __version__ = "0.1.0"
 
 
+class Sim(_sim_mod.Sim):
+    """A simulation (:class:`pyhcomm.sim.Sim`) whose launches the verifier watches (its sessions,
+    ``PYHCOMM_VERIFY``): the default one, and every one a program makes with ``pyhcomm.Sim(...)``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _verify_env.watch(self)
+
+
 def _new_default_sim(**options) -> Sim:
-    """A default simulation: ``Sim(**options)``, its launches watched by the verifier (its
-    sessions, ``PYHCOMM_VERIFY``)."""
-    sim = Sim(**options)
-    _verify_env.watch(sim)
-    return sim
+    """A default simulation: ``Sim(**options)``."""
+    return Sim(**options)
 
 
 def set_product(name, device_count: int | None = None) -> Product:

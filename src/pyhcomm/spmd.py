@@ -131,7 +131,7 @@ def launch(fn, nranks: int, *args, product=None, devices=None, timeout: float | 
         if mpi and sim.transport.name != "mpi" and Config.from_env().launcher_size == 1:
             return _spawn(fn, nranks, args, kwargs, dict(spawn, product=sim.runtime.product.name), into=sim)
         sim.scheduler.clear_abort()
-    observers = list(caller.launch_observers) if caller is not None else []
+    observers = list((caller if caller is not None else sim).launch_observers)
     for observer in observers:
         observer.started(sim)
     world = _World(sim, fn, nranks, args, kwargs, _devices(devices, nranks))
