@@ -32,7 +32,7 @@ PROTOCOL = frozenset(("_fields", "_fields_", "_replace", "_asdict", "_make", "_f
                       "_anonymous_", "_value_", "_name_", "_missing_"))
 MAX_LINES = 80
 #: Functions over MAX_LINES that another change is splitting: (module path, function name).
-LONG = frozenset((("spmd.py", "launch"),))
+LONG = frozenset()
 
 
 def _modules(root: pathlib.Path):

@@ -237,7 +237,7 @@ class _World:
             return None
         self.job, self.ranks = True, _job_ranks(sim, self.nranks)
         with sim.lock:   # every process names the same world: no root info to broadcast
-            job_world = comm_mod.named_world(f"pyhcomm.launch#{next(_job_launches)}", self.nranks)
+            job_world = comm_mod.named_world(sim.transport.launch_world(), self.nranks)
         self.root = job_world.root_info()
         return job_world
 
@@ -334,9 +334,6 @@ class RemoteRankFailure(RuntimeError):
     def of(cls, reason: str, rank) -> "RemoteRankFailure":
         prefix = f"rank {rank} failed: "
         return cls(reason[len(prefix):] if reason.startswith(prefix) else reason)
-
-
-_job_launches = itertools.count()
 
 
 def _job_ranks(sim, nranks: int) -> list:

@@ -163,6 +163,7 @@ class Transport:
 
     def __init__(self, sim):
         self.sim = sim
+        self.launches = 0               # launches whose world this transport named (launch_world)
 
     def _missing(self, hook: str):
         return NotImplementedError(f"{self.name} transport: needs {hook}")
@@ -189,6 +190,13 @@ class Transport:
         """The root every rank that names ``name`` (a rank-table path) joins: the same one until
         ``nranks`` ranks joined it, then a new one. Never blocks."""
         raise self._missing("named_root")
+
+    def launch_world(self) -> str:
+        """The name of the world of the next ``pyhcomm.launch`` whose ranks span this job's
+        processes: each process's n-th launch gets the same name, so every process joins the same
+        world without a root info to pass on. One process: the n-th launch of this transport."""
+        self.launches += 1
+        return f"pyhcomm.launch#{self.launches}"
 
     def join(self, root: int, nranks: int, rank: int, device: int) -> None:
         """Announce ``rank`` (on simulated ``device``) as a member of ``root``'s world of

@@ -173,6 +173,11 @@ class MpiTransport(Transport):
             self.started().routes_root[root] = self
         return w
 
+    def launch_world(self) -> str:
+        """The n-th launch of this process, whichever of its Sims makes it (the link counts them:
+        one per process, as the job's other processes count theirs)."""
+        return f"pyhcomm.launch#{self.started().launch_number()}"
+
     def new_root(self) -> int:
         ln = self.started()
         root = (ln.me << 32) | ln.root_number()

@@ -131,6 +131,7 @@ class Link:
         self.dirty: set = set()        # processes written to since their last fence
         self.reqids = 0
         self.roots_made = 0            # roots made by the Sims of this process (root_number)
+        self.launches_made = 0         # launches across processes made here (launch_number)
         self.done: set = set()         # request ids answered (fences, reads)
         self.reads: dict = {}          # request id -> where a read's bytes go
         self.gathers: dict = {}        # gather number -> {process: value} (at the gather's root)
@@ -251,6 +252,12 @@ class Link:
         with self.lock:
             self.roots_made += 1
             return self.roots_made
+
+    def launch_number(self) -> int:
+        """The number of this process's next ``pyhcomm.launch`` across processes (1, 2, ...)."""
+        with self.lock:
+            self.launches_made += 1
+            return self.launches_made
 
     def request_id(self) -> int:
         self.reqids += 1
