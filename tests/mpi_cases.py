@@ -117,7 +117,7 @@ def every_collective(comm, count: int = 257) -> list:
 def allreduce_mib(comm, mib: int = 1) -> list:
     """One AllReduce of ``mib`` MiB of float32 (``benchmarks/mpi.py``, the 16-process goal)."""
     count = (mib << 20) // 4
-    n, r, h = comm.size, comm.rank, comm.handle
+    r, h = comm.rank, comm.handle
     s, ret = acl.rt.create_stream()
     assert ret == 0
     a, b = _malloc(count * 4), _malloc(count * 4)

@@ -97,7 +97,7 @@ def test_a_group_of_collectives_is_enqueued_at_the_outermost_end(product, n):
 
 # -- refusals ----------------------------------------------------------------------------------------------
 def refusals_body(comm, s):
-    n, r = comm.size, comm.rank
+    r = comm.rank
     buf = to_device(np.zeros(16, np.float32))
     h, peer = comm.handle, 1 - r
     codes = {"end without start": pyhcomm.HcclGroupEnd()}

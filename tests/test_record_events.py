@@ -15,7 +15,7 @@ from pyhcomm import (HcclEngineCtxCopy, HcclEngineCtxCreate, HcommBatchModeEnd, 
 from pyhcomm.collectives import allgather_ring, ring_peers, run
 from pyhcomm.sim.events import (Event, KernelLaunchEvent, LocalCopyEvent, MemcpyEvent, NotifyEvent, NotifyId,
                                 Range, SyncEvent, TransferEvent)
-from hcomm_testutil import D2D, D2H, H2D, device_thread_setup, host_setup, malloc, pattern, read, two_rank_channels, write
+from hcomm_testutil import D2D, D2H, H2D, device_thread_setup, host_setup, malloc, two_rank_channels
 
 THIS = os.path.abspath(__file__)
 E = pyhcomm.CommEngine

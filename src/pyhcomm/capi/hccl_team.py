@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..defs.cstruct import struct_arg
 from ..defs.team import HcclTeamCreateDesc, HcommTeamSyncMemRequirement, team_create_desc_init
-from ..errors import ptr
 from ..hccl import sym_win as _win
 from ..hccl import team as _team
 from ._wrap import c_api

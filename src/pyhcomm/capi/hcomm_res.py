@@ -5,7 +5,6 @@ from __future__ import annotations
 from ..defs.cstruct import struct_arg
 from ..defs.res_defs import (CommAbiHeader, CommAddr, CommAddrType, CommMem, EndpointDesc, EndpointLoc,  # noqa: F401
                              EndpointLocType, HcommEndpointFeatureType, HcommSocketRole, endpoint_desc_init)
-from ..errors import ptr
 from ..hcomm.resources import endpoint as _ep
 from ..hcomm.resources import thread as _thread
 from ._wrap import c_api

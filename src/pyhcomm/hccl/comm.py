@@ -15,9 +15,9 @@ from ..sim import current_sim as _sim
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..sim.runtime import program_ctx
 from .. import topology
-from ..sim import kinds, memory
+from ..sim import kinds
 from ..enums import HCCL_ROOT_INFO_BYTES
-from ..errors import HcclResult, hccl_error, not_found, para, ptr
+from ..errors import HcclResult, hccl_error, para, ptr
 from ..transport.base import RootKey, TransportError
 from ..hcomm import comm_lock
 from ..hcomm.resources import teardown

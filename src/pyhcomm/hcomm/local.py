@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from ..sim import current_sim as _sim
 from ..sim.runtime import program_ctx
-from ..backend.cpu import SMALL_COPY
 from ..sim import kinds
 from ..sim.task import SiteTask
 from ..errors import HcclResult, HcclRuntimeError

@@ -210,7 +210,6 @@ class _Meeting:
         self.key, self.nranks, self.group = key, nranks, group
         self.members: dict = {}     # rank -> (part, program, device, seq boundary, step boundary)
         self.api = None
-        self.done_issue = self.done_exec = False
         self.entry = None
 
 
