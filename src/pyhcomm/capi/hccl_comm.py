@@ -1,7 +1,7 @@
 """``hccl_comm.h``: communicator lifecycle, in the flat C tier."""
 from __future__ import annotations
 
-from .. import args as _args
+from .. import args as argcheck
 from ..defs.cstruct import void_struct_arg
 from ..collectives import group as _group
 from ..enums import COMM_NAME_MAX_LENGTH
@@ -144,8 +144,8 @@ def HcclCommInitRootInfoScalable(nRanks, nRoot, rootInfoList, rank, nExtRoot, co
     if rootInfoList is None:
         raise _para(api, "rootInfoList is NULL")
     roots = sequence(rootInfoList, api, "rootInfoList")
-    nRoot = _args.integer(nRoot, api, "nRoot", -(1 << 64), _args.UINT64_MAX, _para)
-    nExtRoot = _args.integer(nExtRoot, api, "nExtRoot", -(1 << 64), _args.UINT64_MAX, _para)
+    nRoot = argcheck.integer(nRoot, api, "nRoot", -(1 << 64), argcheck.UINT64_MAX, _para)
+    nExtRoot = argcheck.integer(nExtRoot, api, "nExtRoot", -(1 << 64), argcheck.UINT64_MAX, _para)
     if not 1 <= nRoot <= len(roots):
         raise _para(api, f"nRoot {nRoot!r} must be 1..{len(roots)} (the roots given)")
     if nExtRoot < 0:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import args as _args
+from .. import args as argcheck
 from ..aclrt import kernel as _kernel
 from ..aclrt.stream import get_stream
 from ..args import live_object
@@ -75,7 +75,7 @@ def set_op_arg(handle, field: str, value, api: str) -> None:
     """One ``HcclKfcOpArgsSet*`` call: check ``value`` for ``field`` and store it."""
     args = op_args(handle, api)
     if field in ("srcDataType", "dstDataType", "reduceType", "commEngine"):
-        value = _args.integer(value, api, field, -(1 << 64), _args.UINT64_MAX)
+        value = argcheck.integer(value, api, field, -(1 << 64), argcheck.UINT64_MAX)
     if field in ("srcDataType", "dstDataType"):
         if value not in DATA_TYPE_SIZE:
             raise para(api, f"{field} {value!r} is not an HcclDataType")
@@ -83,7 +83,7 @@ def set_op_arg(handle, field: str, value, api: str) -> None:
         if value not in {int(op) for op in HcclReduceOp if op != HcclReduceOp.HCCL_REDUCE_RESERVED}:
             raise para(api, f"reduceType {value!r} is not an HcclReduceOp")
     elif field == "count":
-        value = _args.integer(value, api, "count")     # a uint64
+        value = argcheck.integer(value, api, "count")     # a uint64
     elif field == "algConfig":
         if value is None:
             raise ptr(api, "algConfig is NULL")
@@ -101,7 +101,7 @@ def create_op_res_ctx(comm_handle, op_type, handle) -> int:
     api = "HcclCreateOpResCtx"
     c = comm_mod.get_comm(comm_handle, api)
     args = op_args(handle, api)
-    op_type = _args.integer(op_type, api, "opType", -(1 << 64), _args.UINT64_MAX)
+    op_type = argcheck.integer(op_type, api, "opType", -(1 << 64), argcheck.UINT64_MAX)
     if not 0 <= op_type < CMD_MAX:
         raise para(api, f"opType {op_type!r} is not an operator type (below HCCL_CMD_MAX = {CMD_MAX})")
     tag = (f"mc2_{op_type}_{args.srcDataType}_{args.dstDataType}_{args.reduceType}_{args.count}_"
