@@ -90,8 +90,8 @@ def test_with_every_slice_full_the_rank_by_rank_form_is_the_closed_form_or_just_
     """AI CPU orchestration (A3): the same value (but for the form's charging every slice the
     largest one's bytes). Host orchestration (A2): the closed form takes
     the longer of the device path and the host's issue of every task, a lower bound of the rank
-    by rank form, which has both at once (and matches the replay exactly: 1.5 % apart at 5 ranks
-    x 1 MiB)."""
+    by rank form, which has both at once and matches the replay exactly (but for the same charge of
+    the largest slice: one element more per step where the slices differ, as at 5 ranks x 1 MiB)."""
     from pyhcomm.timing import closed_form as cf
     from timing_cases import PROTOCOL
     m = cost_model("Atlas 800T A2" if family == "A2" else "Atlas A3")
@@ -101,7 +101,8 @@ def test_with_every_slice_full_the_rank_by_rank_form_is_the_closed_form_or_just_
     if device:
         assert ranks == pytest.approx(form, rel=1e-6)
     else:
-        assert form <= ranks * (1 + 1e-12) and ranks == pytest.approx(form, rel=0.02)
+        extra = 0.0 if nbytes % (4 * nranks) == 0 else 4 * (nranks - 1) * 2 / link.bandwidth
+        assert form - extra <= ranks * (1 + 1e-12) and ranks == pytest.approx(form, rel=0.02)
 
 
 def test_the_closed_form_is_hccls_alpha_beta_form_when_only_the_link_costs():
@@ -109,7 +110,7 @@ def test_the_closed_form_is_hccls_alpha_beta_form_when_only_the_link_costs():
     ``(p-1)(alpha + n/p beta)`` with ``alpha`` = three link latencies per step (ACK, data, DATA)."""
     from pyhcomm.timing import closed_form as cf
     zero = dict(task_dispatch=0.0, notify_record=0.0, notify_wait=0.0, notify_latency=0.0, host_submit=0.0,
-                copy_bandwidth=1e30, reduce_bandwidth=1e30)
+                copy_bandwidth=1e30, reduce_bandwidth=1e30, copy_latency=0.0, reduce_latency=0.0)
     m = cost_model("Atlas 800T A2").with_values(**zero)
     link = m.link("COMM_PROTOCOL_HCCS")
     p, n = 8, 8 * MIB
@@ -161,38 +162,32 @@ def test_concurrent_transfers_share_a_link_or_a_port(product, targets, per_targe
         assert d / alone == pytest.approx(factor, rel=0.01), (d, alone)
 
 
-# -- published measurements (docs/timing.md, "Against published measurements") -----------------------
-def _modeled_seconds(product, nranks, body, kinds=None):
-    sim = pyhcomm.Sim(Config.from_env().with_values(record_capacity=0), product=product, data=False)
-    pyhcomm.launch(body, nranks, sim=sim)
-    tl = replay(sim)
-    if kinds is None:
-        return max(c.end for c in tl.calls) - min(c.begin for c in tl.calls)
-    return sum(tl.end[i] - tl.start[i] for i, ev in enumerate(tl.events) if ev.kind in kinds)
+# -- published measurements (docs/timing.md, "Against measurements on real hardware") ---------------------
+#: Measured inside one server of eight Ascend 910B (torch.distributed over HCCL, CANN 8.0.0.beta1,
+#: torch_npu 2.4.0.post2; algorithm bandwidth = the collective's data size / time, the AllGather's
+#: the gathered output): gameofdimension/limulidae README.md, "节点内带宽".
+MEASURED_910B = {("allgather", 2): 38e9, ("allgather", 4): 64e9, ("allgather", 8): 149e9,
+                 ("allreduce", 2): 18e9, ("allreduce", 4): 30e9, ("allreduce", 8): 72e9}
 
 
-def test_atlas_800t_a2_within_25_percent_of_flagperfs_measured_bandwidths():
-    """FlagPerf measured, on an Atlas 800T A2: 54.68 GB/s between two NPUs, 24.926 GB/s host to
-    device. The model: a 1 GiB HcclSend/HcclRecv pair and a 1 GiB aclrtMemcpyAsync H2D."""
-    n = GIB
+@pytest.mark.parametrize("op,nranks", sorted(MEASURED_910B))
+def test_large_collectives_in_one_a2_server_within_30_percent_of_the_measured_bandwidth(op, nranks):
+    """The algorithm HCCL runs inside an 8-NPU 910B server (a full mesh: mesh AllGather, mesh
+    ReduceScatter then AllGather for the AllReduce), 1 GiB of data, against the measured
+    algorithm bandwidth."""
+    total = GIB
+    case, per_rank = ("mesh_allgather", total // nranks) if op == "allgather" else ("mesh_allreduce", total)
+    seconds, _closed, _tl = modeled("Atlas 800T A2", case, nranks, per_rank)
+    algbw = total / seconds
+    assert algbw == pytest.approx(MEASURED_910B[(op, nranks)], rel=0.30), algbw / 1e9
 
-    def p2p(comm):
-        buf, _ = acl.rt.malloc(n, 0)
-        stream, _ = acl.rt.create_stream()
-        if comm.rank == 0:
-            assert pyhcomm.HcclSend(buf, n // 4, 4, 1, comm.handle, stream) == 0
-        else:
-            assert pyhcomm.HcclRecv(buf, n // 4, 4, 0, comm.handle, stream) == 0
-        acl.rt.synchronize_stream(stream)
 
-    def h2d(comm):
-        dev, _ = acl.rt.malloc(n, 0)
-        host, _ = acl.rt.malloc_host(n)
-        stream, _ = acl.rt.create_stream()
-        acl.rt.memcpy_async(dev, n, host, n, 1, stream)
-        acl.rt.synchronize_stream(stream)
-
-    p2p_gbs = n / _modeled_seconds("Atlas 800T A2", 2, p2p) / 1e9
-    h2d_gbs = n / _modeled_seconds("Atlas 800T A2", 1, h2d, {"MemcpyAsync"}) / 1e9
-    assert p2p_gbs == pytest.approx(54.68, rel=0.25) and p2p_gbs < 56.0    # below the link: staging costs
-    assert h2d_gbs == pytest.approx(24.926, rel=0.25)
+def test_a_small_allreduce_in_one_a2_server_models_in_the_range_of_hcclls_own_figures():
+    """HCCL's own figures for a small collective: 13 us of static latency per communication step
+    (``BASE_COMM_LATENCY``, hccl_impl.h) up to 100 us for a mesh two-shot AllReduce (its cost
+    model: 20 tasks of 5 us, ins_temp_all_reduce_mesh_1D_two_shot.cc). A 1 KiB AllReduce on the
+    eight NPUs of one Atlas 800T A2, by the mesh HCCL runs and by the ring pyhcomm selects today,
+    lies in that range (the model before HCCL's fixed costs gave 172 us for the ring)."""
+    for case in ("mesh_allreduce", "ring_allreduce"):
+        seconds, _closed, _tl = modeled("Atlas 800T A2", case, 8, KIB)
+        assert 13e-6 <= seconds <= 100e-6, (case, seconds)

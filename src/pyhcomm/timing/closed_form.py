@@ -99,8 +99,10 @@ def _most(nbytes) -> int:
     return int(np.max(nbytes)) if np.ndim(nbytes) else int(nbytes)
 
 
-def _bandwidth(m, what: str) -> float:
-    return m.reduce_bandwidth if what == "reduce" else m.copy_bandwidth
+def _local(m, what: str, nbytes):
+    """A local copy or reduce of ``nbytes`` alone: its fixed part and its bytes
+    (:meth:`~.costs.CostModel.local_seconds`)."""
+    return m.local_seconds(what, nbytes)
 
 
 def _ring_step(m, link, s: int, local: float) -> float:
@@ -108,6 +110,12 @@ def _ring_step(m, link, s: int, local: float) -> float:
     d, nr, nw, lat = m.task_dispatch, m.notify_record, m.notify_wait, link.latency
     handshake = (d + nr) + max(d, lat) + nw
     return 2 * handshake + (d + s / link.bandwidth + lat) + (d + local)
+
+
+def _launch(m) -> float:
+    """When an AI CPU kernel's body starts: the host records the kernel's sync notify on the
+    user's stream, then issues the launch, which starts once that record ended."""
+    return max(m.host_submit, m.task_dispatch + m.notify_record) + m.kernel_launch
 
 
 def _orchestration(m, device_mode: bool, entries: int, dev: float, last: float) -> float:
@@ -118,7 +126,7 @@ def _orchestration(m, device_mode: bool, entries: int, dev: float, last: float) 
     if not device_mode:
         return max(dev, (entries - 1) * m.host_submit + last)
     # user stream: record (host), KernelLaunch, ...; the kernel: wait sync, algorithm, record
-    launch = m.host_submit + m.kernel_launch
+    launch = _launch(m)
     batch = (entries + 2) * m.batch_submit + m.batch_fixed
     head = m.task_dispatch + m.notify_wait                  # the kernel's wait for the host's sync
     tail = m.task_dispatch + m.notify_record + m.notify_latency + m.notify_wait
@@ -131,18 +139,19 @@ def _step_form(steps, m, link, device_mode: bool) -> float:
     on one thread: a local task ``d + s/Bc`` (``s/Br`` for a reduce), a ring step
     ``2 (d + nr + max(d, L) + nw) + d + s/B + L + d + s'/Bc``; the device path beside the program
     issuing its entries (:func:`_orchestration`). A ring AllGather of ``s`` bytes per rank (one
-    loop) is ``2 (d + s/Bc) + (p-1) step(s)``."""
+    loop) is ``2 (d + s/Bc) + (p-1) step(s)``. (Here and below ``s/Bc`` stands for a copy's
+    ``copy_latency + s/Bc``, ``s/Br`` for a reduce's ``reduce_latency + s/Br``.)"""
     d = m.task_dispatch
     dev, entries, last = 0.0, 0, 0.0
     for step in steps:
         if isinstance(step, Local):
-            task = d + _most(step.nbytes) / _bandwidth(m, step.what)
+            task = d + _local(m, step.what, _most(step.nbytes))
             dev += step.times * task
             entries += step.times
             last = task
         else:
             write, local = _most(step.write), _most(step.local)
-            after = local / _bandwidth(m, step.after)
+            after = _local(m, step.after, local) if local else 0.0
             dev += _ring_step(m, link, write, after)
             entries += 6
             last = d + after
@@ -185,15 +194,16 @@ class _Ranks:
         self.free = np.maximum(self._start() + self.m.task_dispatch, arrives) + self.m.notify_wait
         self.issued += 1
 
-    def step(self, out, back, local_bw) -> None:
-        """One ring step: ``out`` bytes written right, ``back`` bytes copied or reduced after."""
+    def step(self, out, back, after: str) -> None:
+        """One ring step: ``out`` bytes written right, ``back`` bytes copied or reduced
+        (``after``) after."""
         lat = self.link.latency
         acked = self.record()
         self.wait(np.roll(acked, -1) + lat)         # the right neighbour's ACK
         self.task(out > 0, out / self.link.bandwidth + lat)
         landed = self.record()
         self.wait(np.roll(landed, 1) + lat)         # the left neighbour's DATA
-        self.task(back > 0, back / local_bw)
+        self.task(back > 0, _local(self.m, after, back))
 
 
 def _rank_form(schedule, m, nranks: int, link, device_mode: bool) -> float:
@@ -213,9 +223,9 @@ def _rank_form(schedule, m, nranks: int, link, device_mode: bool) -> float:
             if isinstance(step, Local):
                 piece = vector(step.nbytes)
                 for _ in range(step.times):
-                    ranks.task(piece > 0, piece / _bandwidth(m, step.what))
+                    ranks.task(piece > 0, _local(m, step.what, piece))
             else:
-                ranks.step(vector(step.write), vector(step.local), _bandwidth(m, step.after))
+                ranks.step(vector(step.write), vector(step.local), step.after)
 
     if not device_mode:
         ranks = _Ranks(m, link, np.zeros(p), False)
@@ -223,7 +233,7 @@ def _rank_form(schedule, m, nranks: int, link, device_mode: bool) -> float:
         return float(ranks.free.max())
     tally = _Ranks(m, link, np.zeros(p), True)
     run(tally)                                      # how many tasks each rank's kernel submits
-    launch = m.host_submit + m.kernel_launch
+    launch = _launch(m)
     head = m.task_dispatch + m.notify_wait
     tail = m.task_dispatch + m.notify_record + m.notify_latency + m.notify_wait
     ranks = _Ranks(m, link, launch + (tally.issued + 2) * m.batch_submit + m.batch_fixed + head, True)
@@ -243,7 +253,8 @@ class _Mesh:
     peer's DATA, wait its own DATA; the ReduceScatter stages ``s`` bytes first), and the main
     thread waits for each slave. A task starts once its stream is free and (``gap``, host
     orchestration) its program issued it, ``dispatch`` later runs its body, after the record it
-    waits for arrived (``notify_latency`` on the device, the link's latency across it).
+    waits for arrived (``notify_latency`` on the device, the link's latency across it). A staging
+    copy's fixed part (``copy_latency``) follows its bytes, which share the device's memory.
 
     An exchange pairs two ranks in the same group on both sides, but a rank's group still waits for
     its peers to reach theirs (ranks leave the previous group at different times). The recurrence
@@ -323,7 +334,7 @@ class _Mesh:
         off = 1 if stage else 0
         if stage:                                   # the staging copies share the device's memory
             starts = [max(f, self._issue(k + per * j)) + d for j, f in enumerate(threads)]
-            threads = shared_finish(starts, [stage] * n)
+            threads = [t + m.copy_latency for t in shared_finish(starts, [stage] * n)]
         mine1, mine2 = r1[r], r2[r]
         ack = [task(f, k + per * j + off, nr) for j, f in enumerate(threads)]
         for q, e in zip(group, ack):
@@ -356,7 +367,7 @@ def _mesh_form(schedule, m, nranks, link, sharing, device_mode) -> float:
     h = _Mesh(m, link, sharing, nranks, None if device_mode else m.host_submit)
     for step in schedule():
         if isinstance(step, Local):
-            h.local(_most(step.nbytes) / _bandwidth(m, step.what), step.times)
+            h.local(_local(m, step.what, _most(step.nbytes)), step.times)
         elif isinstance(step, MeshPass):
             h.groups(step, step.nbytes / m.copy_bandwidth if step.stage else 0.0)
         else:

@@ -13,8 +13,9 @@ What is modelled (the replay applies it; see there for how):
 * links (:class:`Link`): a transfer of ``n`` bytes costs ``latency + n / bandwidth`` when alone;
   transfers that share a resource (:func:`pyhcomm.topology.link_resources`: a dedicated pair link
   or a device's port) share its bandwidth equally;
-* device memory: a local copy moves ``n`` bytes at ``copy_bandwidth``, a local reduce at
-  ``reduce_bandwidth``; concurrent local operations of one device share them;
+* device memory: a local copy moves ``n`` bytes at ``copy_bandwidth`` after its fixed
+  ``copy_latency`` (an SDMA task), a local reduce at ``reduce_bandwidth`` after ``reduce_latency``;
+  concurrent local operations of one device share the bandwidth (:meth:`CostModel.local_seconds`);
 * per task: ``task_dispatch`` (the task scheduler starts a queued task), ``notify_record``,
   ``notify_wait`` (after its record arrived), ``notify_latency`` (a record reaching a notify of the
   same device; a channel notify crosses the link and costs the link's latency instead);
@@ -60,13 +61,15 @@ class CostModel:
     family: str
     links: dict = field(default_factory=dict)   # CommProtocol name -> Link
     host_link: Link = Link(25 * GB, 2 * US)     # PCIe between host and device (aclrtMemcpy H2D/D2H)
-    copy_bandwidth: float = 800 * GB            # LocalCopy, D2D memcpy (bytes moved per second)
-    reduce_bandwidth: float = 533 * GB          # LocalReduce (bytes of the result per second)
-    task_dispatch: float = 0.5 * US
+    copy_bandwidth: float = 642 * GB            # LocalCopy, D2D memcpy (bytes moved per second)
+    reduce_bandwidth: float = 428 * GB          # LocalReduce (bytes of the result per second)
+    copy_latency: float = 0.6 * US              # an SDMA copy's fixed part (HCCL task_profiling.h)
+    reduce_latency: float = 0.6 * US            # a reduce task's fixed part (HCCL task_profiling.h)
+    task_dispatch: float = 0.0
     notify_record: float = 0.5 * US
-    notify_wait: float = 0.5 * US
-    notify_latency: float = 0.2 * US
-    host_submit: float = 2.0 * US
+    notify_wait: float = 0.02 * US
+    notify_latency: float = 0.0
+    host_submit: float = 0.2 * US
     aicpu_submit: float = 1.0 * US
     batch_submit: float = 0.2 * US
     batch_fixed: float = 5.0 * US
@@ -89,6 +92,14 @@ class CostModel:
         except KeyError:
             raise KeyError(f"{self.product}: the cost model has no {name} link "
                            f"(it has {', '.join(sorted(self.links))})") from None
+
+    def local_seconds(self, what: str, nbytes) -> float:
+        """Seconds a local ``"copy"`` or ``"reduce"`` of ``nbytes`` (the bytes written) takes alone:
+        its fixed part, then the bytes at the device memory's bandwidth (what the replay charges a
+        ``LocalCopy`` / ``LocalReduce`` task after its dispatch)."""
+        if what == "reduce":
+            return self.reduce_latency + nbytes / self.reduce_bandwidth
+        return self.copy_latency + nbytes / self.copy_bandwidth
 
     def param(self, name: str, default: float | None = None) -> float:
         """The value of parameter ``name``: a field, else an engine's parameter (else ``default``;
@@ -158,26 +169,29 @@ def _links(**by_protocol) -> dict:
     return {_canonical(f"COMM_PROTOCOL_{k}"): v for k, v in by_protocol.items()}
 
 
-# -- per family (docs/timing.md: sources and assumptions) --------------------------------------------
-_ROCE_200G = Link(25 * GB, 5 * US)      # 200 Gb/s per NPU
-_ROCE_400G_DIE = Link(25 * GB, 5 * US)  # 400 Gb/s per Ascend 910C package, split over its two dies
-_ROCE_400G = Link(50 * GB, 5 * US)
+# -- per family (docs/timing.md: sources, and whether each figure is measured or nominal) ----------
+_SDMA = 0.6 * US                        # an SDMA transfer's fixed part below 512 KB (task_profiling.h)
+_RDMA = 7.0 * US                        # an RDMA transfer's fixed part, measured (task_profiling.h)
+_ROCE_200G = Link(22.6 * GB, _RDMA)     # 200GE per 910B: 22.6 GB/s measured (HIXL, two A2 servers)
+_ROCE_400G_DIE = Link(25 * GB, _RDMA)   # 400 Gb/s per Ascend 910C package, split over its two dies
+_ROCE_400G = Link(50 * GB, _RDMA)
 
 _FAMILIES = {
-    # Atlas 800T A2 / 900 A2 PoD / 200T A2 Box16: Ascend 910B, 8 NPUs a server in an HCCS full mesh
-    "A2": dict(links=_links(HCCS=Link(56 * GB, 2 * US), HCCS_ONLY=Link(56 * GB, 2 * US), ROCE=_ROCE_200G,
+    # Atlas 800T A2 / 900 A2 PoD / 200T A2 Box16: Ascend 910B, 8 NPUs a server in an HCCS full mesh;
+    # HCCS at HCCL's own per-link figure (device_capacity.cc), which measurements bear out
+    "A2": dict(links=_links(HCCS=Link(18.3 * GB, _SDMA), HCCS_ONLY=Link(18.3 * GB, _SDMA), ROCE=_ROCE_200G,
                             PCIE=Link(25 * GB, 2 * US)),
-               copy_bandwidth=1600 * GB / 2, reduce_bandwidth=1600 * GB / 3),
+               copy_bandwidth=642 * GB, reduce_bandwidth=642 * GB * 2 / 3),
     # Atlas A3 (900 A3 SuperPoD): Ascend 910C, two dies a package (one device each) joined by SIO,
     # every die on the UB switches (HCCS protocol) of the super pod
-    "A3": dict(links=_links(SIO=Link(400 * GB, 1 * US), HCCS=Link(196 * GB, 1 * US),
-                            HCCS_ONLY=Link(196 * GB, 1 * US), ROCE=_ROCE_400G_DIE, PCIE=Link(64 * GB, 2 * US)),
-               host_link=Link(64 * GB, 2 * US), copy_bandwidth=1600 * GB / 2, reduce_bandwidth=1600 * GB / 3),
+    "A3": dict(links=_links(SIO=Link(204 * GB, _SDMA), HCCS=Link(196 * GB, _SDMA),
+                            HCCS_ONLY=Link(196 * GB, _SDMA), ROCE=_ROCE_400G_DIE, PCIE=Link(64 * GB, 2 * US)),
+               host_link=Link(64 * GB, 2 * US), copy_bandwidth=585 * GB, reduce_bandwidth=585 * GB * 2 / 3),
     # Atlas 350: Ascend 950PR, UB links in a super node
     "950": dict(links=_links(UB_CTP=Link(1000 * GB, 1 * US), UBC_TP=Link(1000 * GB, 1 * US),
                              UB_MEM=Link(1000 * GB, 1 * US), UB_RTP=Link(1000 * GB, 1 * US), UBOE=Link(1000 * GB, 2 * US), ROCE=_ROCE_400G,
                              PCIE=Link(64 * GB, 2 * US)),
-                host_link=Link(64 * GB, 2 * US), copy_bandwidth=1600 * GB / 2, reduce_bandwidth=1600 * GB / 3),
+                host_link=Link(64 * GB, 2 * US), copy_bandwidth=750 * GB, reduce_bandwidth=750 * GB * 2 / 3),
 }
 #: Products without HCOMM (their primitives return HCCL_E_NOT_SUPPORT): PCIe and RoCE only.
 _OTHER = dict(links=_links(PCIE=Link(25 * GB, 2 * US), ROCE=_ROCE_200G))

@@ -235,13 +235,15 @@ class EntryCosts:
 
     def _local(self) -> None:
         """Local operations: the device's memory (or the host link); copies and reduce tasks at
-        once, the rest one by one (few)."""
+        once, the rest one by one (few). A copy or reduce task's fixed part (``copy_latency``,
+        ``reduce_latency``) follows its bytes, as a transfer's latency does."""
         m, i64 = self.m, np.int64
         mem_scale = m.copy_bandwidth / m.reduce_bandwidth
         copies = np.flatnonzero(self.of(lambda k: k.cost is Cost.COPY))
         if len(copies):
             objs = self.objects(copies)
             self.nbytes[copies] = np.fromiter(self.graph.read(copies, "nbytes", objs), i64, len(objs))
+            self.body[copies] = m.copy_latency
             self._on_memory(copies, objs)
         reduce_tasks = self.of(lambda k: k.cost is Cost.REDUCE) & ~self.cols.is_host
         reduces = np.flatnonzero(reduce_tasks)
@@ -249,6 +251,7 @@ class EntryCosts:
             objs = self.objects(reduces)
             written = np.array(self.graph.read(reduces, "nbytes", objs), dtype=i64)
             self.nbytes[reduces] = (written * mem_scale).astype(i64)
+            self.body[reduces] = m.reduce_latency
             self._on_memory(reduces, objs)
         local = np.flatnonzero(self.of(lambda k: k.cost in (Cost.REDUCE, Cost.MEMCPY, Cost.MEMSET, Cost.HOST_COPY))
                                & ~reduce_tasks)
