@@ -131,3 +131,11 @@ __all__ = (list(_capi_all) + list(_constants)
               "Buffer", "Channel", "Comm", "Device", "Kernel", "Stream", "Thread", "CommEngine", "HcommDataType",
               "HcommReduceOp", "HcclDataType", "HcclReduceOp", "HCCL", "HCCL_ROOT_INFO_BYTES",
               "COMM_NAME_MAX_LENGTH", "HCCL_RES_TAG_MAX_LEN"])
+
+
+def __getattr__(name):
+    """``pyhcomm.timing`` on first use (the timing model is a tool: not imported with the package)."""
+    if name == "timing":
+        import importlib
+        return importlib.import_module(".timing", __name__)
+    raise AttributeError(f"module 'pyhcomm' has no attribute {name!r}")

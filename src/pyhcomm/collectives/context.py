@@ -194,7 +194,7 @@ def buffer_parts(parts_of_nranks):
 
 
 def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm_collective",
-        peers=None, algorithm: str | None = None) -> None:
+        peers=None, algorithm: str | None = None, marker: dict | None = None) -> None:
     """Run ``algo(ctx, *args)`` as HCCL does on this product (see the module docstring).
 
     Connects to ``peers`` first (default: every rank; the peers must call too). ``algo`` finds
@@ -203,7 +203,8 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
     collective has. Raises ``HCCL_E_MEMORY`` before anything is enqueued when the HCCL buffer
     cannot hold the slots ``algo`` declared (:func:`buffer_parts`). The call's marker in the
     record names ``tag`` and, when given, the ``algorithm`` (:mod:`.dispatch` gives the one the
-    selector chose).
+    selector chose) and the ``marker`` fields (``op``, ``nbytes``: what the call was, for its
+    bandwidth).
     """
     site = call_site()  # the user's call: every task of the collective is attributed to it
     token = attribute_to(site)
@@ -215,7 +216,9 @@ def run(comm_handle, stream: int, nslaves: int, algo, *args, tag: str = "pyhcomm
         with library_calls():
             _run(comm_handle, stream, nslaves, algo, args, tag, peers, site)
         # the marker of the call (its entries: this program's from ``first`` on, and its kernel's)
-        named = {} if algorithm is None else {"algorithm": algorithm}
+        named = dict(marker or {})
+        if algorithm is not None:
+            named["algorithm"] = algorithm
         record.host_effect(kinds.COLLECTIVE, tag, rank=comm_mod.get_comm(comm_handle, tag).rank, name=tag,
                            first=first, **named)
     finally:

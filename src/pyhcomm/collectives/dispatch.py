@@ -37,7 +37,28 @@ def run_algorithm(api: str, comm_handle, stream: int, algorithm, call: Call, arg
         algorithm = algorithms.find(algorithm)
     impl = algorithm.implementation(call.op)
     run(comm_handle, stream, impl.slaves(call), impl.issue, *args, tag=api, peers=impl.peers(call),
-        algorithm=algorithm.name)
+        algorithm=algorithm.name, marker={"op": op_name(call.op), "nbytes": data_size(call)})
+
+
+def op_name(op) -> str:
+    """The short name of collective ``op`` (``allreduce``, ``reduce_scatter``, ``allgather_v`` ...)."""
+    return Op(op).name[len("HCCL_CMD_"):].lower()
+
+
+#: The collectives whose data size is every rank's part, ``nbytes`` each (hccl_test's data_size:
+#: the AllGather's gathered output, the ReduceScatter's and Scatter's input, each rank's AlltoAll
+#: send buffer); the V calls with ``nbytes`` their largest count's bytes.
+_ALL_PARTS = frozenset({Op.HCCL_CMD_ALLGATHER, Op.HCCL_CMD_ALLGATHER_V, Op.HCCL_CMD_REDUCE_SCATTER,
+                        Op.HCCL_CMD_REDUCE_SCATTER_V, Op.HCCL_CMD_SCATTER, Op.HCCL_CMD_ALLTOALL,
+                        Op.HCCL_CMD_ALLTOALLV, Op.HCCL_CMD_ALLTOALLVC})
+
+
+def data_size(call: Call) -> int:
+    """The call's data size as hccl_test (and nccl-tests) count it, from HCCL's per-rank bytes
+    (:attr:`~.algorithm.Call.nbytes`): the rank count times them for the collectives whose every
+    rank holds a part of the data (:data:`_ALL_PARTS`), else the bytes themselves (AllReduce,
+    Reduce, Broadcast: the buffer; sends and receives: their bytes)."""
+    return call.nbytes * call.nranks if call.op in _ALL_PARTS else call.nbytes
 
 
 def collective(api: str, comm_handle, stream: int, op, args: tuple, *, nbytes: int, root=None, data_type=None,

@@ -145,7 +145,9 @@ CollectiveEvent = _event_type("CollectiveEvent", "The marker of a collective cal
                               "recorded when the call returns, every entry of the call enqueued.", (
     ("name", Optional[str], None, False),      # the API (HcclAllGather ...) or the caller's tag
     ("first", int, 0, False),                  # the first seq of the call
-    ("algorithm", Optional[str], None, False)))  # the algorithm it ran (pyhcomm.collectives.algorithms)
+    ("algorithm", Optional[str], None, False),  # the algorithm it ran (pyhcomm.collectives.algorithms)
+    ("op", Optional[str], None, False),         # the collective (allreduce, allgather ...; None: not said)
+    ("nbytes", Optional[int], None, False)))    # its data size as hccl_test counts it (None: not said)
 SyncEvent = _event_type("SyncEvent", "Blocking host calls, recorded when they return: ``Synchronize`` (stream and "
                         "device synchronize, stream destroy), ``ThreadJoin``, ``ChannelDrain``, ``Fence``.", (
     ("streams", tuple, (), True),

@@ -7,8 +7,11 @@ every collective call, a Perfetto / Chrome trace, a PNG timeline).
 * :mod:`.engine`: the discrete-event engine (nodes, timed edges, flows sharing bandwidth);
 * :mod:`.closed_form`: alpha-beta forms of the collective library's algorithms, derived from
   their descriptors' steps (:mod:`pyhcomm.collectives.algorithm`);
-* :mod:`.timeline`, :mod:`.trace`, :mod:`.png`: the replay's result and its writers.
+* :mod:`.timeline`, :mod:`.trace`, :mod:`.png`: the replay's result and its writers;
+* :mod:`.bandwidth`: algbw and busbw of a call; :mod:`.region`: a caller's own collective timed
+  as one call; :mod:`.bench`: ``python -m pyhcomm bench``, hccl_test's table, modeled.
 """
 from .costs import CostModel, Link, cost_model  # noqa: F401
 from .timeline import Arrow, CallTime, Timeline  # noqa: F401
 from .trace import trace_dict, write_trace  # noqa: F401
+from .region import region  # noqa: F401

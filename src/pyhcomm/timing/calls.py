@@ -3,8 +3,8 @@
 The ``Collective`` host effects (role ``MARKER``, :mod:`pyhcomm.sim.kinds`) mark the calls: a call's
 entries are the entries its program issued outside kernels from the call's first seq up to the
 marker (a kernel launch among them too, which has no rank), and everything the kernels launched
-among them issued. The n-th call of one name on every rank is one call; its algorithm is the one
-its first marker names.
+among them issued. The n-th call of one name on every rank is one call; its algorithm, collective
+(``op``) and data size (``nbytes``) are the ones its first marker names.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def call_times(graph, is_launch, issue, end, positions=None) -> list:
     by_kernel = _groups(kernel[inside][o], inside[o])
     calls: dict = {}
     count: dict = {}
-    algorithm: dict = {}
+    facts: dict = {}
     for e in graph.objects(marks, positions):
         kind = e.kind
         name, first = kind.get(e, "name", e.api), kind.get(e, "first", e.seq)
@@ -50,14 +50,14 @@ def call_times(graph, is_launch, issue, end, positions=None) -> list:
                     got.append(more)
         k = count[(e.rank, name)] = count.get((e.rank, name), 0) + 1
         ranks, parts = calls.setdefault((name, k), ([], []))
-        algorithm.setdefault((name, k), kind.get(e, "algorithm"))
+        facts.setdefault((name, k), (kind.get(e, "algorithm"), kind.get(e, "op"), kind.get(e, "nbytes")))
         ranks.append(e.rank)
         parts.extend(got)
-    return [c for c in (_call(name, ranks, parts, issue, end, len(graph), algorithm[(name, k)])
+    return [c for c in (_call(name, ranks, parts, issue, end, len(graph), *facts[(name, k)])
                         for (name, k), (ranks, parts) in calls.items()) if c is not None]
 
 
-def _call(name, ranks, parts, issue, end, n, algorithm):
+def _call(name, ranks, parts, issue, end, n, algorithm, op, nbytes):
     begin, last = inf, -inf        # part by part (a kernel's entries each): no call-sized copies
     for part in parts:
         ends = end[part]
@@ -69,7 +69,7 @@ def _call(name, ranks, parts, issue, end, n, algorithm):
         return None
     entries = array("q")
     entries.frombytes(_union(parts, n).view(np.uint8))
-    return CallTime(name, tuple(sorted(ranks)), begin, last, entries, algorithm)
+    return CallTime(name, tuple(sorted(ranks)), begin, last, entries, algorithm, op, nbytes)
 
 
 def _union(parts, n: int) -> np.ndarray:

@@ -73,14 +73,23 @@ def main(argv) -> int:
         size = write_trace(tl, path)
         print(f"trace: {path} ({size} bytes, {len(tl)} entries, {tl.model.product} cost model)")
         for call in tl.calls:
-            algorithm = f" ({call.algorithm})" if call.algorithm else ""
-            print(f"  {call.name} on ranks {_ranks(call.ranks)}: {call.seconds * 1e6:.2f} us modeled{algorithm}")
+            print(f"  {call_line(call)}")
         if not tl.calls:
             print(f"  no collective call; last entry ends at {tl.makespan * 1e6:.2f} us")
         if ns.png and k == 0:
             rows = write_png(tl, ns.png)
             print(f"timeline: {ns.png} ({rows} rows)")
     return status
+
+
+def call_line(call) -> str:
+    """One call as ``trace`` prints it: name, ranks, modeled time, algorithm, and, where the call
+    says its data size, bytes, algbw and busbw (GB/s)."""
+    algorithm = f" ({call.algorithm})" if call.algorithm else ""
+    line = f"{call.name} on ranks {_ranks(call.ranks)}: {call.seconds * 1e6:.2f} us modeled{algorithm}"
+    if call.algbw is not None:
+        line += f", {call.nbytes} bytes, algbw {call.algbw / 1e9:.2f} GB/s, busbw {call.busbw / 1e9:.2f} GB/s"
+    return line
 
 
 def _ranks(ranks) -> str:

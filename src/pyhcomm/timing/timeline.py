@@ -14,6 +14,8 @@ from __future__ import annotations
 from array import array
 from typing import NamedTuple
 
+from . import bandwidth
+
 
 class CallTime(NamedTuple):
     """One collective call: its name (the ``hccl.h`` API or the caller's tag), the ranks taking
@@ -21,7 +23,10 @@ class CallTime(NamedTuple):
     rank (seconds). ``entries``: indices into the timeline, in increasing order, as an
     ``array('q')`` (a large call has millions: 8 bytes each, against some 40 for a tuple of ints;
     ``np.frombuffer(call.entries, np.int64)`` views them as a numpy array). ``algorithm``: the
-    collective library's algorithm it ran (its marker's; None for a caller's own algorithm)."""
+    collective library's algorithm it ran (its marker's; None for a caller's own algorithm).
+    ``op``: the collective (``allreduce``, ``allgather`` ...; None when not said) and ``nbytes``
+    its data size as hccl_test counts it (None when not said), whence :attr:`algbw` and
+    :attr:`busbw` (:mod:`.bandwidth`)."""
 
     name: str
     ranks: tuple
@@ -29,10 +34,22 @@ class CallTime(NamedTuple):
     end: float
     entries: array
     algorithm: str | None = None
+    op: str | None = None
+    nbytes: int | None = None
 
     @property
     def seconds(self) -> float:
         return self.end - self.begin
+
+    @property
+    def algbw(self) -> float | None:
+        """Algorithm bandwidth, bytes per second (None without a data size)."""
+        return bandwidth.algbw(self.nbytes, self.seconds)
+
+    @property
+    def busbw(self) -> float | None:
+        """Bus bandwidth, bytes per second: :attr:`algbw` times nccl-tests' factor of :attr:`op`."""
+        return bandwidth.busbw(self.op, len(self.ranks), self.nbytes, self.seconds)
 
 
 class Arrow(NamedTuple):

@@ -176,8 +176,21 @@ class _Trace:
                 ts, dur = _span(call.begin, call.end)
                 self.body.append({"ph": "X", "name": call.name, "cat": "collective", "pid": pid, "tid": tid,
                                   "ts": ts, "dur": dur,
-                                  "args": {"call": k, "modeled_us": round(call.seconds * 1e6, 3),
-                                           **({"algorithm": call.algorithm} if call.algorithm else {})}})
+                                  "args": {"call": k, "modeled_us": round(call.seconds * 1e6, 3), **_call_args(call)}})
+
+
+def _call_args(call) -> dict:
+    """A call slice's facts beyond its time: its algorithm, collective, bytes and bandwidths."""
+    out = {}
+    if call.algorithm:
+        out["algorithm"] = call.algorithm
+    if call.op:
+        out["op"] = call.op
+    if call.nbytes:
+        out["bytes"] = call.nbytes
+        out["algbw_GBps"] = round(call.algbw / 1e9, 4)
+        out["busbw_GBps"] = round(call.busbw / 1e9, 4)
+    return out
 
 
 def _args(ev) -> dict:
