@@ -1,4 +1,4 @@
-"""Command line: ``python -m pyhcomm demo | products | version | trace | verify``."""
+"""Command line: ``python -m pyhcomm demo | products | version | trace | verify | bench``."""
 from __future__ import annotations
 
 import argparse
@@ -15,10 +15,15 @@ def main(argv=None) -> int:
                    add_help=False)
     sub.add_parser("verify", help="check a script for races, lost notifies and hangs under explored schedules",
                    add_help=False)
+    sub.add_parser("bench", help="hccl_test's table, modeled: time, algbw, busbw per size and algorithm",
+                   add_help=False)
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["trace"]:
         from .timing.cli import main as trace
         return trace(argv[1:])
+    if argv[:1] == ["bench"]:
+        from .timing.bench import main as bench
+        return bench(argv[1:])
     if argv[:1] == ["verify"]:
         from .verify.cli import main as verify
         return verify(argv[1:])
