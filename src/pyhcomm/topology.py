@@ -144,11 +144,28 @@ def links(a, b) -> list[CommLink]:
 
 
 class RankTable:
-    """A cluster description: the place of every rank (HCCL's rank-table JSON).
+    """A cluster description: the place of every rank (HCCL's rank table, ``HcclCommInitClusterInfo``).
 
-    Accepted JSON (the fields pyhcomm reads): ``{"server_list": [{"server_id": "...", "device":
-    [{"device_id": "0", "rank_id": "0"}, ...]}, ...]}``, optionally inside
-    ``{"super_pod_list": [{"super_pod_id": "0", "server_list": [...]}]}`` for super pods.
+    :meth:`from_json` reads HCCL's rank-table formats (hicann/hccl
+    ``docs/*/user_guide/cluster_info_config/``), only the fields that place a rank:
+
+    * version 1.0 (Atlas A2, and A3 in server mode): ``{"server_list": [{"server_id": "node_0",
+      "device": [{"device_id": "0", "rank_id": "0"}, ...]}, ...]}``;
+    * version 1.2 (Atlas A3 super pods): the same ``server_list``, and ``"super_pod_list":
+      [{"super_pod_id": "0", "server_list": [{"server_id": "node_0"}, ...]}, ...]`` naming the
+      servers of each super pod (a pod's entries may also carry their ``device`` lists, the form
+      pyhcomm wrote before);
+    * version 2.0 (Atlas 350): ``{"rank_list": [{"rank_id": 0, "device_id": 0, "local_id": 0,
+      "level_list": [{"net_layer": 0, "net_instance_id": "az0-rack0-pod0", ...}, {"net_layer": 1,
+      "net_instance_id": "az0", ...}]}, ...]}``: a rank's server is its layer-0 instance (the
+      server's topology file), its super pod its layer-1 instance (the UB fabric joining servers;
+      one when there is no layer 1).
+
+    HCCL's rules are checked (``ValueError`` naming the rule): rank ids ``0..n-1`` once each, a
+    server's ranks consecutive ("cross-server rank_id interleaving is not supported"), the servers
+    of a super pod listed together, a device id below the product's devices per server and once
+    per server. Servers are numbered in the order listed, super pods in the order of their
+    first server.
     """
 
     def __init__(self, places: list[RankPlace]):
@@ -158,10 +175,36 @@ class RankTable:
     def nranks(self) -> int:
         return len(self.places)
 
+    @property
+    def servers(self) -> int:
+        return len({p.server for p in self.places})
+
+    @property
+    def super_pods(self) -> int:
+        return len({p.super_pod for p in self.places})
+
     @classmethod
     def default(cls, nranks: int) -> "RankTable":
         """Rank ``r`` on device ``r`` (servers filled in order)."""
         return cls([default_place(r) for r in range(nranks)])
+
+    @classmethod
+    def cluster(cls, servers: int, per_server: int | None = None, super_pods: int = 1) -> "RankTable":
+        """``servers`` servers of ``per_server`` ranks (default: the product's devices per
+        server), split evenly over ``super_pods`` super pods, ranks numbered server by server: an
+        A2 cluster is ``cluster(512)`` (4096 ranks), 16 A3 super pods of 256 dies
+        ``cluster(256, super_pods=16)``. ``ValueError`` for counts that do not fit."""
+        full = devices_per_server()
+        per = full if per_server is None else per_server
+        for name, value in (("servers", servers), ("per_server", per), ("super_pods", super_pods)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"RankTable.cluster: {name} must be an int >= 1, not {value!r}")
+        if per > full:
+            raise ValueError(f"RankTable.cluster: per_server {per} is more than a server's {full} devices")
+        if servers % super_pods:
+            raise ValueError(f"RankTable.cluster: {servers} servers do not split evenly over {super_pods} super pods")
+        pod_of = servers // super_pods
+        return cls([RankPlace(s, k, s // pod_of, s * full + k) for s in range(servers) for k in range(per)])
 
     @classmethod
     def from_json(cls, data) -> "RankTable":
@@ -172,38 +215,157 @@ class RankTable:
                     data = json.load(f)
             else:
                 data = json.loads(data)
-        pods = data.get("super_pod_list") or [{"super_pod_id": "0", "server_list": data.get("server_list")}]
-        found: dict[int, RankPlace] = {}
-        server_index = 0
-        for pod_no, pod in enumerate(pods):
-            servers = pod.get("server_list")
-            if not isinstance(servers, list) or not servers:
-                raise ValueError("rank table: server_list is missing or empty")
-            for server in servers:
-                devices = server.get("device")
-                if not isinstance(devices, list) or not devices:
-                    raise ValueError(f"rank table: server {server.get('server_id')!r} has no device list")
-                for dev in devices:
-                    rank, local = int(dev["rank_id"]), int(dev["device_id"])
-                    if rank in found:
-                        raise ValueError(f"rank table: rank {rank} appears twice")
-                    found[rank] = RankPlace(server_index, local, int(pod.get("super_pod_id", pod_no)),
-                                            server_index * devices_per_server() + local)
-                server_index += 1
-        if sorted(found) != list(range(len(found))):
-            raise ValueError(f"rank table: rank ids {sorted(found)} are not 0..{len(found) - 1}")
-        return cls([found[r] for r in range(len(found))])
+        if not isinstance(data, dict):
+            raise ValueError("rank table: not a JSON object")
+        if "rank_list" in data:
+            return cls(_places_v2(data))
+        return cls(_places_v1(data))
 
-    def to_json(self) -> dict:
-        """The table as HCCL rank-table JSON (a dict)."""
+    def to_json(self, family: str | None = None) -> dict:
+        """The table in HCCL's format for ``family`` (default: the current product's): version 2.0
+        for Atlas 350, 1.2 for Atlas A3 (a ``super_pod_list``), 1.0 otherwise."""
+        family = family or _sim().runtime.product.family
+        if family == "950":
+            return {"version": "2.0", "status": "completed", "rank_count": self.nranks, "rank_list": [
+                {"rank_id": r, "device_id": p.local, "local_id": p.local, "level_list": [
+                    {"net_layer": 0, "net_instance_id": f"server_{p.server}", "net_type": "TOPO_FILE_DESC",
+                     "net_attr": "", "rank_addr_list": []},
+                    {"net_layer": 1, "net_instance_id": f"superpod_{p.super_pod}", "net_type": "CLOS",
+                     "net_attr": "", "rank_addr_list": []}]}
+                for r, p in enumerate(self.places)]}
         servers: dict = {}
         for rank, p in enumerate(self.places):
-            servers.setdefault((p.super_pod, p.server), []).append({"device_id": str(p.local), "rank_id": str(rank)})
-        pods: dict = {}
-        for (pod, server), devs in sorted(servers.items()):
-            pods.setdefault(pod, []).append({"server_id": f"192.168.{server}.0", "device": devs})
-        return {"version": "1.2", "status": "completed",
-                "super_pod_list": [{"super_pod_id": str(k), "server_list": v} for k, v in sorted(pods.items())]}
+            servers.setdefault(p.server, (p.super_pod, []))[1].append(
+                {"device_id": str(p.local), "device_ip": f"192.168.{p.server % 256}.{p.local + 1}", "rank_id": str(rank)})
+        server_list = [{"server_id": f"node_{s}", "device": devs} for s, (_pod, devs) in sorted(servers.items())]
+        out = {"status": "completed", "version": "1.0", "server_count": str(len(server_list)), "server_list": server_list}
+        if family == "A3":
+            pods: dict = {}
+            for s, (pod, _devs) in sorted(servers.items()):
+                pods.setdefault(pod, []).append({"server_id": f"node_{s}"})
+            out["version"] = "1.2"
+            out["super_pod_list"] = [{"super_pod_id": str(k), "server_list": v} for k, v in sorted(pods.items())]
+        return out
+
+
+def _int(value, what: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"rank table: {what} {value!r} is not an integer") from None
+
+
+def _places_v1(data: dict) -> list:
+    """Places from a version 1.0 / 1.2 table (see :class:`RankTable`)."""
+    top = data.get("server_list")
+    by_id = {}
+    if isinstance(top, list):
+        for server in top:
+            sid = server.get("server_id") if isinstance(server, dict) else None
+            if sid in by_id:
+                raise ValueError(f"rank table: server_id {sid!r} appears twice")
+            by_id[sid] = server
+    pods = data.get("super_pod_list")
+    if not pods:
+        if not isinstance(top, list) or not top:
+            raise ValueError("rank table: server_list is missing or empty")
+        listing = [(0, top)]
+    else:
+        listing = []
+        ids = [pod.get("super_pod_id", k) if isinstance(pod, dict) else k for k, pod in enumerate(pods)]
+        if len(set(map(str, ids))) != len(ids):
+            raise ValueError(f"rank table: super_pod_id values {ids} are not unique")
+        for pod_no, pod in enumerate(pods):
+            entries = pod.get("server_list") if isinstance(pod, dict) else None
+            if not isinstance(entries, list) or not entries:
+                raise ValueError(f"rank table: super pod {pod_no} has an empty server_list")
+            servers = []
+            for entry in entries:
+                if isinstance(entry, dict) and "device" not in entry:
+                    if entry.get("server_id") not in by_id:
+                        raise ValueError(f"rank table: super pod {pod.get('super_pod_id', pod_no)!r} names server "
+                                         f"{entry.get('server_id')!r}, which server_list does not have")
+                    entry = by_id[entry["server_id"]]
+                servers.append(entry)
+            listing.append((pod_no, servers))       # (super_pod_id is any unique string: numbered in order)
+        named = [s.get("server_id") for _pod, servers in listing for s in servers]
+        missing = [sid for sid in by_id if sid not in named]
+        if missing:
+            raise ValueError(f"rank table: server(s) {missing} of server_list are in no super pod")
+    per = devices_per_server()
+    found: dict[int, RankPlace] = {}
+    server_index = 0
+    for pod, servers in listing:
+        for server in servers:
+            devices = server.get("device") if isinstance(server, dict) else None
+            if not isinstance(devices, list) or not devices:
+                raise ValueError(f"rank table: server {server.get('server_id') if isinstance(server, dict) else server!r}"
+                                 " has no device list")
+            locals_seen = set()
+            for dev in devices:
+                rank, local = _int(dev["rank_id"], "rank_id"), _int(dev["device_id"], "device_id")
+                if rank in found:
+                    raise ValueError(f"rank table: rank {rank} appears twice")
+                if not 0 <= local < per:
+                    raise ValueError(f"rank table: device_id {local} of server {server.get('server_id')!r} is "
+                                     f"outside [0, {per - 1}] (devices per server)")
+                if local in locals_seen:
+                    raise ValueError(f"rank table: device_id {local} appears twice in server {server.get('server_id')!r}")
+                locals_seen.add(local)
+                found[rank] = RankPlace(server_index, local, pod, server_index * per + local)
+            server_index += 1
+    return _checked(found)
+
+
+def _places_v2(data: dict) -> list:
+    """Places from a version 2.0 table (Atlas 350; see :class:`RankTable`)."""
+    ranks = data.get("rank_list")
+    if not isinstance(ranks, list) or not ranks:
+        raise ValueError("rank table: rank_list is missing or empty")
+    per = devices_per_server()
+    servers: dict = {}
+    pods: dict = {}
+    found: dict[int, RankPlace] = {}
+    seen = set()
+    for entry in ranks:
+        if not isinstance(entry, dict):
+            raise ValueError(f"rank table: rank_list entry {entry!r} is not an object")
+        rank = _int(entry.get("rank_id"), "rank_id")
+        local = _int(entry.get("local_id", entry.get("device_id")), "local_id")
+        levels = {_int(lv.get("net_layer"), "net_layer"): str(lv.get("net_instance_id"))
+                  for lv in entry.get("level_list") or [] if isinstance(lv, dict)}
+        if 0 not in levels:
+            raise ValueError(f"rank table: rank {rank} has no net_layer 0 in its level_list")
+        if rank in found:
+            raise ValueError(f"rank table: rank {rank} appears twice")
+        if not 0 <= local < per:
+            raise ValueError(f"rank table: local_id {local} of rank {rank} is outside [0, {per - 1}] (devices per server)")
+        server = servers.setdefault(levels[0], len(servers))
+        if (server, local) in seen:
+            raise ValueError(f"rank table: local_id {local} appears twice in net instance {levels[0]!r}")
+        seen.add((server, local))
+        pod = pods.setdefault(levels.get(1, ""), len(pods))
+        found[rank] = RankPlace(server, local, pod, server * per + local)
+    return _checked(found)
+
+
+def _checked(found: dict) -> list:
+    """The places in rank order, after HCCL's rules on rank ids (see :class:`RankTable`)."""
+    if sorted(found) != list(range(len(found))):
+        raise ValueError(f"rank table: rank ids {sorted(found)} are not 0..{len(found) - 1}")
+    places = [found[r] for r in range(len(found))]
+    done_servers, done_pods = set(), set()
+    for prev, cur in zip([None] + places, places):
+        if prev is not None and cur.server != prev.server:
+            if cur.server in done_servers:
+                raise ValueError(f"rank table: the ranks of server {cur.server} are not consecutive (cross-server "
+                                 "rank_id interleaving is not supported)")
+            done_servers.add(prev.server)
+        if prev is not None and cur.super_pod != prev.super_pod:
+            if cur.super_pod in done_pods:
+                raise ValueError(f"rank table: the servers of super pod {cur.super_pod} are not listed together")
+            done_pods.add(prev.super_pod)
+    return places
 
 
 #: How each protocol's bandwidth is shared, per product family: ``"pair"``, a dedicated link per
