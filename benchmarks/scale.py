@@ -18,6 +18,12 @@ Baselines, measured in the same run:
 
     python benchmarks/scale.py [--ranks 8,64,256,1024] [--collectives ring_allgather,...]
                                [--size 4096] [--data 0|1] [--scheduler coop|threaded]
+    python benchmarks/scale.py --cluster-allreduce 512,4096 [--product "Atlas A3"] [--limit 600]
+
+``--cluster-allreduce``: an ``HcclAllReduce`` of 1 MiB per rank on a cluster (Atlas A2: servers of
+eight NPUs; Atlas A3: super pods of 256 dies) data-less, run and replayed in a subprocess per rank
+count: the algorithm the selection picked, tasks, seconds of the run and of the replay, peak RSS,
+the modeled time and busbw (docs/timing.md, "Scale").
 """
 from __future__ import annotations
 
@@ -239,6 +245,61 @@ def local_copy_cost(n=20000) -> float:
     return dt
 
 
+# -- a hierarchical AllReduce on a cluster, timed ---------------------------------------------------------
+def cluster_allreduce(nranks: int, product: str, nbytes: int = 1 << 20) -> dict:
+    """``HcclAllReduce`` of ``nbytes`` per rank on ``nranks`` ranks of a cluster (Atlas A2: servers of
+    eight NPUs; Atlas A3: super pods of 256 dies, servers of sixteen), data-less, then its replay:
+    what the selection picked, tasks, wall seconds of the run and of the replay, peak RSS, and the
+    modeled time of the call."""
+    import pyhcomm
+    from pyhcomm import acl
+    from pyhcomm.capi import hccl_ops as ops
+    from pyhcomm.config import Config
+    from pyhcomm.enums import HcclDataType, HcclReduceOp
+    from pyhcomm.timing.replay import replay
+    from pyhcomm.topology import RankTable
+
+    fp32, total = int(HcclDataType.HCCL_DATA_TYPE_FP32), int(HcclReduceOp.HCCL_REDUCE_SUM)
+
+    def body(comm):
+        send, _ = acl.rt.malloc(nbytes, 0)
+        recv, _ = acl.rt.malloc(nbytes, 0)
+        stream, _ = acl.rt.create_stream()
+        assert ops.HcclAllReduce(send, recv, nbytes // 4, fp32, total, comm.handle, stream) == 0
+        assert acl.rt.synchronize_stream(stream) == 0
+
+    sim = pyhcomm.Sim(Config.from_env().with_values(record_capacity=0), product=product, data=False,
+                      scheduler="coop")
+    with _entered(sim):
+        per = sim.runtime.product.devices_per_server
+        table = RankTable.cluster(nranks // per, super_pods=max(1, nranks // 256) if per == 16 else 1)
+    t0 = time.perf_counter()
+    pyhcomm.launch(body, nranks, sim=sim, rank_table=table)
+    t1 = time.perf_counter()
+    tasks = sim.record.next_seq() - 1      # (entries: tasks and host effects)
+    tl = replay(sim)
+    t2 = time.perf_counter()
+    call = next(c for c in tl.calls if c.name == "HcclAllReduce")
+    return {"name": f"{product} allreduce", "ranks": nranks, "servers": table.servers, "super_pods": table.super_pods,
+            "algorithm": call.algorithm, "tasks": tasks, "run": t1 - t0, "replay": t2 - t1, "rss": peak_rss(),
+            "modeled_us": call.seconds * 1e6, "busbw": call.busbw / 1e9}
+
+
+class _entered:
+    """``with``: the Sim current inside the block."""
+
+    def __init__(self, sim):
+        self.sim = sim
+
+    def __enter__(self):
+        from pyhcomm import sim as sim_mod
+        self.token = sim_mod.enter(self.sim)
+
+    def __exit__(self, *exc):
+        from pyhcomm import sim as sim_mod
+        sim_mod.leave(self.token)
+
+
 # -- the driver ------------------------------------------------------------------------------------
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -248,8 +309,37 @@ def main(argv=None) -> None:
     ap.add_argument("--data", type=int, default=0, help="1: move bytes (default: data-less)")
     ap.add_argument("--scheduler", default="coop")
     ap.add_argument("--goals", type=int, default=1, help="0: skip the AllReduce and small AllGather goals")
+    ap.add_argument("--cluster-allreduce", help="comma-separated rank counts: HcclAllReduce of --cluster-bytes per rank "
+                    "on a cluster of --product, data-less, replayed (one subprocess each)")
+    ap.add_argument("--product", default="Atlas 800T A2", help="the cluster's product (default Atlas 800T A2)")
+    ap.add_argument("--cluster-bytes", type=int, default=1 << 20, help="bytes per rank (default 1 MiB)")
+    ap.add_argument("--limit", type=float, default=None, help="seconds a cluster case may run (default: no limit)")
     ap.add_argument("--case", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.case and args.case.startswith("cluster:"):
+        _, n, product = args.case.split(":", 2)
+        print(json.dumps(cluster_allreduce(int(n), product, args.cluster_bytes)))
+        return
+    if args.cluster_allreduce:
+        print(f"# {args.product}: HcclAllReduce of {args.cluster_bytes} bytes per rank, data-less, run then replayed")
+        for n in [int(x) for x in args.cluster_allreduce.split(",")]:
+            cmd = [sys.executable, __file__, "--case", f"cluster:{n}:{args.product}",
+                   "--cluster-bytes", str(args.cluster_bytes)]
+            t0 = time.perf_counter()
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.limit)
+            except subprocess.TimeoutExpired:
+                print(f"{n:>6} ranks: not done after {time.perf_counter() - t0:.0f} s (--limit)", flush=True)
+                continue
+            if proc.returncode != 0:
+                print(f"{n:>6} ranks: failed: {(proc.stderr.strip().splitlines() or ['?'])[-1][:200]}", flush=True)
+                continue
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            print(f"{n:>6} ranks ({r['servers']} servers, {r['super_pods']} super pod(s)): {r['algorithm']}, "
+                  f"{r['tasks']:,} tasks, run {r['run']:.1f} s + replay {r['replay']:.1f} s, "
+                  f"peak RSS {r['rss'] / 2**30:.2f} GiB; modeled {r['modeled_us']:.1f} us, busbw {r['busbw']:.2f} GB/s",
+                  flush=True)
+        return
     if args.case:
         name, n = args.case.split(":")
         print(json.dumps(run_case(name, int(n), args.size, bool(args.data), args.scheduler)))
