@@ -45,6 +45,7 @@ from . import sim as sim_mod
 from .aclrt.device import aclrtResetDevice, aclrtSetDevice
 from .config import Config
 from .hccl import comm as comm_mod
+from .sim.runtime import program_ctx
 from .sched.base import Waitable
 
 
@@ -62,11 +63,56 @@ class LaunchObserver:
 
 
 class RankError(RuntimeError):
-    """A rank of :func:`launch` raised; ``.rank`` says which, ``__cause__`` is the exception."""
+    """A rank of :func:`launch` raised; ``.rank`` says which, ``__cause__`` is the exception.
 
-    def __init__(self, rank: int, exc: BaseException):
+    The message says what failed, the same in every process of an MPI job::
+
+        rank 2 failed: AssertionError
+          at prog.py:12
+          last error logged by rank 2: HcommLocalCopyOnThread: dst is NULL
+
+    ``.cause`` is its first line after ``rank R failed: `` (the exception's type and message),
+    ``.where`` the ``file:line`` where it was raised (the innermost frame outside pyhcomm; None:
+    unknown), ``.last_error`` the last error pyhcomm logged for the rank's host program ("": none),
+    ``.failed_at`` the seq the launch record's next entry had when the rank failed (what came from
+    there on may follow from the failure; None: unknown, a rank of another process).
+    """
+
+    def __init__(self, rank: int, exc: BaseException, last_error: str = "", where=None, failed_at=None):
         self.rank = rank
-        super().__init__(f"rank {rank} failed: {exc}")
+        self.failed_at = failed_at
+        self.cause = failure_text(exc)
+        self.where = where if where is not None else user_frame(exc)
+        self.last_error = last_error
+        super().__init__(f"rank {rank} failed: {self.details()}")
+
+    def details(self) -> str:
+        """The message after ``rank R failed: ``: the cause, where it was raised, the last error."""
+        text = self.cause + (f"\n  at {self.where}" if self.where else "")
+        if self.last_error and self.last_error not in self.cause:
+            text += f"\n  last error logged by rank {self.rank}: {self.last_error}"
+        return text
+
+
+def failure_text(exc: BaseException) -> str:
+    """``Type: message`` of a rank's exception (``Type`` alone when the message is empty, as a
+    bare ``assert``'s); the text itself for a failure that came from another process."""
+    message = str(exc).strip()
+    if isinstance(exc, RemoteRankFailure):
+        return message
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def user_frame(exc: BaseException):
+    """``file:line`` of the innermost frame outside pyhcomm in ``exc``'s traceback (None: none)."""
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    tb, where = exc.__traceback__, None
+    while tb is not None:
+        f = tb.tb_frame.f_code.co_filename
+        if not os.path.abspath(f).startswith(pkg + os.sep):
+            where = f"{f}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
 
 
 class LaunchTimeout(RuntimeError):
@@ -266,10 +312,12 @@ class _World:
                     else Comm.from_cluster_info(self.rank_table, rank))
             self.results[rank] = self.fn(comm, *self.args, **self.kwargs)
         except BaseException as exc:  # noqa: BLE001 - reported to the caller with its rank
-            self.errors[rank] = (next(self.order), exc)
-            sched.abort(f"rank {rank} failed: {exc!r}")
+            error = RankError(rank, exc, program_ctx().last_error, failed_at=self.sim.record.next_seq())
+            self.errors[rank] = (next(self.order), exc, error)
+            reason = f"rank {rank} failed: {error.cause}" + (f" at {error.where}" if error.where else "")
+            sched.abort(reason)
             if self.job:
-                self.sim.transport.abort_all(f"rank {rank} failed: {exc!r}", rank)
+                self.sim.transport.abort_all(reason, rank)
             barrier.abort()
         finally:
             # A rank that returned enqueues nothing more: stop counting it as a host program that
@@ -297,8 +345,8 @@ class _World:
                 cause = RemoteRankFailure.of(*origin)
                 raise RankError(origin[1], cause) from cause
         if self.errors:
-            rank, (_, exc) = min(self.errors.items(), key=lambda kv: kv[1][0])
-            raise RankError(rank, exc) from exc
+            _order, exc, error = min(self.errors.values(), key=lambda e: e[0])
+            raise error from exc
         return self.results
 
 

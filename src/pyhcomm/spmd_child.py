@@ -22,7 +22,7 @@ def main(folder: str) -> int:
         with observe_launches(sims.append):
             results = launch(fn, nranks, *args, mpi=True, **options, **kwargs)
     except RankError as exc:
-        _write_once(outcome, (False, (exc.rank, str(exc.__cause__ or exc))))
+        _write_once(outcome, (False, (exc.rank, exc.details())))
         _save_record(folder, sims, want_record)
         return 1
     _save_record(folder, sims, want_record)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import functools
 
-from ..errors import AclError, HcclError, log
-from ..sim.runtime import program_ctx
+from ..errors import AclError, HcclError
+from ..sim.runtime import report_failure
 
 
 def acl_call(*fail_outputs):
@@ -18,8 +18,7 @@ def acl_call(*fail_outputs):
             try:
                 out = impl(*args, **kwargs)
             except HcclError as exc:
-                program_ctx().recent_error = str(exc)
-                log.error("%s", exc)
+                report_failure(exc)
                 try:
                     code = AclError(exc.code)
                 except ValueError:

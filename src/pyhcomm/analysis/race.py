@@ -533,7 +533,8 @@ def race_findings(detector: RaceDetector, describer: Describer) -> list:
         title = f"{first} and {second} of {what} are not ordered"
         out[key] = Finding(RACE, title, lines, (ea.seq, eb.seq), key,
                            {"access": kind, "first": ea.seq, "second": eb.seq, "space": "device" if space == 0 else "host",
-                            "range": [lo, hi], "engines": [engine_name(ea.engine), engine_name(eb.engine)]})
+                            "range": [lo, hi], "engines": [engine_name(ea.engine), engine_name(eb.engine)],
+                            "never_ran": [e.seq for i, e in ((a, ea), (b, eb)) if i in late]})
     found = list(out.values())
     for f in found:
         if f.count > 1:

@@ -5,18 +5,22 @@ import functools
 
 from ..args import plain
 from ..errors import HcclError, HcclResult, log
+from ..sim.runtime import note_error, report_failure
 from ..sim.task import end_attribution, enter_public_call
 
 SUCCESS = HcclResult.HCCL_SUCCESS
 
 
 def failed(exc: HcclError, quiet=()) -> HcclResult:
-    """Log ``exc`` (at ERROR; at INFO when its code is in ``quiet``: an answer the caller expects,
-    as a Get before a Create) and return its code as an ``HcclResult``."""
+    """Log ``exc`` and return its code as an ``HcclResult``: at ERROR (see
+    :func:`pyhcomm.sim.runtime.report_failure`: a failure that follows an abort is told once), at
+    INFO when its code is in ``quiet`` (an answer the caller expects, as a Get before a Create).
+    Either way it is the calling program's most recent error (``aclGetRecentErrMsg``)."""
     if exc.code in quiet:
         log.info("%s", exc)
+        note_error(str(exc), logged=False)
     else:
-        log.error("%s", exc)
+        report_failure(exc)
     try:
         return HcclResult(exc.code)
     except ValueError:

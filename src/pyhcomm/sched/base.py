@@ -75,6 +75,7 @@ class Scheduler:
         self.ready: dict = {}           # streams hinted runnable since the last step
         self.last_deadlock = None       # the report of the most recent deadlock
         self.abort_reason = None        # set when a rank fails: blocking calls give up
+        self.abort_told = False         # a failure that follows the abort was reported (abort_follow_on)
         self._calls: dict = {}          # host program -> the blocking call it is in (see waits)
         self._record = sim.record
         states = sim.task_states        # the simulated machine's values of task.state
@@ -177,6 +178,16 @@ class Scheduler:
     def clear_abort(self) -> None:
         """End an abort (:meth:`abort`): blocking calls block again (the next launch in this Sim)."""
         self.abort_reason = None
+        self.abort_told = False
+
+    def abort_follow_on(self) -> bool:
+        """A call failed while an abort is in force (it gave up, or met what the abort left
+        behind): True for the first such failure of the abort (its caller reports the abort, in
+        one line), False for the others and when no abort is in force."""
+        if self.abort_reason is None or self.abort_told:
+            return False
+        self.abort_told = True
+        return True
 
     # -- shared ----------------------------------------------------------------------------------
     def enqueue(self, task) -> bool:

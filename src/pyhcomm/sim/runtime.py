@@ -11,6 +11,7 @@ import contextvars
 import threading
 
 from .. import sim as _sim_mod
+from ..errors import log
 from ..products import DEFAULT_PRODUCT, Product, find_product
 from . import _var as _sim_var
 from . import current_sim, memory
@@ -39,12 +40,15 @@ class Device:
 class ProgramContext:
     """What one host program (an OS thread, a rank's greenlet) or one AI CPU kernel has of its own:
     its current device, the kernel it runs in (device side when set), its open HCOMM batch, its
-    ``HcommSetNotifyWaitTimeOut``, its most recent acl error message, whether HCCL's own
+    ``HcommSetNotifyWaitTimeOut``, its most recent error message (``recent_error``, what
+    ``aclGetRecentErrMsg`` returns and clears) and the last error logged for it (``last_error``,
+    kept: what a failing rank's :class:`~pyhcomm.spmd.RankError` quotes), whether HCCL's own
     collectives are issuing data-plane calls now (``library``, see :func:`library_calls`) and its
     open ``HcclGroupStart`` group (:mod:`pyhcomm.collectives.group`). ``program`` numbers it (1, 2,
     ... per Sim, in order of creation): the record's ``program`` of what it issues."""
 
-    __slots__ = ("sim", "device", "kernels", "batch", "wait_timeout", "recent_error", "library", "group", "program")
+    __slots__ = ("sim", "device", "kernels", "batch", "wait_timeout", "recent_error", "last_error", "library", "group",
+                 "program")
 
     def __init__(self, sim):
         self.sim = sim
@@ -53,7 +57,8 @@ class ProgramContext:
         self.kernels: list = []      # the running kernel launch (device side when non-empty)
         self.batch = None            # the open HCOMM batch
         self.wait_timeout = None     # HcommSetNotifyWaitTimeOut (seconds)
-        self.recent_error = ""       # aclGetRecentErrMsg
+        self.recent_error = ""       # aclGetRecentErrMsg (cleared when read)
+        self.last_error = ""         # the last failure logged at ERROR (kept)
         self.library = 0             # depth of library_calls() scopes
         self.group = None            # collectives.group.Group, once HcclGroupStart was called
 
@@ -71,6 +76,32 @@ def program_ctx() -> ProgramContext:
     c = ProgramContext(current_sim())
     _program_var.set(c)
     return c
+
+
+def note_error(message: str, logged: bool = True) -> None:
+    """A call of the calling program failed with ``message``: it becomes the program's most recent
+    error (``aclGetRecentErrMsg``) and, when it was ``logged`` at ERROR, its last error (what a
+    :class:`~pyhcomm.spmd.RankError` of its rank quotes)."""
+    c = program_ctx()
+    c.recent_error = message
+    if logged:
+        c.last_error = message
+
+
+def report_failure(exc) -> None:
+    """Log a failed call's error (``exc``) at ERROR for the calling program and note it
+    (:func:`note_error`). While an abort is in force (another rank failed), the failure follows
+    from it: the first one logs the abort in one line, the others only at INFO."""
+    message = str(exc)
+    sched = program_ctx().sim.scheduler
+    if sched.abort_reason is None:
+        log.error("%s", message)
+        note_error(message)
+        return
+    if sched.abort_follow_on():
+        log.error("aborted (%s): the calls that fail because of it are logged at INFO", sched.abort_reason)
+    log.info("%s", message)
+    note_error(message, logged=False)
 
 
 def set_program_ctx(c: ProgramContext) -> None:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import sys
 import time
 from contextlib import contextmanager
 
 from ..analysis import analyze
-from ..analysis.findings import ERROR, HANG, Finding
+from ..analysis.findings import ERROR, HANG, NOTIFY_LEFT_SET, UNSYNCHRONIZED, Finding
 from ..errors import HcclDeadlockError
+from ..spmd import RankError, user_frame
 from .explore import DEFAULT_DEPTH, Explorer, parse
 from .labels import label_of
 
@@ -116,11 +116,31 @@ class Report:
 
 def run_findings(sim, error=None, races: bool = True) -> list:
     """The findings of one finished run: its record's (hangs, races, notifies, work never waited
-    for), and the failure of a rank (``error``: what ``launch`` raised) unless it is the hang."""
+    for), and the failure of a rank (``error``: what ``launch`` raised) unless it is the hang.
+
+    After a rank failed the others' blocking calls gave up: what the record shows from then on
+    follows from the failure and is no finding of its own (:func:`before_failure`)."""
     found = analyze(sim, races=races, deadlock_report=sim.scheduler.last_deadlock)
-    if error is not None:
-        found += error_findings(error, found)
-    return found
+    if error is None:
+        return found
+    failure = error_findings(error, found)
+    if failure and isinstance(error, RankError):
+        found = before_failure(found, error.failed_at)
+    return found + failure
+
+
+#: What a failed rank leaves behind in every run: waits never satisfied, notifies left set, work
+#: never waited for (the others were aborted). Not findings once a rank failed.
+FOLLOW_ON = frozenset((HANG, NOTIFY_LEFT_SET, UNSYNCHRONIZED))
+
+
+def before_failure(found, failed_at) -> list:
+    """The findings of a run in which a rank failed that do not follow from the failure: no
+    :data:`FOLLOW_ON` kind, none about a task that never ran (the failure stopped the streams),
+    and (with ``failed_at``, the record's next seq when the rank failed) about entries issued
+    before it only."""
+    return [f for f in found if f.kind not in FOLLOW_ON and not f.details.get("never_ran")
+            and (failed_at is None or all(seq < failed_at for seq in f.seqs))]
 
 
 def error_findings(error, found) -> list:
@@ -130,15 +150,21 @@ def error_findings(error, found) -> list:
     if hang and (isinstance(cause, HcclDeadlockError) or "deadlock" in str(cause)):
         return []
     rank = getattr(error, "rank", None)
-    where = _user_frame(cause)
-    text = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    where = getattr(error, "where", None) or user_frame(cause)
+    message = str(cause).strip()
+    text = message.splitlines()[0] if message else ""
     who = f"rank {rank}" if rank is not None else "the run"
     lines = [f"at {where}"] if where else []
-    if STUCK_TEXT in str(cause):    # a host call (communicator init, channel connect) that could never complete
+    last = getattr(error, "last_error", "")
+    if last and last not in message:
+        lines.append(f"last error logged by {who}: {last}")
+    if STUCK_TEXT in message:    # a host call (communicator init, channel connect) that could never complete
         kind, title = HANG, f"{who} is stuck: {text}"
         lines.append("every other rank had ended or was blocked too: nothing could ever complete the call")
     else:
-        kind, title = ERROR, f"{who} failed: {type(cause).__name__}: {text}"
+        kind = ERROR
+        title = f"{who} failed: " + (error.cause.splitlines()[0] if isinstance(error, RankError) else
+                                     f"{type(cause).__name__}: {text}" if text else type(cause).__name__)
         if hang:
             lines.append("(after the hang above: the blocked call returned an error)")
     key = (kind, type(cause).__name__, where)
@@ -148,18 +174,6 @@ def error_findings(error, found) -> list:
 
 #: What a blocking host call says when the world can never complete it (HCCL_E_TIMEOUT at once).
 STUCK_TEXT = "no other rank can run any more"
-
-
-def _user_frame(exc):
-    """``file:line`` of the innermost frame outside pyhcomm in ``exc``'s traceback."""
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    tb, where = exc.__traceback__, None
-    while tb is not None:
-        f = tb.tb_frame.f_code.co_filename
-        if not os.path.abspath(f).startswith(pkg):
-            where = f"{f}:{tb.tb_lineno}"
-        tb = tb.tb_next
-    return where
 
 
 def replay_command(fn, nranks: int, product=None, data: bool = True, script=None, args=(), kwargs=None):
@@ -237,7 +251,7 @@ def _explore(report, explorer, token, fn, nranks, args, kwargs, product, schedul
              replay, replay_of, stop_at_first, stop_when) -> None:
     from .env import session
     from .. import sim as sim_mod
-    from ..spmd import LaunchTimeout, RankError, launch
+    from ..spmd import LaunchTimeout, launch
     for _ in range(max(1, schedules)):
         policy = parse(token) if scheduler == "coop" else None
         sim = sim_mod.Sim(product=product, scheduler=scheduler, data=data,
