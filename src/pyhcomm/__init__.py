@@ -70,14 +70,17 @@ def reset(**options) -> Sim:
     """Close every device and start a new simulation (as ``aclFinalize``, and more: handles,
     addresses and the record start afresh); keeps a product chosen with :func:`set_product`.
     ``options`` go to :class:`pyhcomm.sim.Sim` (``scheduler``, ``data``, ``seed``, ``product``).
-    Returns the new Sim."""
+    Returns the new Sim. (While ``python -m pyhcomm verify`` runs a whole program, the new Sim
+    is checked too, on the verifier's scheduler unless ``options`` name one.)"""
     old = _sim_mod.existing_sim()       # (None: nothing to close, no Sim made for it)
+    options = _verify_env.default_options(options)
     if old is not None:
         old.runtime.reset()
         if "product" not in options and old.runtime.product_chosen:
             options["product"] = old.runtime.product
             options["product_chosen"] = True
     new = _new_default_sim(**options)
+    _verify_env.made_default(new)
     if old is not None:
         new.launch_observers = old.launch_observers     # who watches the launches made here stays
         _verify_env.watch(new)

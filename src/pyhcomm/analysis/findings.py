@@ -81,10 +81,15 @@ class Describer:
     def rank_of_device(self) -> dict:
         """device -> the rank of the first entry on it (made on first use: naming memory)."""
         if self._rank_of_device is None:
-            self._rank_of_device = {}
+            found = self._rank_of_device = {}
             for e in self.g.entries:
                 if e.rank is not None and e.device is not None:
-                    self._rank_of_device.setdefault(e.device, e.rank)
+                    found.setdefault(e.device, e.rank)
+            programs = self.g.programs
+            for e in self.g.entries:    # else: the rank of the host program that used the device
+                p = programs.get(e.program)
+                if e.device is not None and e.device not in found and p is not None and len(p.ranks) == 1:
+                    found[e.device] = p.ranks[0]
         return self._rank_of_device
 
     # -- entries ---------------------------------------------------------------------------------

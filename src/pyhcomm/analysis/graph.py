@@ -457,10 +457,14 @@ def _programs(entries) -> dict:
     kernels: dict = {}
     launches = {}
     rank_of_device: dict = {}
+    met: dict = {}          # program -> its rank at the first rendezvous it joined (a join, a barrier)
     for e in entries:
         p = e.program
         if e.kind.role is Role.LAUNCH:
             launches[e.seq] = e
+        elif e.kind.role is Role.RENDEZVOUS:
+            for r, q in zip(e.kind.get(e, "ranks", ()) or (), e.kind.get(e, "programs", ()) or ()):
+                met.setdefault(q, r)
         if e.rank is not None and e.device is not None:
             rank_of_device.setdefault(e.device, e.rank)
         if p is None:
@@ -478,6 +482,8 @@ def _programs(entries) -> dict:
         for dev in devices.get(p, ()):      # entries of no rank (acl calls): the rank on their device
             if dev in rank_of_device:
                 rs.add(rank_of_device[dev])
+        if not rs and p in met and p not in kernels:    # none: its rank where it met the others
+            rs.add(met[p])
         out[p] = Program(p, kernels.get(p), tuple(sorted(rs)), "")
     return {p: prog._replace(label=_label(prog, launches)) for p, prog in out.items()}
 

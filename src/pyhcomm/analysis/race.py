@@ -523,8 +523,8 @@ def race_findings(detector: RaceDetector, describer: Describer) -> list:
             continue
         first, second = kind.split("/")
         what = describer.memory(space, lo, hi)
-        lines = [f"{first:5}: {describer.entry(ea)}" + (_NEVER if a in late else ""),
-                 f"{second:5}: {describer.entry(eb)}" + (_NEVER if b in late else ""),
+        lines = [f"{first:5}: {end_of(ea, space, lo, hi)}{describer.entry(ea)}" + (_NEVER if a in late else ""),
+                 f"{second:5}: {end_of(eb, space, lo, hi)}{describer.entry(eb)}" + (_NEVER if b in late else ""),
                  "nothing orders them. "
                  + (f"To run the {first} first: " if ea.entry == eb.entry == "task" else "To fix: ")
                  + suggest(ea, eb, describer)]
@@ -546,6 +546,17 @@ def race_findings(detector: RaceDetector, describer: Describer) -> list:
 _NEVER = " (it had not run when the run ended: nothing waited for it; it runs later on hardware)"
 
 
+def end_of(e, space, lo, hi) -> str:
+    """Which end of entry ``e`` touched the bytes ``[lo, hi)`` of ``space``, for an entry that
+    moves bytes (reads some memory, writes other: a copy, a one-sided transfer, a memcpy):
+    ``"the source of "`` or ``"the destination of "``; ``""`` for any other entry."""
+    spans = e.kind.spans(e)
+    if not spans or all(w for _key, w in spans) or not any(w for _key, w in spans):
+        return ""
+    here = any(w and key[0] == space and key[1] < hi and lo < key[2] for key, w in spans)
+    return "the destination of " if here else "the source of "
+
+
 def suggest(a, b, d: Describer) -> str:
     """What synchronisation would order ``a`` before ``b``."""
     ta, tb = a.entry == "task", b.entry == "task"
@@ -563,6 +574,9 @@ def suggest(a, b, d: Describer) -> str:
                 f"{d.who(b)} waits for it before {d.short(b)} (HcommThreadNotifyWaitOnThread)")
     if ta or tb:    # the host (or a kernel, outside any stream) and a queued task
         task, call = (a, b) if ta else (b, a)
+        issuer, caller = d.g.host_program(task.program), d.g.host_program(call.program)
+        if issuer is not None and caller is not None and issuer != caller:
+            return _across_programs(task, call, issuer, caller, ta, d)
         fix = f"make {d.short(call)} wait for {d.short(task)}: "
         if task.side == "device" and task.kernel:
             fix += (f"synchronizing the kernel's launch stream waits for the kernel, not for what it queued on "
@@ -578,4 +592,23 @@ def suggest(a, b, d: Describer) -> str:
             f"(Comm.barrier) between {d.short(a)} and {d.short(b)}")
 
 
-__all__ = ["RaceDetector", "race_findings", "suggest"]
+def _across_programs(task, call, issuer, caller, task_first: bool, d: Describer) -> str:
+    """The fix for a race between a task that host program ``issuer`` queued and a call of another
+    host program ``caller`` (another rank's, as a rank's host reading what a peer's one-sided
+    write put in its memory): only ``issuer`` can wait for the task's stream, so the order goes
+    through it (a barrier after its synchronize, or a channel notify to a thread of ``caller``)."""
+    them, me = d.program_label(issuer), d.program_label(caller)
+    stream = f"stream 0x{task.stream.handle:x} ({d.who(task)})"
+    if task_first:
+        return (f"make {d.short(call)} wait for {d.short(task)}, which {them} queued: only {them} can wait for "
+                f"{stream}; it synchronizes that stream after queuing the task and then meets {me} at a barrier "
+                f"(Comm.barrier, HcclBarrier) that {me} passes before the call; or {d.who(task)} records a channel "
+                f"notify after the task (HcommChannelNotifyRecordOnThread) that a thread of {me} waits for "
+                f"(HcommChannelNotifyWaitOnThread), and {me} synchronizes that thread's stream before the call")
+    return (f"make {d.short(task)} wait for {d.short(call)}: {me} passes a barrier (Comm.barrier, HcclBarrier) after "
+            f"the call that {them} passes before queuing the task; or a thread of {me} records a channel notify "
+            f"after the call (HcommChannelNotifyRecordOnThread) that {d.who(task)} waits for before the task "
+            f"(HcommChannelNotifyWaitOnThread)")
+
+
+__all__ = ["RaceDetector", "race_findings", "suggest", "end_of"]

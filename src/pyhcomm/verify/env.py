@@ -21,25 +21,46 @@ from ..spmd import LaunchObserver
 
 
 class Session:
-    """The launches that ended while it was open: ``[(sim, the error launch raised or None)]``."""
+    """The launches that ended while it was open: ``[(sim, the error launch raised or None)]``;
+    the default Sims ``pyhcomm.reset()`` made meanwhile (``defaults``), made with the session's
+    ``sim_options`` (a whole program verified: the cooperative scheduler) unless the call gave its own."""
 
-    def __init__(self, policy=None):
+    def __init__(self, policy=None, sim_options=None):
         self.launches: list = []
+        self.defaults: list = []
         self.policy = policy        # callable -> a policy for each new launch (cooperative only)
+        self.sim_options = dict(sim_options or {})
 
 
 _sessions: list = []
 
 
 @contextmanager
-def session(policy=None):
+def session(policy=None, sim_options=None):
     """Collect the launches that end inside the ``with`` (see :class:`Session`)."""
-    s = Session(policy)
+    s = Session(policy, sim_options)
     _sessions.append(s)
     try:
         yield s
     finally:
         _sessions.remove(s)
+
+
+def default_options(options: dict) -> dict:
+    """The options of a default Sim ``pyhcomm.reset(**options)`` makes now: the innermost
+    session's ``sim_options`` under the caller's."""
+    return dict(_sessions[-1].sim_options, **options) if _sessions else options
+
+
+def made_default(sim) -> None:
+    """``pyhcomm.reset()`` made ``sim`` the default Sim: the innermost session keeps it (its run is
+    checked with the launches) and gives it its policy (when its scheduler is explorable)."""
+    if not _sessions:
+        return
+    s = _sessions[-1]
+    s.defaults.append(sim)
+    if s.policy is not None and sim.scheduler.explorable:
+        sim.scheduler.set_policy(s.policy())
 
 
 class Watcher(LaunchObserver):
@@ -117,4 +138,4 @@ def _at_exit() -> None:
         os._exit(1)
 
 
-__all__ = ["session", "Session", "Watcher", "watch", "schedule_of"]
+__all__ = ["session", "Session", "Watcher", "watch", "schedule_of", "default_options", "made_default"]
