@@ -47,6 +47,7 @@ from .config import Config
 from .hccl import comm as comm_mod
 from .sim.runtime import program_ctx
 from .sched.base import Waitable
+from .sched.os_waits import in_stdlib
 
 
 class LaunchObserver:
@@ -104,12 +105,13 @@ def failure_text(exc: BaseException) -> str:
 
 
 def user_frame(exc: BaseException):
-    """``file:line`` of the innermost frame outside pyhcomm in ``exc``'s traceback (None: none)."""
+    """``file:line`` of the innermost frame of ``exc``'s traceback outside pyhcomm and Python's
+    standard library: the program's line that raised it, or called what raised it (None: none)."""
     pkg = os.path.dirname(os.path.abspath(__file__))
     tb, where = exc.__traceback__, None
     while tb is not None:
         f = tb.tb_frame.f_code.co_filename
-        if not os.path.abspath(f).startswith(pkg + os.sep):
+        if not os.path.abspath(f).startswith(pkg + os.sep) and not in_stdlib(f):
             where = f"{f}:{tb.tb_lineno}"
         tb = tb.tb_next
     return where

@@ -38,17 +38,24 @@ ranks); it runs again as soon as the drive returns.
 
 Only the OS thread that first used the Sim may call into it: a program that starts its own OS
 threads needs the threaded scheduler (``PYHCOMM_SCHEDULER=threaded``, the default outside launch).
+
+Waiting in the OS (:mod:`.os_waits`): while ``run_programs`` runs the ranks, ``time.sleep`` in a
+rank blocks only that rank (real time; the others run meanwhile, and the hub sleeps until the first
+sleeper wakes when nothing else can run), and a rank that blocks the OS thread itself (a
+``threading.Barrier``, a lock) is reported within seconds with its ``file:line`` and the remedy.
 """
 from __future__ import annotations
 
 import gc
 import random
 import threading
+import time as _time
 from collections import deque
 
 from greenlet import getcurrent, greenlet
 
 from .base import ABORTED, DONE_OK, DRAIN_DEPTH, STUCK, TIMED_OUT, Scheduler, _monotonic
+from .os_waits import LaunchGuard
 
 
 class SeededPolicy:
@@ -125,6 +132,9 @@ class CoopScheduler(Scheduler):
         self.ready = deque()            # streams that may run (each at most once: ``stream.hinted``)
         self._poked = False             # a poke since the waiting actors were last checked
         self._turns = 0                 # actors resumed since then (see poke)
+        self.switches = 0               # actors resumed so far (the OS-wait watch reads it)
+        self.sleepers: dict = {}        # actor -> when its time.sleep ends (see sleep)
+        self.guard = None               # the LaunchGuard while run_programs runs
 
     def hint(self, stream) -> None:
         if not stream.hinted:
@@ -156,15 +166,35 @@ class CoopScheduler(Scheduler):
 
         actors = [self.spawn(name, program, body) for name, body in programs]
         deadline = None if timeout is None else _monotonic() + timeout
-        status = self.drive(lambda: not left, deadline)
-        if status == DONE_OK or not left:
-            return []
-        unfinished = [a.name for a in actors if not a.finished]
-        if status != ABORTED:
-            self.abort(f"the host programs still ran after {timeout} s" if status == TIMED_OUT
-                       else "the host programs can never finish")
-        self.drive(lambda: not left or not self.actors)
-        return unfinished
+        outer = self.guard
+        with LaunchGuard(self) as self.guard:
+            try:
+                status = self.drive(lambda: not left, deadline)
+                if status == DONE_OK or not left:
+                    return []
+                unfinished = [a.name for a in actors if not a.finished]
+                if status != ABORTED:
+                    self.abort(f"the host programs still ran after {timeout} s" if status == TIMED_OUT
+                               else "the host programs can never finish")
+                self.drive(lambda: not left or not self.actors)
+                return unfinished
+            finally:
+                self.guard = outer
+
+    def is_actor(self) -> bool:
+        """Whether the caller is an actor of this scheduler (a rank's program, a kernel)."""
+        return self.hub is not None and getcurrent() in self.actors
+
+    def sleep(self, seconds: float) -> None:
+        """``time.sleep(seconds)`` of the calling actor (see :mod:`.os_waits`): it blocks for at
+        least that long (real time) while the others run; an abort ends it at once."""
+        actor = self.actors[getcurrent()]
+        wake = _monotonic() + seconds
+        self.sleepers[actor] = wake
+        try:
+            self.run_until(lambda: _monotonic() >= wake, None, f"time.sleep({seconds:g})")
+        finally:
+            self.sleepers.pop(actor, None)
 
     def spawn(self, name: str, fn, *args) -> Actor:
         """Create an actor running ``fn(*args)`` in a context of this Sim; it starts when the
@@ -382,6 +412,9 @@ class CoopScheduler(Scheduler):
                 return TIMED_OUT
             if self._expire_actors(now):
                 continue
+            if self.sleepers:       # a sleeping actor wakes by itself: sleep until the first does
+                self._sleep_hub(now, deadline)
+                continue
             if not self.sim.transport.world_idle():   # another process may still send something
                 continue
             if self._fail_deadlock():
@@ -403,9 +436,21 @@ class CoopScheduler(Scheduler):
             return True
         return self._release_all(ABORTED)
 
+    def _sleep_hub(self, now, deadline) -> None:
+        """Nothing can run until a sleeping actor wakes: sleep (the OS's sleep, 50 ms at most, so
+        that messages of other processes are served) until the first does, or ``deadline``."""
+        until = min(self.sleepers.values())
+        if deadline is not None:
+            until = min(until, deadline)
+        self.guard.os_sleep(min(0.05, max(0.0, until - now)))
+
     def _resume(self, actor, status) -> None:
         actor.issued = 0
         self.current = actor
+        self.switches += 1
+        guard = self.guard
+        if guard is not None:       # time.sleep is the actors' own while one runs (os_waits)
+            _time.sleep = guard.sleep
         try:
             if actor.started:
                 actor.glet.switch(status)
@@ -414,6 +459,8 @@ class CoopScheduler(Scheduler):
                 actor.glet.switch()
         finally:
             self.current = None
+            if guard is not None:
+                _time.sleep = guard.os_sleep
         if actor.glet.dead:
             actor.finished = True
             self.actors.pop(actor.glet, None)
