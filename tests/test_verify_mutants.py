@@ -6,7 +6,7 @@ import pytest
 
 from pyhcomm.verify import check
 from mutation_suite import A2, A3, A350, CORRECT, MUTANTS, rejected, verify
-from verify_programs import OPS, PRODUCTS, collective
+from verify_programs import OPS, PRODUCTS, SUCCESS, collective, expected_code
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -39,27 +39,59 @@ def test_the_correct_counterparts_give_no_finding(name, program, nranks, product
 
 SUBSET = [(p, n) for p in (A2, A3, A350) for n in (1, 2, 3, 5, 8)] + [(p, 4) for p in PRODUCTS
                                                                        if p not in (A2, A3, A350)]
+RANKS = {p: [n for q, n in SUBSET if q == p] for p in PRODUCTS}
+SUPPORTED = [(op, p) for op in OPS for p in PRODUCTS if expected_code(op, p) == SUCCESS]
+REFUSED = [(op, p) for op in OPS for p in PRODUCTS if expected_code(op, p) != SUCCESS]
 
 
-@pytest.mark.parametrize("op", OPS)
-def test_every_collective_is_clean_on_a_representative_subset(op):
-    """One schedule each on the suite's scheduler: products x rank counts."""
-    for product, n in SUBSET:
-        report = check(collective(op), n, product=product, schedules=1, data=False, scheduler=_scheduler())
+def _checked(op, product, n, **options):
+    """``check`` of collective ``op`` on ``n`` ranks of ``product``; with the code each rank's call
+    returned and the tasks the run recorded (as each rank saw them when it ended)."""
+    body, codes, tasks = collective(op, **options.pop("program", {})), {}, {}
+
+    def run(comm):
+        codes[comm.rank] = body(comm)
+        tasks[comm.rank] = len(pyhcomm.current_sim().record.tasks())
+
+    report = check(run, n, product=product, data=False, **options)
+    return report, [codes.get(r) for r in range(n)], max(tasks.values(), default=0)
+
+
+def test_the_matrix_splits_into_supported_and_refused_pairs():
+    """The support tables (collectives/support.py) refuse 30 of the 16 x 9 op x product pairs."""
+    assert len(SUPPORTED) + len(REFUSED) == len(OPS) * len(PRODUCTS) == 144 and len(REFUSED) == 30
+
+
+@pytest.mark.parametrize("op, product", SUPPORTED, ids=[f"{op}-{p}" for op, p in SUPPORTED])
+def test_every_supported_collective_runs_and_is_clean(op, product):
+    """One schedule each on the suite's scheduler, on the subset's rank counts: every rank's call
+    succeeds, tasks run (on 2 ranks and more), and the verifier finds nothing."""
+    for n in RANKS[product]:
+        report, codes, tasks = _checked(op, product, n, schedules=1, scheduler=_scheduler())
+        assert codes == [SUCCESS] * n, f"{op} on {product}, {n} ranks: {codes}"
+        assert tasks or n == 1, f"{op} on {product}, {n} ranks recorded no task"
         assert report.ok, f"{op} on {product}, {n} ranks:\n{report.text()}"
+
+
+@pytest.mark.parametrize("op, product", REFUSED, ids=[f"{op}-{p}" for op, p in REFUSED])
+def test_every_refused_collective_returns_its_code_and_enqueues_nothing(op, product):
+    for n in (2, 4):
+        sim = pyhcomm.Sim(product=product, data=False)
+        codes = pyhcomm.launch(collective(op), n, sim=sim)
+        assert codes == [expected_code(op, product)] * n, f"{op} on {product}, {n} ranks"
+        assert len(sim.record.tasks()) == 0
 
 
 # -- the full matrices (on demand) ---------------------------------------------------------------------
 @pytest.mark.slow
-@pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("product", PRODUCTS)
+@pytest.mark.parametrize("op, product", SUPPORTED, ids=[f"{op}-{p}" for op, p in SUPPORTED])
 @pytest.mark.parametrize("scheduler", ["coop", "threaded"])
 def test_every_collective_is_clean_on_1_to_16_ranks(op, product, scheduler):
     """Two calls in a row (the second reuses what the first left), 4 schedules on coop."""
     for n in range(1, 17):
-        report = check(collective(op, calls=2), n, product=product, data=False, scheduler=scheduler,
-                       schedules=4 if scheduler == "coop" else 1)
-        assert report.ok, f"{op} on {product}, {n} ranks, {scheduler}:\n{report.text()}"
+        report, codes, _tasks = _checked(op, product, n, scheduler=scheduler, program={"calls": 2},
+                                         schedules=4 if scheduler == "coop" else 1)
+        assert codes == [SUCCESS] * n and report.ok, f"{op} on {product}, {n} ranks, {scheduler}: {codes}\n{report.text()}"
 
 
 LIBRARY = [m for m in MUTANTS if m.product == A2 and m.nranks >= 3 and not m.name.startswith("custom")]

@@ -16,7 +16,8 @@ from pyhcomm.collectives import allgather_ring, ring_peers, run
 F32 = pyhcomm.HcclDataType.HCCL_DATA_TYPE_FP32
 SUM = pyhcomm.HcclReduceOp.HCCL_REDUCE_SUM
 H2D, D2H = pyhcomm.ACL_MEMCPY_HOST_TO_DEVICE, pyhcomm.ACL_MEMCPY_DEVICE_TO_HOST
-NOT_SUPPORT = pyhcomm.HcclResult.HCCL_E_NOT_SUPPORT
+SUCCESS, NOT_SUPPORT = pyhcomm.HcclResult.HCCL_SUCCESS, pyhcomm.HcclResult.HCCL_E_NOT_SUPPORT
+NOT_FOUND = pyhcomm.HcclResult.HCCL_E_NOT_FOUND
 #: Products whose collectives run (every product of the catalogue has them, at least host-side).
 PRODUCTS = [p.name for p in pyhcomm.PRODUCTS]
 
@@ -96,6 +97,34 @@ def _call(op, comm, stream, send, recv, count):
 OPS = ("allgather", "allreduce", "reduce_scatter", "broadcast", "reduce", "scatter", "alltoall", "barrier",
        "allgatherv", "reduce_scatterv", "alltoallv", "alltoallvc", "sendrecv", "batch_sendrecv", "group",
        "ring_allgather")
+
+
+#: The HCCL calls each collective of :func:`collective` makes (on two ranks and more): what the support
+#: tables (:mod:`pyhcomm.collectives.support`) decide. ``ring_allgather`` calls none: it is the library's
+#: algorithm, over the channels HCCL's collectives use.
+CALLS = {"allgather": ("HcclAllGather",), "allreduce": ("HcclAllReduce",), "reduce_scatter": ("HcclReduceScatter",),
+         "broadcast": ("HcclBroadcast",), "reduce": ("HcclReduce",), "scatter": ("HcclScatter",),
+         "alltoall": ("HcclAlltoAll",), "barrier": ("HcclBarrier",), "allgatherv": ("HcclAllGatherV",),
+         "reduce_scatterv": ("HcclReduceScatterV",), "alltoallv": ("HcclAlltoAllV",),
+         "alltoallvc": ("HcclAlltoAllVC",), "sendrecv": ("HcclSend", "HcclRecv"),
+         "batch_sendrecv": ("HcclBatchSendRecv",), "group": ("HcclGroupStart", "HcclSend", "HcclRecv"),
+         "ring_allgather": ()}
+
+
+def expected_code(op: str, product: str):
+    """What :func:`collective` ``(op)`` returns on two ranks and more of ``product``, read from the
+    support tables: ``HCCL_E_NOT_SUPPORT`` when HCCL does not run one of its calls there (none at all
+    on a product outside every table: its engines have no collective link, so the library's own ring
+    finds none, ``HCCL_E_NOT_FOUND``), else ``HCCL_SUCCESS``."""
+    from pyhcomm.collectives import support
+    family = pyhcomm.find_product(product).family
+    if family not in support.ALL:
+        return NOT_FOUND if op == "ring_allgather" else NOT_SUPPORT
+    for api in CALLS[op]:
+        if family not in support.PRODUCTS.get(api, support.ALL) or (product == "Atlas 800I A2"
+                                                                     and api in support.NOT_ON_800I_A2):
+            return NOT_SUPPORT
+    return SUCCESS
 
 
 def collective(op: str, count: int = 64, calls: int = 1):

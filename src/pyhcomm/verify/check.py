@@ -124,8 +124,8 @@ def run_findings(sim, error=None, races: bool = True) -> list:
     if error is None:
         return found
     failure = error_findings(error, found)
-    if failure and isinstance(error, RankError):
-        found = before_failure(found, error.failed_at)
+    if failure and isinstance(error, RankError) and sim.scheduler.last_deadlock is None:
+        found = before_failure(found, error.failed_at)      # (a deadlock came first: the failure follows from it)
     return found + failure
 
 
@@ -147,8 +147,9 @@ def error_findings(error, found) -> list:
     """A finding for a rank that failed (an exception in its program, a launch timeout)."""
     cause = error.__cause__ if error.__cause__ is not None else error
     hang = any(f.kind == HANG for f in found)
-    if hang and (isinstance(cause, HcclDeadlockError) or "deadlock" in str(cause)):
-        return []
+    if hang and (isinstance(cause, HcclDeadlockError) or "deadlock" in str(cause)
+                 or "deadlock" in getattr(error, "last_error", "")):
+        return []       # the program failed on the hang's error (raised, or returned and then asserted)
     rank = getattr(error, "rank", None)
     where = getattr(error, "where", None) or user_frame(cause)
     message = str(cause).strip()
