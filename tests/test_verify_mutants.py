@@ -1,6 +1,7 @@
 """The mutation suite: every broken variant is rejected with the right kind of finding within 32
-schedules; every correct collective gives no finding (CI: a representative subset; the full
-matrices are marked slow: ``pytest --slow tests/test_verify_mutants.py``)."""
+schedules; every correct collective runs and gives no finding on every product whose support table
+has it, and returns the refusal code, enqueuing nothing, on every other (CI: a representative subset
+of rank counts; the full matrices are marked slow: ``pytest --slow tests/test_verify_mutants.py``)."""
 import pyhcomm
 import pytest
 
