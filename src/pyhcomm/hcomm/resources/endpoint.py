@@ -113,6 +113,7 @@ class Endpoint:
         self.port = next(owner.ports)
         self.mems: dict = {}          # mem handle -> RegisteredMem
         self.imports: set = set()     # descriptors imported here
+        self.descs: list = []         # the descriptors exported here: readable while the endpoint lives
         self.live = True
         self.handle = _sim().handles.misc.add(self)
 
@@ -223,7 +224,8 @@ def mem_unreg(handle, mem_handle) -> None:
 
 def mem_export(handle, mem_handle):
     """``HcommMemExport``: ``(memDesc, memDescLen)``, a host pointer to the descriptor bytes
-    (valid while the memory stays registered)."""
+    (readable while the endpoint lives; once the memory is unregistered an import of it is
+    ``HCCL_E_NOT_FOUND``)."""
     api = "HcommMemExport"
     ep = get_endpoint(handle, api)
     m = _mem(ep, mem_handle, api)
@@ -232,6 +234,7 @@ def mem_export(handle, mem_handle):
                          m.tag.encode()[:255])
         m.exported = np.frombuffer(bytearray(raw), dtype=np.uint8)
         memory.register_host_array(m.exported)
+        ep.descs.append(m.exported)     # (an import after HcommMemUnreg reads it: HCCL_E_NOT_FOUND)
     return m.exported.ctypes.data, m.exported.nbytes
 
 
