@@ -26,7 +26,7 @@ LAYERS = (
     ("HCOMM data plane", ("pyhcomm.hcomm",)),
     ("HCCL", ("pyhcomm.hccl",)),
     ("collective library", ("pyhcomm.collectives",)),
-    ("tiers", ("pyhcomm.capi", "pyhcomm.acl", "pyhcomm.pythonic")),
+    ("tiers", ("pyhcomm.capi", "pyhcomm.acl", "pyhcomm.pythonic", "pyhcomm.aiv")),
     ("launching ranks", ("pyhcomm.spmd", "pyhcomm.spmd_child")),
     ("tools", ("pyhcomm.analysis", "pyhcomm.verify", "pyhcomm.timing", "pyhcomm.cli", "pyhcomm.demo",
                "pyhcomm.demo_kernels", "pyhcomm.__main__")),

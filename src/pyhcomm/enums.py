@@ -155,11 +155,19 @@ class aclrtMallocAttrType(IntEnum):
 
 class aclrtLaunchKernelAttrId(IntEnum):
     ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE = 1
+    ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE = 2
     ACL_RT_LAUNCH_KERNEL_ATTR_ENGINE_TYPE = 3
     ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET = 4
     ACL_RT_LAUNCH_KERNEL_ATTR_BLOCK_TASK_PREFETCH = 5
     ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP = 6
     ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT = 7
+    ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US = 8    # CANN 8.5 and later
+
+
+class aclrtEngineType(IntEnum):
+    """``ACL_RT_LAUNCH_KERNEL_ATTR_ENGINE_TYPE``'s values: the AI Core (cube) or the vector cores."""
+    ACL_RT_ENGINE_TYPE_AIC = 0
+    ACL_RT_ENGINE_TYPE_AIV = 1
 
 
 class aclrtBinaryLoadOptionType(IntEnum):
@@ -178,4 +186,4 @@ HCCL_RES_TAG_MAX_LEN = 255
 
 ALL_ENUMS = (CommEngine, HcommDataType, HcclDataType, HcommReduceOp, HcclReduceOp, ThreadResType,
              HcclDevType, aclrtMemcpyKind, aclrtMemMallocPolicy, aclrtMallocAttrType,
-             aclrtLaunchKernelAttrId, aclrtBinaryLoadOptionType)
+             aclrtLaunchKernelAttrId, aclrtEngineType, aclrtBinaryLoadOptionType)

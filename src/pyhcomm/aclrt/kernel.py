@@ -1,9 +1,12 @@
 """Kernel loading and launch with pyACL's model: binary -> function -> args -> launch.
 
 In pyhcomm a kernel "binary" is a Python module of kernels: a ``.py`` file path or an importable
-module name (or a module object). A kernel is a function of that module; its arguments are the
-values appended with ``aclrtKernelArgsAppend`` (Python objects, or bytes copied from a host
-pointer), passed positionally.
+module name (or a module object), or its source (``aclrtCreateBinary``). A kernel is a function of
+that module; its arguments are the values appended with ``aclrtKernelArgsAppend`` (Python objects,
+or bytes copied from a host pointer), passed positionally. A function the module marks with
+``pyhcomm.aiv.EXPORT_AIV_META_INFO`` (the ``.ascend.meta`` section an Ascend C kernel's binary
+carries) is an AIV kernel: its blocks run on the vector cores, concurrently
+(:mod:`pyhcomm.sim.aiv`); the others are AI CPU kernels (:mod:`pyhcomm.sim.kernel`).
 """
 from __future__ import annotations
 
@@ -15,10 +18,11 @@ import types
 from .. import args as argcheck
 from ..sim import current_sim as _sim
 from ..sim import kinds, memory
+from ..sim.aiv import is_aiv_kernel, start_aiv_kernel
 from ..sim.kernel import start_kernel
 from ..sim.runtime import program_ctx
 from ..sim.task import Task, call_site
-from ..enums import aclrtBinaryLoadOptionType, aclrtLaunchKernelAttrId
+from ..enums import aclrtBinaryLoadOptionType, aclrtEngineType, aclrtLaunchKernelAttrId
 from ..errors import AclError, acl_error
 from .stream import get_stream
 
@@ -159,47 +163,124 @@ def aclrtKernelArgsFinalize(args_handle) -> None:
     _args(args_handle, "aclrtKernelArgsFinalize").finalized = True
 
 
-def _cfg_timeout(cfg, api):
-    """The timeout attribute of a launch configuration: a dict ``{id: value}`` or pyACL's list of
-    ``{"id": ..., "value": ...}`` (anything else is a ``TypeError``; an unknown id is
-    ``ACL_ERROR_INVALID_PARAM``)."""
-    if not cfg:
-        return None
+class LaunchCfg:
+    """What a launch configuration (``aclrtLaunchKernelCfg``) says: ``timeout`` (seconds; None: the
+    default, no limit of its own), ``engine`` (``aclrtEngineType``, or None), ``schem_mode``."""
+
+    __slots__ = ("timeout", "engine", "schem_mode")
+
+    def __init__(self):
+        self.timeout = None
+        self.engine = None
+        self.schem_mode = 0
+
+
+_T = aclrtLaunchKernelAttrId
+_KNOWN_ATTRS = frozenset(int(a) for a in aclrtLaunchKernelAttrId)
+
+
+def _attr_items(cfg, api) -> list:
+    """The attributes of ``cfg``: a dict ``{id: value}`` or pyACL's list of ``{"id": ..., "value":
+    ...}`` (anything else is a ``TypeError``)."""
     if isinstance(cfg, dict):
         cfg = [{"id": k, "value": v} for k, v in cfg.items()]
     if not isinstance(cfg, (list, tuple)):
         raise TypeError(f"{api}: cfg must be a dict or a list of attribute dicts, not {type(cfg).__name__}")
-    known = {int(a) for a in aclrtLaunchKernelAttrId}
-    timeout = None
     for i, item in enumerate(cfg):
         if not isinstance(item, dict):
             raise TypeError(f"{api}: cfg[{i}] must be a dict like {{'id': ..., 'value': ...}}, "
                             f"not {type(item).__name__}")
-        attr = item.get("id")
-        if attr == aclrtLaunchKernelAttrId.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT or attr == "timeout":
-            timeout = item.get("value")
-        elif type(attr) is not int and not isinstance(attr, aclrtLaunchKernelAttrId) or int(attr) not in known:
+    return list(cfg)
+
+
+def _uint(value, api, what, top):
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
+        raise _invalid(api, f"cfg {what} {value!r} must be an int in [0, {top}]")
+    return value
+
+
+def _timeout_us(value, api) -> float | None:
+    """``aclrtTimeoutUs``: an int of microseconds, ``{"timeoutLow": ..., "timeoutHigh": ...}`` or a
+    ``(low, high)`` pair (two uint32 halves); 0 waits forever (None)."""
+    if isinstance(value, dict):
+        unknown = set(value) - {"timeoutLow", "timeoutHigh"}
+        if unknown:
+            raise _invalid(api, f"cfg timeoutUs has no field {sorted(unknown)[0]!r} (timeoutLow, timeoutHigh)")
+        value = (value.get("timeoutLow", 0), value.get("timeoutHigh", 0))
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise _invalid(api, f"cfg timeoutUs {value!r} must be (timeoutLow, timeoutHigh)")
+        low, high = (_uint(v, api, "timeoutUs half", argcheck.UINT32_MAX) for v in value)
+        value = high << 32 | low
+    us = _uint(value, api, "timeoutUs", argcheck.UINT64_MAX)
+    return us / 1e6 if us else None
+
+
+def _launch_cfg(cfg, api) -> LaunchCfg:
+    """The attributes of a launch configuration (see :func:`_attr_items`): the timeout, in seconds
+    (``ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT``, or ``..._TIMEOUT_US`` in microseconds, CANN 8.5 and
+    later: not both), the engine type (``aclrtEngineType``) and the schedule mode (0 normal, 1
+    batch: every block starts together, as all do here). An unknown id, a value out of its range
+    or both timeouts are ``ACL_ERROR_INVALID_PARAM``; the other attributes are accepted and change
+    nothing here."""
+    out = LaunchCfg()
+    if not cfg:
+        return out
+    timeouts = []
+    for item in _attr_items(cfg, api):
+        attr, value = item.get("id"), item.get("value")
+        if attr == "timeout":       # (an older spelling pyhcomm accepted)
+            attr = _T.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT
+        if isinstance(attr, bool) or not isinstance(attr, int) or int(attr) not in _KNOWN_ATTRS:
             raise _invalid(api, f"cfg attribute id {attr!r} is not an aclrtLaunchKernelAttrId")
-    return timeout
+        if attr == _T.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT:
+            timeouts.append(attr)
+            out.timeout = value
+        elif attr == _T.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US:
+            timeouts.append(attr)
+            out.timeout = _timeout_us(value, api)
+        elif attr == _T.ACL_RT_LAUNCH_KERNEL_ATTR_ENGINE_TYPE:
+            if isinstance(value, bool) or not isinstance(value, int) or value not in {int(e) for e in aclrtEngineType}:
+                raise _invalid(api, f"cfg engineType {value!r} is not an aclrtEngineType "
+                                    "(ACL_RT_ENGINE_TYPE_AIC 0, ACL_RT_ENGINE_TYPE_AIV 1)")
+            out.engine = aclrtEngineType(value)
+        elif attr == _T.ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE:
+            if value not in (0, 1) or isinstance(value, bool):
+                raise _invalid(api, f"cfg schemMode {value!r} must be 0 (normal) or 1 (batch)")
+            out.schem_mode = value
+    if len(timeouts) > 1:
+        raise _invalid(api, "cfg sets the timeout more than once (ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT and "
+                            "ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US cannot both be given)")
+    return out
 
 
 def aclrtLaunchKernelWithConfig(func_handle, num_blocks, stream, cfg, args_handle, reserve=None) -> None:
-    """Enqueue the kernel on ``stream``; it runs on the device side when the stream reaches it."""
+    """Enqueue the kernel on ``stream``; it runs on the device side when the stream reaches it (an
+    AIV kernel: its ``num_blocks`` blocks at once, see :func:`launch_function`)."""
     api = "aclrtLaunchKernelWithConfig"
     f = _function(func_handle, api)
     args = _args(args_handle, api)
     if args.function is not f:
         raise _invalid(api, "argsHandle was initialised for another function")
     num_blocks = argcheck.integer(num_blocks, api, "numBlocks", 1, argcheck.UINT32_MAX, _invalid)
-    launch_function(f.fn, get_stream(stream, api), tuple(args.values), num_blocks, _cfg_timeout(cfg, api),
-                    f.name)
+    launch_function(f.fn, get_stream(stream, api), tuple(args.values), num_blocks, _launch_cfg(cfg, api), f.name)
 
 
-def launch_function(fn, stream, args, num_blocks=1, timeout=None, name=None) -> None:
-    """Enqueue ``fn(*args)`` as an AI CPU kernel on ``stream`` (a Stream object)."""
+def launch_function(fn, stream, args, num_blocks=1, cfg=None, name=None) -> None:
+    """Enqueue ``fn(*args)`` as a kernel on ``stream`` (a Stream object). ``cfg``: a
+    :class:`LaunchCfg`, or a timeout in seconds (None: no limit). An AIV kernel (a function marked
+    ``EXPORT_AIV_META_INFO``, or launched with the engine type ``ACL_RT_ENGINE_TYPE_AIV``) runs its
+    ``num_blocks`` blocks concurrently (:mod:`pyhcomm.sim.aiv`); any other is an AI CPU kernel
+    (:mod:`pyhcomm.sim.kernel`: its blocks one after another)."""
+    if not isinstance(cfg, LaunchCfg):
+        timeout, cfg = cfg, LaunchCfg()
+        cfg.timeout = timeout
     name = name or getattr(fn, "__name__", repr(fn))
-    task = Task(kinds.KERNEL_LAUNCH, stream, start_kernel, (), site=call_site(), detail=name)
-    task.args = (task, name, fn, args, stream, num_blocks, timeout)
+    if is_aiv_kernel(fn) or cfg.engine == aclrtEngineType.ACL_RT_ENGINE_TYPE_AIV:
+        task = Task(kinds.AIV_KERNEL_LAUNCH, stream, start_aiv_kernel, (), site=call_site(), detail=name)
+    else:
+        task = Task(kinds.KERNEL_LAUNCH, stream, start_kernel, (), site=call_site(), detail=name)
+    task.args = (task, name, fn, args, stream, num_blocks, cfg.timeout)
     task.program = program_ctx().program
     _sim().scheduler.submit(task)
 
@@ -294,4 +375,4 @@ def aclrtLaunchKernelWithHostArgs(func_handle, num_blocks, stream, cfg, host_arg
                 raise _invalid(api, f"place holder {i} {h!r} lies outside the {args_size} argument bytes")
             data[addr_off:addr_off + 8] = (alloc.addr + data_off).to_bytes(8, "little")
         _sim().backend.from_host(alloc.storage, 0, bytes(data))
-    launch_function(f.fn, st, (bytes(data),), num_blocks, _cfg_timeout(cfg, api), f.name)
+    launch_function(f.fn, st, (bytes(data),), num_blocks, _launch_cfg(cfg, api), f.name)

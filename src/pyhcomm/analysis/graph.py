@@ -30,14 +30,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..sim.kinds import Role
+from ..sim.kinds import Role, Unit
 
 _ENGINE = attrgetter("engine")
 
 STREAM, KERNEL_END, NOTIFY, PROGRAM, BATCH, LAUNCH = "stream", "kernel_end", "notify", "program", "batch", "launch"
 SYNC, JOIN, DRAIN, FENCE, RENDEZVOUS = "sync", "join", "drain", "fence", "rendezvous"
+FLAG, BLOCK = "flag", "block"
 #: Every edge kind, in the order of the table of :mod:`.happens_before`.
-EDGE_KINDS = (STREAM, KERNEL_END, NOTIFY, PROGRAM, BATCH, LAUNCH, SYNC, JOIN, DRAIN, FENCE, RENDEZVOUS)
+EDGE_KINDS = (STREAM, KERNEL_END, NOTIFY, PROGRAM, BATCH, LAUNCH, SYNC, JOIN, DRAIN, FENCE, RENDEZVOUS, FLAG, BLOCK)
 #: Each edge kind's code: an edge is stored as ``src_index << SHIFT | code`` (:meth:`Graph.pred_csr`).
 CODE = {k: i for i, k in enumerate(EDGE_KINDS)}
 SHIFT = 4
@@ -455,6 +456,7 @@ def _programs(entries) -> dict:
     ranks: dict = {}
     devices: dict = {}
     kernels: dict = {}
+    blocks: dict = {}
     launches = {}
     rank_of_device: dict = {}
     met: dict = {}          # program -> its rank at the first rendezvous it joined (a join, a barrier)
@@ -465,6 +467,8 @@ def _programs(entries) -> dict:
         elif e.kind.role is Role.RENDEZVOUS:
             for r, q in zip(e.kind.get(e, "ranks", ()) or (), e.kind.get(e, "programs", ()) or ()):
                 met.setdefault(q, r)
+        elif e.kind.unit is Unit.AIV and p is not None:
+            blocks[p] = e.kind.get(e, "block")
         if e.rank is not None and e.device is not None:
             rank_of_device.setdefault(e.device, e.rank)
         if p is None:
@@ -485,15 +489,17 @@ def _programs(entries) -> dict:
         if not rs and p in met and p not in kernels:    # none: its rank where it met the others
             rs.add(met[p])
         out[p] = Program(p, kernels.get(p), tuple(sorted(rs)), "")
-    return {p: prog._replace(label=_label(prog, launches)) for p, prog in out.items()}
+    return {p: prog._replace(label=_label(prog, launches, blocks.get(p))) for p, prog in out.items()}
 
 
-def _label(prog: Program, launches: dict) -> str:
+def _label(prog: Program, launches: dict, block=None) -> str:
     rs, k = prog.ranks, prog.kernel
     on = f" of rank {rs[0]}" if len(rs) == 1 else ""
     if k is not None:
         launch = launches.get(k)
         name = launch.kind.get(launch, "name") if launch is not None else "?"
+        if block is not None:       # a block of an AIV kernel: a program of its own
+            return f"block {block} of AIV kernel {name}{on} (launch #{k})"
         return f"kernel {name}{on} (launch #{k})"
     if len(rs) == 1:
         return f"rank {rs[0]}'s host program"
@@ -532,5 +538,5 @@ def locator(seq):
 
 
 __all__ = ["Graph", "Columns", "Edge", "Program", "EDGE_KINDS", "CODE", "SHIFT", "CODE_MASK", "STREAM", "KERNEL_END",
-           "NOTIFY", "PROGRAM", "BATCH", "LAUNCH", "SYNC", "JOIN", "DRAIN", "FENCE", "RENDEZVOUS", "locator",
+           "NOTIFY", "PROGRAM", "BATCH", "LAUNCH", "SYNC", "JOIN", "DRAIN", "FENCE", "RENDEZVOUS", "FLAG", "BLOCK", "locator",
            "int_column"]

@@ -39,6 +39,11 @@ kind            ``src -> dst`` means
 ``rendezvous``  ``dst`` is a ``Rendezvous`` (communicator init, ``Comm.barrier``) and ``src`` the
                 last host effect of a member program before it; the rendezvous is then in the
                 program order of every member (their next entries get a ``program`` edge).
+``flag``        ``dst`` is an ``AivFlagLoad`` (a block of an AIV kernel read a flag) and ``src``
+                the ``AivFlagStore`` whose value it read (release / acquire).
+``block``       ``dst`` is an ``AivSyncAll`` (the block barrier) and ``src`` the last entry
+                another block of the kernel issued before it arrived there; or ``dst`` is the
+                ``AivKernelEnd`` and ``src`` another block's last entry.
 =============== ================================================================================
 
 An edge ``src -> dst`` says that ``dst``'s execution begins after ``src``'s ended; so does
@@ -67,9 +72,9 @@ import numpy as np
 
 from ..sim.record import SKIP_FLAG
 from ..sim.kinds import NotifyUse, Role, kinds_where
-from .graph import (BATCH, CODE, CODE_MASK, DRAIN, EDGE_KINDS, FENCE, JOIN, KERNEL_END, LAUNCH, NOTIFY,  # noqa: F401
-                    PROGRAM, RENDEZVOUS, SHIFT, STREAM, SYNC, Built, Columns, Edge, Graph, Program, int_column,
-                    locator)
+from .graph import (BATCH, BLOCK, CODE, CODE_MASK, DRAIN, EDGE_KINDS, FENCE, FLAG, JOIN, KERNEL_END,  # noqa: F401
+                    LAUNCH, NOTIFY, PROGRAM, RENDEZVOUS, SHIFT, STREAM, SYNC, Built, Columns, Edge, Graph, Program,
+                    int_column, locator)
 from .keysort import stable_argsort
 
 #: Host effects whose transfer completes at a fence (the NBI family).
@@ -332,6 +337,12 @@ class _HostEffects:
                 _tails(mine, e, i, self.c, self.streams, self.kernel_last, CODE[kind.sync_edge])
         elif role is Role.FENCE:
             self._fence(i, kind.get(e, "channel"), program, mine)
+        elif role is Role.ACQUIRE:
+            after = kind.get(e, "after", ())
+            if after:
+                code = CODE[kind.sync_edge]
+                at = self.c.locate(np.asarray(after, dtype=np.int64))
+                mine.extend(int(j) << SHIFT | code for j in at.tolist() if 0 <= j < i)
         elif role is Role.RENDEZVOUS:
             members = kind.get(e, "programs", ())
             for q in members:
@@ -719,4 +730,4 @@ def _tails(mine, e, i, c, streams, kernel_last, code) -> None:
 
 __all__ = ["build", "batch_ends", "NotifyColumns", "Graph", "Columns", "Edge", "Program", "EDGE_KINDS", "NBI_KINDS",
            "STREAM", "KERNEL_END", "NOTIFY", "PROGRAM", "BATCH", "LAUNCH", "SYNC", "JOIN", "DRAIN", "FENCE",
-           "RENDEZVOUS"]
+           "RENDEZVOUS", "FLAG", "BLOCK"]

@@ -44,7 +44,7 @@ import bisect
 
 import numpy as np
 
-from ..sim.kinds import engine_name
+from ..sim.kinds import Unit, engine_name
 from ..sim.record import decode
 from .findings import RACE, Describer, Finding
 from .graph import CODE, CODE_MASK, NOTIFY, SHIFT
@@ -588,6 +588,12 @@ def suggest(a, b, d: Describer) -> str:
         if not ta:
             fix += "; or, if the task must come after the call, queue it after the call returns"
         return fix
+    if a.kind.unit is Unit.AIV and b.kind.unit is Unit.AIV:
+        same = a.kernel == b.kernel and a.kernel
+        return (f"{d.program_label(a.program)} stores a flag after {d.short(a)} (SetSignalValue) and "
+                f"{d.program_label(b.program)} waits for that value before {d.short(b)} (WaitSignalValue), a value "
+                f"no earlier call left there (a flag reset, or a tag new to this call)"
+                + ("; or SyncAll between them (blocks of one kernel)" if same else ""))
     return (f"{d.program_label(a.program)} and {d.program_label(b.program)} run unsynchronized: a barrier "
             f"(Comm.barrier) between {d.short(a)} and {d.short(b)}")
 

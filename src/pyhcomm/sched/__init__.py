@@ -1,7 +1,7 @@
 """Schedulers: who runs the queued tasks, and when (see :mod:`pyhcomm.sched.base` for the contract)."""
 from __future__ import annotations
 
-from .base import ABORTED, DONE_OK, DRAIN_DEPTH, STUCK, TIMED_OUT, Scheduler
+from .base import ABORTED, DONE_OK, DRAIN_DEPTH, STUCK, TIMED_OUT, DeviceWait, Scheduler, Waitable
 
 SCHEDULERS = ("threaded", "coop")
 
@@ -17,4 +17,5 @@ def make_scheduler(name: str, sim) -> Scheduler:
     raise ValueError(f"unknown scheduler {name!r}; valid: {', '.join(SCHEDULERS)}")
 
 
-__all__ = ["ABORTED", "DONE_OK", "DRAIN_DEPTH", "STUCK", "TIMED_OUT", "Scheduler", "SCHEDULERS", "make_scheduler"]
+__all__ = ["ABORTED", "DONE_OK", "DRAIN_DEPTH", "STUCK", "TIMED_OUT", "Scheduler", "DeviceWait", "Waitable", "SCHEDULERS",
+           "make_scheduler"]

@@ -16,7 +16,8 @@ The contract, the same for every implementation:
   :class:`HcclDeadlockError` whose text names each wait and who could have satisfied it.
 * ``abort(reason)`` makes every blocking call return ``ABORTED`` (another rank failed).
 * AI CPU kernels run as actors of their own (:meth:`spawn_kernel`): two kernels that wait for each
-  other both progress.
+  other both progress. The blocks of an AIV kernel run as one actor each (:meth:`spawn_blocks`),
+  concurrently: a block that waits (a flag, the block barrier) lets the others run.
 * ``run_programs(programs, timeout)`` runs host programs (the ranks of ``pyhcomm.launch``) to
   their ends, however the scheduler runs them (greenlets, OS threads): a caller never needs to
   know which scheduler it has.
@@ -61,6 +62,19 @@ class Waitable:
         return f"<Waitable {self.what}>"
 
 
+class DeviceWait(Waitable):
+    """A wait inside a kernel that its kernel's timeout ends (an AIV block spinning on a flag):
+    registered with :meth:`Scheduler.expire_on_hang` while it lasts, it is ``expired`` (and
+    settled) when the world cannot progress, as if the timeout had passed then: the kernel fails
+    with its own report, before the streams and host programs that wait for it."""
+
+    __slots__ = ("expired",)
+
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.expired = False
+
+
 class Scheduler:
     """The shared part: stream bookkeeping, task execution, failure, hang reports."""
 
@@ -82,6 +96,7 @@ class Scheduler:
         self._pending, self._running, self._done = states.PENDING, states.RUNNING, states.DONE
         self._failed, self._skipped = states.FAILED, states.SKIPPED
         self._rendezvous: dict = {}     # world root -> its Waitable (see rendezvous)
+        self._device_waits: dict = {}   # DeviceWait -> None: kernel waits a hang ends (expire_on_hang)
 
     # -- to implement ----------------------------------------------------------------------------
     def submit(self, task) -> None:
@@ -125,7 +140,12 @@ class Scheduler:
 
     def spawn_kernel(self, stream, body) -> None:
         """Run ``body()`` (an AI CPU kernel) as an actor of its own; ``stream`` stays busy until it ends."""
-        raise NotImplementedError(f"{self.name}: needs spawn_kernel")
+        self.spawn_blocks(stream, (body,))
+
+    def spawn_blocks(self, stream, bodies) -> None:
+        """Run each of ``bodies`` (the blocks of a kernel) as an actor of its own, concurrently;
+        ``stream`` stays busy until every one ended."""
+        raise NotImplementedError(f"{self.name}: needs spawn_blocks")
 
     def abort(self, reason: str) -> None:
         """Make every blocking call return ``ABORTED``; the first reason given stays."""
@@ -316,8 +336,28 @@ class Scheduler:
                 wake = t if wake is None else min(wake, t)
         return wake
 
+    def expire_on_hang(self, wait: DeviceWait, on: bool = True) -> None:
+        """While ``on``, ``wait`` (a kernel's wait, watched in ``run_until``) ends when nothing can
+        progress any more (see :class:`DeviceWait`); ``on`` False: it is over."""
+        if on:
+            self._device_waits[wait] = None
+        else:
+            self._device_waits.pop(wait, None)
+
+    def _expire_device_waits(self) -> bool:
+        """Expire the kernel waits of :meth:`expire_on_hang`; False when there was none."""
+        waits = [w for w in list(self._device_waits) if not w.expired]
+        for w in waits:
+            w.expired = True
+            self.settle(w)
+        return bool(waits)
+
     def _fail_deadlock(self) -> bool:
-        """Fail every blocked head with the hang report; False when nothing is blocked."""
+        """Fail every blocked head with the hang report; False when nothing is blocked. Kernel
+        waits a hang ends (:meth:`expire_on_hang`) end first: their kernels fail with reports of
+        their own, which may unblock the rest."""
+        if self._expire_device_waits():
+            return True
         heads = self.blocked_heads()
         if not heads:
             return False

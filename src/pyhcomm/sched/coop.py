@@ -1,4 +1,5 @@
-"""The cooperative scheduler: every host program and every AI CPU kernel is a greenlet on one OS thread.
+"""The cooperative scheduler: every host program and every kernel (each block of an AIV kernel) is a
+greenlet on one OS thread.
 
 Each rank's host program (``pyhcomm.launch``) and each AI CPU kernel runs as an *actor*, a greenlet
 (the ``greenlet`` package). An actor runs until it blocks in ``run_until`` (every blocking call of
@@ -206,18 +207,25 @@ class CoopScheduler(Scheduler):
         self._make_runnable(actor)
         return actor
 
-    def spawn_kernel(self, stream, body) -> None:
+    def spawn_blocks(self, stream, bodies) -> None:
+        """One actor per block, named ``kernel-<k>`` (one block) or ``kernel-<k>.<block>``: the
+        names are the same on every run of a program, for the policy."""
         stream.busy = True
         self._kernel_ids += 1
+        left = [len(bodies)]
 
-        def run():
+        def run(body):
             try:
                 body()
             finally:
-                stream.busy = False
-                self.hint(stream)
+                left[0] -= 1
+                if not left[0]:
+                    stream.busy = False
+                    self.hint(stream)
 
-        self.spawn(f"kernel-{self._kernel_ids}", run)
+        name = f"kernel-{self._kernel_ids}"
+        for i, body in enumerate(bodies):
+            self.spawn(name if len(bodies) == 1 else f"{name}.{i}", run, body)
 
     def _make_runnable(self, actor) -> None:
         if not actor.queued:

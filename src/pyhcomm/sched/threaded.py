@@ -24,7 +24,8 @@ program while it runs, so two kernels of different ranks that wait for each othe
 A kernel holds the execution lock while it runs and lets it go only while it blocks, and the
 thread that reached its launch waits until it first blocks or ends, as if the kernel ran on that
 thread: nothing else runs between two of its blocking calls, so a single host program with
-kernels still gives the same order on every run.
+kernels still gives the same order on every run. Each block of an AIV kernel is such a thread
+(``pyhcomm-kernel-*.<block>``), started in block order.
 
 When every registered host thread is blocked and nothing can run, the blocked streams fail with
 the hang report (see :mod:`pyhcomm.sched.base`). The set of host threads that are not asleep is
@@ -246,11 +247,20 @@ class ThreadedScheduler(Scheduler):
         with self.lock:
             super().fail_stream(stream, exc)
 
-    def spawn_kernel(self, stream, body) -> None:
-        """Start ``body`` on a new OS thread (called by the driver, under the lock)."""
+    def spawn_blocks(self, stream, bodies) -> None:
+        """Start each of ``bodies`` on a new OS thread (called by the driver, under the lock), one
+        after another: the next starts when the one before first blocks or ends, so nothing else
+        runs between two of a block's blocking calls."""
         stream.busy = True
         self._kernel_ids += 1
+        left = [len(bodies)]
+        me = threading.get_ident()
+        levels = self._levels.get(me, 0)
+        for i, body in enumerate(bodies):
+            name = f"pyhcomm-kernel-{self._kernel_ids}" + (f".{i}" if len(bodies) > 1 else "")
+            self._start_block(stream, body, name, left, levels)
 
+    def _start_block(self, stream, body, name, left, levels) -> None:
         parked = threading.Event()
 
         def run():
@@ -260,21 +270,20 @@ class ThreadedScheduler(Scheduler):
             try:
                 body()
             finally:
-                stream.busy = False
-                self.hint(stream)        # its next tasks, its waiters: a driver settles them
+                left[0] -= 1
+                if not left[0]:
+                    stream.busy = False
+                    self.hint(stream)    # its next tasks, its waiters: a driver settles them
                 self._release(me)
                 self._parked.pop(me, None)
                 parked.set()
                 self.unregister_host()
 
-        t = threading.Thread(target=self.sim.context().run, args=(run,), daemon=True,
-                             name=f"pyhcomm-kernel-{self._kernel_ids}")
-        me = threading.get_ident()
-        levels = self._levels.get(me, 0)
+        t = threading.Thread(target=self.sim.context().run, args=(run,), daemon=True, name=name)
         t.start()
         self.hosts[t.ident] = t
         self.awake.add(t.ident)
-        for _ in range(levels):     # hand over until the kernel first blocks or ends
+        for _ in range(levels):     # hand over until the block first blocks or ends
             self.lock.release()
         try:
             parked.wait()

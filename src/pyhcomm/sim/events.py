@@ -137,10 +137,19 @@ EngineCtxCopyEvent = _event_type("EngineCtxCopyEvent", "``HcclEngineCtxCopy``: h
     ("nbytes", int, 0, False),
     ("tag", Optional[str], None, False),
     ("source", Optional[str], None, False)))   # "pointer" (host memory, in reads) or "object" (bytes-like)
-KernelLaunchEvent = _event_type("KernelLaunchEvent", "An AI CPU kernel launch.", (
+KernelLaunchEvent = _event_type("KernelLaunchEvent", "A kernel launch (an AI CPU kernel, or an AIV kernel's blocks).", (
     ("name", Optional[str], None, False),
     ("blocks", int, 1, False),
     ("issued", tuple, (), False)))             # seqs of the entries its kernel issued
+AivEvent = _event_type("AivEvent", "What a block of an AIV kernel did to global memory (``AivLoad``, ``AivStore``, "
+                        "``AivFlagStore``, ``AivFlagLoad``), its barrier (``AivSyncAll``) and the kernel's end.", (
+    ("block", Optional[int], None, False),     # the block's index
+    ("nbytes", int, 0, False),
+    ("remote", Optional[int], None, False),    # the device reached over an AIV channel (None: its own)
+    ("protocol", Optional[str], None, False),  # that channel's CommProtocol name
+    ("value", Optional[int], None, False),     # a flag's value, stored or awaited
+    ("after", tuple, (), False)))              # seqs of the entries ordered just before it (AivFlagLoad:
+                                               # the flag store it read; AivSyncAll: the blocks' arrivals)
 CollectiveEvent = _event_type("CollectiveEvent", "The marker of a collective call (``pyhcomm.collectives``): "
                               "recorded when the call returns, every entry of the call enqueued.", (
     ("name", Optional[str], None, False),      # the API (HcclAllGather ...) or the caller's tag

@@ -53,6 +53,9 @@ class Role(str, enum.Enum):
     HOST_SYNC = "host sync"     # blocks its program until streams ended (see ``sync_edge``)
     RENDEZVOUS = "rendezvous"   # a meeting of several host programs
     MARKER = "marker"           # marks a collective call (no effect of its own)
+    ACQUIRE = "acquire"         # ordered after the entries its ``after`` field names (``sync_edge``: the
+                                # edge's kind): an AIV flag load after the store whose value it read, a
+                                # block barrier after every block's arrival
 
 
 class NotifyUse(str, enum.Enum):
@@ -76,6 +79,7 @@ class Cost(str, enum.Enum):
     MEMSET = "memset"           # half its bytes through device memory
     MEMCPY = "memcpy"           # device memory, or the host link for a copy from or to the host
     HOST_COPY = "host copy"     # the host link
+    AIV = "aiv"                 # an AIV block's move: its device's memory, or the link to another device's
 
 
 class Unit(str, enum.Enum):
@@ -86,6 +90,7 @@ class Unit(str, enum.Enum):
     LINK = "link"               # a channel's link to the peer
     HOST_LINK = "host link"     # the host-device link (PCIe)
     AICPU = "aicpu"             # the device's AI CPU (a kernel)
+    AIV = "aiv"                 # the device's vector cores (an AIV kernel's blocks)
     HOST = "host"               # the host CPU
 
 
@@ -363,6 +368,13 @@ def _host_nbytes(e):
     return extra.get("nbytes", 0) if extra else 0
 
 
+def _aiv(name, role=Role.NONE, accesses=False, cost=Cost.AIV, trace=Trace.COPY, edge=None):
+    """A kind of what a block of an AIV kernel does, at once (``sim.aiv``): a host-entry kind of the
+    block's program (its fields are its ``extra``: ``block``, ``nbytes``, ``remote``, ``value``, ``after``)."""
+    return Kind(name, HOST, role=role, sync_edge=edge, accesses=accesses, cost=cost, unit=Unit.AIV, trace=trace,
+                event=ev.AivEvent, get={"nbytes": _host_nbytes})
+
+
 _GENERIC = ("args", "detail")                       # what the accessors of a generic Task read
 _GEN, _NOTIFY_OF = attrgetter("gen"), attrgetter("notify")     # (one accessor for every task kind: one pass)
 _NOTIFY = ("notify", "gen", "target")
@@ -453,6 +465,20 @@ ENGINE_CTX_COPY = Kind("EngineCtxCopy", HOST, accesses=True, cost=Cost.HOST_COPY
 KERNEL_LAUNCH = Kind("KernelLaunch", TASK, role=Role.LAUNCH, unit=Unit.AICPU, trace=Trace.KERNEL,
                      event=ev.KernelLaunchEvent, fields=_GENERIC,
                      get={"reads": _const(()), "writes": _const(()), "name": _launch_name, "blocks": _launch_blocks})
+AIV_KERNEL_LAUNCH = Kind("AivKernelLaunch", TASK, role=Role.LAUNCH, unit=Unit.AIV, trace=Trace.KERNEL,
+                         event=ev.KernelLaunchEvent, fields=_GENERIC,
+                         get={"reads": _const(()), "writes": _const(()), "name": _launch_name,
+                              "blocks": _launch_blocks})
+#: What a block of an AIV kernel does to global memory: a DataCopy in (a load) or out (a store) of its
+#: local buffer (data: the race detector sees them); a flag stored (a release) or read (an acquire:
+#: ordered after the flag store whose value it read); the block barrier (``SyncAll``: after every
+#: block's arrival); the kernel's end (after every block's last entry: its stream goes on from there).
+AIV_LOAD = _aiv("AivLoad", accesses=True)
+AIV_STORE = _aiv("AivStore", accesses=True)
+AIV_FLAG_STORE = _aiv("AivFlagStore", trace=Trace.RECORD)
+AIV_FLAG_LOAD = _aiv("AivFlagLoad", role=Role.ACQUIRE, trace=Trace.WAIT, edge="flag")
+AIV_SYNC_ALL = _aiv("AivSyncAll", role=Role.ACQUIRE, cost=Cost.FREE, trace=Trace.WAIT, edge="block")
+AIV_KERNEL_END = _aiv("AivKernelEnd", role=Role.ACQUIRE, cost=Cost.FREE, trace=Trace.OTHER, edge="block")
 COLLECTIVE = Kind("Collective", HOST, role=Role.MARKER, cost=Cost.FREE, unit=Unit.HOST, trace=Trace.CALL,
                   event=ev.CollectiveEvent)
 SYNCHRONIZE = _blocking("Synchronize", "sync")
@@ -467,6 +493,7 @@ KINDS = (TASK_KIND, LOCAL_COPY, LOCAL_REDUCE, WRITE, READ, WRITE_REDUCE, READ_RE
          WRITE_REDUCE_WITH_NOTIFY, WRITE_NBI, READ_NBI, WRITE_WITH_NOTIFY_NBI, THREAD_NOTIFY_RECORD, THREAD_NOTIFY_WAIT,
          ACLRT_NOTIFY_RECORD, ACLRT_NOTIFY_WAIT, CHANNEL_NOTIFY_RECORD, CHANNEL_NOTIFY_WAIT, CHANNEL_NOTIFY_RECORD_NOW,
          CHANNEL_NOTIFY_WAIT_NOW, MEMCPY_ASYNC, MEMCPY, MEMSET_ASYNC, MEMSET, ENGINE_CTX_COPY, KERNEL_LAUNCH,
+         AIV_KERNEL_LAUNCH, AIV_LOAD, AIV_STORE, AIV_FLAG_STORE, AIV_FLAG_LOAD, AIV_SYNC_ALL, AIV_KERNEL_END,
          COLLECTIVE, SYNCHRONIZE, THREAD_JOIN, CHANNEL_DRAIN, FENCE, RENDEZVOUS)
 _BY_NAME = {str(k): k for k in KINDS}
 

@@ -19,6 +19,7 @@ from ... import args
 from ...sched import ABORTED, TIMED_OUT
 from ...sim import current_sim as _sim
 from ...sim import memory
+from ...sim.aiv import aiv_state
 from ...sim.notify import Notify
 from ...sim.runtime import in_library
 from ...enums import HCCL_RES_TAG_MAX_LEN
@@ -212,6 +213,8 @@ def acquire(comm_handle, engine, descs, channel_num) -> list[ChannelEnd]:
                 comm.channel_ends[key] = end
                 comm.channels.append(end)
                 sim.transport.publish(end, key)
+                if engine.channels.load_store:   # its kernels reach the peer's exposed memory
+                    aiv_state(sim).grant(comm.device, end)
             out.append(end)
     return out
 

@@ -47,6 +47,9 @@ CHANNEL_OPS = frozenset({kinds.WRITE, kinds.READ, kinds.WRITE_REDUCE, kinds.READ
 HOST_NBI = frozenset({kinds.WRITE_NBI, kinds.READ_NBI, kinds.WRITE_WITH_NOTIFY_NBI})
 #: ``HcommFenceOnThread``.
 FENCE = frozenset({kinds.FENCE})
+#: What an AIV kernel's blocks do (``pyhcomm.sim.aiv``).
+AIV_OPS = frozenset({kinds.AIV_KERNEL_LAUNCH, kinds.AIV_LOAD, kinds.AIV_STORE, kinds.AIV_FLAG_STORE,
+                     kinds.AIV_FLAG_LOAD, kinds.AIV_SYNC_ALL, kinds.AIV_KERNEL_END})
 
 #: ``HCOMM_NOTIFY_MAX_NUM``: notifies per thread.
 NOTIFY_MAX = 64
@@ -81,6 +84,7 @@ class Channels:
     notifies: int | None = None          # a fixed notify count per end (None: the descriptor's notifyNum)
     destroyable: bool = False            # HcclChannelDestroy releases them (else they live with the comm)
     shared_queue: bool = False           # HCOMM_CHANNEL_CONFIG_TYPE_IS_SHARED_QUEUE may be set
+    load_store: bool = False             # its kernels load and store what the peer exposes (AIV)
 
 
 @dataclass(frozen=True)
