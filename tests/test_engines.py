@@ -94,7 +94,7 @@ def test_the_replay_costs_the_toy_copy_with_the_toy_engines_submit_cost(toy):
     assert acl.rt.synchronize_stream(stream) == 0
     sim = pyhcomm.current_sim()
     model = cost_model(sim=sim)
-    assert model.engine_params == {"toy_submit": 7 * US} and model.param("toy_submit") == 7 * US
+    assert model.engine_params == {"toy_submit": 7 * US, "aiv_task": 1 * US} and model.param("toy_submit") == 7 * US
 
     def issue_gap(toy_submit):
         tl = replay(sim, model.with_values(toy_submit=toy_submit))

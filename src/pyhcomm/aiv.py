@@ -78,34 +78,34 @@ pipe_barrier = PipeBarrier
 
 
 class LocalTensor:
-    """A tensor in the block's local buffer (UB): ``array``, a numpy array of its elements."""
+    """A tensor in the block's local buffer (UB): ``ub``, a numpy array of its elements."""
 
-    __slots__ = ("array",)
+    __slots__ = ("ub",)
 
-    def __init__(self, dtype, count: int | None = None, array=None):
-        self.array = np.zeros(count or 0, dtype=dtype) if array is None else array
+    def __init__(self, dtype, count: int | None = None, ub=None):
+        self.ub = np.zeros(count or 0, dtype=dtype) if ub is None else ub
 
     @property
     def dtype(self):
-        return self.array.dtype
+        return self.ub.dtype
 
     def GetValue(self, i: int):  # noqa: N802
-        return self.array[i].item()
+        return self.ub[i].item()
 
     def SetValue(self, i: int, value) -> None:  # noqa: N802
-        self.array[i] = value
+        self.ub[i] = value
 
     def GetSize(self) -> int:  # noqa: N802
-        return self.array.size
+        return self.ub.size
 
     def ReinterpretCast(self, dtype) -> "LocalTensor":  # noqa: N802
-        return LocalTensor(dtype, array=self.array.view(dtype))
+        return LocalTensor(dtype, ub=self.ub.view(dtype))
 
     def __getitem__(self, offset: int) -> "LocalTensor":
-        return LocalTensor(self.array.dtype, array=self.array[offset:])
+        return LocalTensor(self.ub.dtype, ub=self.ub[offset:])
 
     def __repr__(self):
-        return f"<LocalTensor {self.array.dtype} x{self.array.size}>"
+        return f"<LocalTensor {self.ub.dtype} x{self.ub.size}>"
 
 
 class GlobalTensor:
@@ -163,7 +163,7 @@ def DataCopy(dst, src, count: int) -> None:  # noqa: N802
         _to_global(dst, src, count * src.dtype.itemsize, "DataCopy")
     elif isinstance(src, LocalTensor) and isinstance(dst, LocalTensor):
         nbytes = count * src.dtype.itemsize
-        dst.array.view(np.uint8)[:nbytes] = src.array.view(np.uint8)[:nbytes]
+        dst.ub.view(np.uint8)[:nbytes] = src.ub.view(np.uint8)[:nbytes]
     else:
         raise TypeError(f"DataCopy copies between a GlobalTensor and a LocalTensor (or two LocalTensors), not "
                         f"{type(src).__name__} -> {type(dst).__name__}")
@@ -214,7 +214,7 @@ def _to_global(dst: GlobalTensor, src: LocalTensor, nbytes: int, api: str) -> No
 
 
 def _bytes_of(t: LocalTensor, nbytes: int, api: str):
-    raw = t.array.view(np.uint8)
+    raw = t.ub.view(np.uint8)
     if nbytes > raw.size:
         raise ValueError(f"{api}: {nbytes} bytes do not fit the local tensor ({raw.size} bytes)")
     return raw[:nbytes]
@@ -230,12 +230,12 @@ class TBuf:
         self.raw = np.zeros(0, dtype=np.uint8)
 
     def Get(self, dtype) -> LocalTensor:  # noqa: N802
-        return LocalTensor(dtype, array=self.raw.view(dtype))
+        return LocalTensor(dtype, ub=self.raw.view(dtype))
 
     def GetWithOffset(self, dtype, count: int, offset: int) -> LocalTensor:  # noqa: N802
         """``count`` elements from byte ``offset`` of the buffer."""
         n = np.dtype(dtype).itemsize
-        return LocalTensor(dtype, array=self.raw[offset:offset + count * n].view(dtype))
+        return LocalTensor(dtype, ub=self.raw[offset:offset + count * n].view(dtype))
 
 
 class TQue:
@@ -249,7 +249,7 @@ class TQue:
         self.queued: list = []
 
     def AllocTensor(self, dtype=np.uint8) -> LocalTensor:  # noqa: N802
-        return LocalTensor(dtype, array=self.raw.view(dtype))
+        return LocalTensor(dtype, ub=self.raw.view(dtype))
 
     def EnQue(self, tensor: LocalTensor) -> None:  # noqa: N802
         self.queued.append(tensor)
@@ -275,7 +275,7 @@ class TPipe:
 
 # -- HCCL's AIV synchronisation helpers (sync_interface.h) -----------------------------------------------------
 def _flag_bytes(local: LocalTensor, count: int) -> bytes:
-    raw = local.array.view(np.int32)
+    raw = local.ub.view(np.int32)
     if count > raw.size:
         raise ValueError(f"a flag of {count} int32 does not fit the local tensor ({raw.size} int32)")
     return raw[:count].tobytes()
@@ -284,7 +284,7 @@ def _flag_bytes(local: LocalTensor, count: int) -> bytes:
 def SetSignalValue(gmSignalAddr, localTensor: LocalTensor, value: int, count: int = SIGNAL_COUNT) -> None:  # noqa: N802,N803
     """Store flag ``value`` at ``gmSignalAddr`` (``localTensor``'s first ``count`` int32, its first
     set to ``value``): a release."""
-    localTensor.array.view(np.int32)[0] = value
+    localTensor.ub.view(np.int32)[0] = value
     _aiv.flag_store(_address(gmSignalAddr), _flag_bytes(localTensor, count), int(value), "SetSignalValue")
 
 
@@ -292,14 +292,14 @@ def AddSignalValue(gmSignalAddr, localTensor: LocalTensor, value: int, count: in
     """Add ``value`` to the flag at ``gmSignalAddr`` at once (an atomic add; a release)."""
     addr = _address(gmSignalAddr)
     now = np.frombuffer(_aiv.flag_load(addr, 4, api="AddSignalValue"), np.int32)[0]
-    localTensor.array.view(np.int32)[:count] = now + value
+    localTensor.ub.view(np.int32)[:count] = now + value
     _aiv.flag_store(addr, _flag_bytes(localTensor, 1), int(now + value), "AddSignalValue")
 
 
 def _wait(api, gm, local, count, test, expect):
     addr = _address(gm)
     data = _aiv.flag_load(addr, count * 4, lambda b: test(int(np.frombuffer(b[:4], np.int32)[0])), expect, api)
-    local.array.view(np.int32)[:count] = np.frombuffer(data, np.int32)
+    local.ub.view(np.int32)[:count] = np.frombuffer(data, np.int32)
 
 
 def WaitSignalValue(gmSignalAddr, localTensor: LocalTensor, expectedValue: int, count: int = SIGNAL_COUNT) -> None:  # noqa: N802,N803
@@ -321,8 +321,8 @@ def WaitSignalNotEqValue(gmSignalAddr, localTensor: LocalTensor, value: int, cou
 def GetSignalValue(gmSignalAddr, localTensor: LocalTensor, count: int = UB_FLAG_PAD_COUNT) -> int:  # noqa: N802,N803
     """The flag at ``gmSignalAddr`` now (an acquire of whatever store it read)."""
     data = _aiv.flag_load(_address(gmSignalAddr), count * 4, api="GetSignalValue")
-    localTensor.array.view(np.int32)[:count] = np.frombuffer(data, np.int32)
-    return int(localTensor.array.view(np.int32)[0])
+    localTensor.ub.view(np.int32)[:count] = np.frombuffer(data, np.int32)
+    return int(localTensor.ub.view(np.int32)[0])
 
 
 __all__ = ["EXPORT_AIV_META_INFO", "GetBlockIdx", "GetBlockNum", "SyncAll", "PipeBarrier", "pipe_barrier", "PIPE_ALL",

@@ -26,7 +26,7 @@ from .base import AIV_OPS, CHANNEL_OPS, DEVICE, LOCAL_OPS, THREAD_SYNC, Channels
 _PROTOCOLS = {"950": frozenset({P.COMM_PROTOCOL_UBC_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM,
                                 P.COMM_PROTOCOL_ROCE})}
 #: A block spends ``aiv_task`` per entry it issues (cost_model.cc: 1 us per AIV task).
-KERNEL = Submit("AIV kernel", "aiv_task", default=1e-6)
+KERNEL = Submit("AIV kernel", "aiv_task", "batch_submit", default=1e-6)
 
 
 def engines(product) -> tuple:
