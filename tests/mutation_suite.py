@@ -9,6 +9,9 @@ operator written in the style of HCCL's examples, each with the kind of finding 
   thread and channel per peer, one-sided writes into the peers' HCCL buffers, ACK / DATA channel
   notifies, the main thread fanning out and in with thread notifies), with a ``fault`` switch per
   defect; the small programs after it break the runtime's rules (kernels, NBI transfers, notifies).
+* AIV mutants: HCCL's example 05 AIV AllGather as ported (``tests/hccl_examples``), called twice on
+  one communicator, its kernel loaded as a variant (:func:`aiv_allgather`): as written (a constant
+  tag, flags never reset), or the corrected kernel with one defect.
 
 ``MUTANTS`` lists them all; :func:`verify` checks one (``pyhcomm.verify.check``).
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import importlib
 import os
 import runpy
+import sys
 from contextlib import ExitStack, contextmanager
 from typing import Callable, NamedTuple
 
@@ -51,6 +55,7 @@ class Mutant(NamedTuple):
     product: str = A2
     patches: tuple = ()         # (module, attribute, replacement) while it runs
     env: tuple = ()             # (variable, value) while it runs
+    data: bool = False          # run with data (AIV kernels read their flags' bytes)
 
 
 @contextmanager
@@ -79,7 +84,7 @@ def verify(m: Mutant, schedules: int = 32, product=None, nranks=None, **kwargs):
     """``pyhcomm.verify.check`` of mutant ``m`` (data-less), until a finding of an expected kind
     (at most ``schedules`` schedules); returns the report."""
     with applied(m):
-        return check(m.program, nranks or m.nranks, product=product or m.product, schedules=schedules, data=False,
+        return check(m.program, nranks or m.nranks, product=product or m.product, schedules=schedules, data=m.data,
                      stop_when=lambda report: rejected(m, report), **kwargs)
 
 
@@ -403,6 +408,25 @@ def _no_final_sync(comm):
     assert pyhcomm.HcclAllGather(send, recv, 64, F32, comm.handle, stream) == 0
 
 
+# -- HCCL's example 05 AIV AllGather, as ported in tests/hccl_examples ----------------------------------
+_EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hccl_examples")
+if _EXAMPLES not in sys.path:     # the ports import each other by their bare names
+    sys.path.insert(0, _EXAMPLES)
+import ex05_custom_allgather_aiv as _ex05aiv  # noqa: E402
+
+
+def aiv_allgather(variant: str):
+    """``(rank body, patches)``: the port called twice on one communicator (256 floats a rank), its
+    kernel loaded with ``VARIANT = variant`` (``ex05_allgather_aiv_kernel``)."""
+    return _ex05aiv.rank_program(calls=2, count=256), ((_ex05aiv, "LoadBinaryFromFile",
+                                                         _ex05aiv.variant_loader(variant)),)
+
+
+def _aiv(name, what, variant, expect=("race",)):
+    program, patches = aiv_allgather(variant)
+    return Mutant(name, what, expect, program, product=A350, patches=patches, data=True)
+
+
 RING, MESH, RS, PAIRS = _allgather, _patterns, _reduce_scatter, _pairwise
 BIG = 256 * 1024       # floats per rank: at least two loops of the ring / mesh AllGather in a 2 MB buffer
 
@@ -485,7 +509,19 @@ MUTANTS = [
     Mutant("record_nobody_waits", "a channel notify recorded once more than it is waited for", ("notify-left-set",),
            _record_nobody_waits, nranks=2),
     Mutant("send_to_wrong_peer", "HcclSend to the wrong rank", ("hang",), _send_to_wrong_peer, nranks=3),
+    # -- HCCL's example 05 AIV AllGather ------------------------------------------------------------------
+    _aiv("aiv_missing_flag_wait", "AIV AllGather: a rank copies a peer's HCCL buffer without waiting for its flag",
+         "missing flag wait"),
+    _aiv("aiv_wrong_peer_flag", "AIV AllGather: a rank waits for the flag of the next peer, then copies this one's",
+         "wrong peer flag"),
+    _aiv("aiv_constant_tag_no_reset", "AIV AllGather as written, called twice: a constant tag and flags never reset "
+         "(the second call passes on the first call's flags)", "as written"),
+    _aiv("aiv_read_before_copy", "AIV AllGather: a rank flags its input staged before the copy that stages it (the "
+         "peers read its HCCL buffer before the copy)", "record before copy"),
 ]
+
+#: The corrected AIV AllGather (a fresh tag per call), which must give no finding (with data).
+AIV_CORRECT = aiv_allgather("fresh tag")
 
 #: Correct counterparts, which must give no finding.
 CORRECT = [("custom_allgather", custom_allgather(None), 4, A2), ("nbi_put_fenced", nbi_put(True), 2, A350),

@@ -6,7 +6,7 @@ import pyhcomm
 import pytest
 
 from pyhcomm.verify import check
-from mutation_suite import A2, A3, A350, CORRECT, MUTANTS, rejected, verify
+from mutation_suite import A2, A3, A350, AIV_CORRECT, CORRECT, MUTANTS, Mutant, applied, rejected, verify
 from verify_programs import OPS, PRODUCTS, SUCCESS, collective, expected_code
 
 pytestmark = pytest.mark.timeout(600)
@@ -36,6 +36,23 @@ def test_the_suite_has_every_kind_of_defect_the_issue_names():
 def test_the_correct_counterparts_give_no_finding(name, program, nranks, product):
     report = check(program, nranks, product=product, schedules=6, data=False)
     assert report.ok, report.text()
+
+
+def _aiv_correct_is_clean(nranks: int, schedules: int) -> None:
+    program, patches = AIV_CORRECT
+    with applied(Mutant("aiv_correct", "", (), program, patches=patches)):
+        report = check(program, nranks, product=A350, schedules=schedules, data=True)
+    assert report.ok, f"the corrected AIV AllGather on {nranks} ranks:\n{report.text()}"
+
+
+@pytest.mark.parametrize("nranks", [2, 3, 5, 8])
+def test_the_corrected_aiv_allgather_gives_no_finding(nranks):
+    _aiv_correct_is_clean(nranks, schedules=4)
+
+
+def test_the_suite_has_the_aiv_defects_the_issue_names():
+    aiv = {m.name for m in MUTANTS if m.name.startswith("aiv_")}
+    assert aiv >= {"aiv_missing_flag_wait", "aiv_wrong_peer_flag", "aiv_constant_tag_no_reset", "aiv_read_before_copy"}
 
 
 SUBSET = [(p, n) for p in (A2, A3, A350) for n in (1, 2, 3, 5, 8)] + [(p, 4) for p in PRODUCTS
@@ -93,6 +110,12 @@ def test_every_collective_is_clean_on_1_to_16_ranks(op, product, scheduler):
         report, codes, _tasks = _checked(op, product, n, scheduler=scheduler, program={"calls": 2},
                                          schedules=4 if scheduler == "coop" else 1)
         assert codes == [SUCCESS] * n and report.ok, f"{op} on {product}, {n} ranks, {scheduler}: {codes}\n{report.text()}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nranks", range(2, 17))
+def test_the_corrected_aiv_allgather_is_clean_on_2_to_16_ranks(nranks):
+    _aiv_correct_is_clean(nranks, schedules=8)
 
 
 LIBRARY = [m for m in MUTANTS if m.product == A2 and m.nranks >= 3 and not m.name.startswith("custom")]

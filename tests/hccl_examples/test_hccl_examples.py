@@ -16,9 +16,11 @@ import ex01_point_to_point as ex01
 import ex02_collectives as ex02
 import ex04_custom_ops_p2p as ex04
 import ex05_custom_allgather_aicpu as ex05
+import ex05_custom_allgather_aiv as ex05aiv
 import example_main
 from example_main import ExampleError
 from pyhcomm.spmd import observe_launches
+from pyhcomm.verify import check
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.threads]
 
@@ -153,6 +155,67 @@ def test_05_custom_allgather_aicpu_needs_an_ascend_950(eight_devices, runner, pr
     eight_devices(product)
     with pytest.raises(ExampleError, match="HcclAllGatherCustom returned 4"):   # HCCL_E_INTERNAL
         ex05.run(entry=runner.entry)
+
+
+# -- 05_custom_ops_allgather (AIV: the top level) ------------------------------------------------------------
+def _gathered(n: int) -> np.ndarray:
+    return np.repeat(np.arange(n, dtype=np.float32), 1024)       # device r's 1024 copies of r, in rank order
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+def test_05_custom_allgather_aiv(runner, n):
+    """As the C test: one call, one block, on Atlas 350; every peer's buffer reached over UB_MEM."""
+    pyhcomm.set_product(A350, device_count=n)
+    out = ex05aiv.run(entry=runner.entry)
+    for d in range(n):
+        np.testing.assert_array_equal(out[d], _gathered(n))
+    record = runner.record()
+    launches = record.tasks(kind="AivKernelLaunch")
+    assert len(launches) == n and all(t.detail == "HcclAllGatherAivKernel" for t in launches)
+    remote = [e for e in record.events(kind="AivLoad") if e.remote is not None]
+    assert len(remote) == n * (n - 1) and {e.protocol for e in remote} == {"COMM_PROTOCOL_UB_MEM"}
+    assert {e.nbytes for e in remote} == {1024 * 4}
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+def test_05_custom_allgather_aiv_twice_in_a_row_corrected(runner, n, monkeypatch):
+    """Two calls on one communicator with the corrected kernel (a fresh tag per call): the second
+    finds the engine context and the registration, and gathers again."""
+    pyhcomm.set_product(A350, device_count=n)
+    monkeypatch.setattr(ex05aiv, "LoadBinaryFromFile", ex05aiv.variant_loader("fresh tag"))
+    out = runner.entry(lambda ctx: ex05aiv.sample(ctx, calls=2))
+    for d in range(n):
+        np.testing.assert_array_equal(out[d], _gathered(n))
+    record = runner.record()
+    assert len(record.tasks(kind="AivKernelLaunch")) == 2 * n
+    # the flags of call k hold tag k + 1 (GetTag's counter: 1 in its barrier, then 2, 3, ...)
+    data_flags = {e.value for e in record.events(kind="AivFlagStore") if e.value and e.value > 1}
+    assert data_flags == {2, 3}
+
+
+def test_05_custom_allgather_aiv_second_call_as_written_is_a_race():
+    """As written (tag 1 on every call, no flag reset), a second call may read a peer's HCCL buffer
+    on the first call's flag, before the peer staged its new input: the verifier reports it in
+    the first schedule; the corrected kernel verifies clean."""
+    report = check(ex05aiv.rank_program(calls=2, count=256), 2, product=A350, schedules=4, data=True,
+                   stop_when=lambda r: "race" in r.kinds())
+    race = next(f for f in report.findings if f.kind == "race")
+    text = race.text()
+    assert "'s HCCL buffer" in race.title and "AIV kernel HcclAllGatherAivKernel" in text
+    assert "WaitSignalValue" in text
+    assert report.findings[0].schedule == "fifo"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ex05aiv, "LoadBinaryFromFile", ex05aiv.variant_loader("fresh tag"))
+        assert check(ex05aiv.rank_program(calls=2, count=256), 2, product=A350, schedules=4, data=True).ok
+
+
+@pytest.mark.parametrize("product", [A3, A2])
+def test_05_custom_allgather_aiv_needs_an_ascend_950(runner, product):
+    """Atlas A2 / A3 have no AIV engine (HCOMM's CommEngine.md): HcclChannelAcquire with
+    COMM_ENGINE_AIV over their HCCS links is HCCL_E_NOT_SUPPORT, and so is the call."""
+    pyhcomm.set_product(product, device_count=2)
+    with pytest.raises(ExampleError, match="HcclAllGatherCustom returned 5"):
+        ex05aiv.run(entry=runner.entry)
 
 
 # -- what the ports use: pyhccl's names, pyACL's calls, acl's header values ------------------------------------
