@@ -5,8 +5,8 @@ of its ``numBlocks`` blocks starts as an actor of its own (:meth:`pyhcomm.sched.
 all concurrently; the stream waits until every block ended. A block runs ``fn(*args)`` with a
 program of its own (the ``program`` of its record entries) and knows its index and the block
 count (:func:`block`: ``GetBlockIdx`` / ``GetBlockNum``). A block that raises fails the kernel:
-its stream fails with ``ACL_ERROR_RT_VECTOR_CORE_EXCEPTION`` and the other blocks stop at their
-next wait. What a kernel returns is ignored (its C function returns ``void``).
+the other blocks stop at their next wait, and when the last one ended the stream fails with
+``ACL_ERROR_RT_VECTOR_CORE_EXCEPTION``. What a kernel returns is ignored (its C function returns ``void``).
 
 What a block does to global memory happens at once and is recorded then, as entries of its
 program (:mod:`pyhcomm.sim.kinds`):
@@ -173,15 +173,15 @@ def _body(sim, kernel: AivKernel, idx: int):
 
 
 def _fail(sim, kernel: AivKernel, exc) -> None:
-    """A block failed ``kernel``: its stream fails with ``exc`` (the first failure), the other
-    blocks stop at their next wait."""
+    """A block failed ``kernel`` (the first failure is the kernel's): the other blocks stop at
+    their next wait, and the stream fails when the last block ended (:func:`_ended`)."""
     if kernel.failed is None:
         kernel.failed = exc
-        sim.scheduler.fail_stream(kernel.stream, exc)
     sim.scheduler.settle(kernel.waitable)
 
 
 def _ended(sim, kernel: AivKernel, blk: AivBlock, ctx) -> None:
+    """``blk`` ended; the last block records the kernel's end and fails its stream if a block failed."""
     kernel.lasts[blk.block_idx] = blk.last
     kernel.left -= 1
     if kernel.left:
@@ -189,6 +189,8 @@ def _ended(sim, kernel: AivKernel, blk: AivBlock, ctx) -> None:
     after = tuple(s for b, s in enumerate(kernel.lasts) if s is not None and b != blk.block_idx)
     sim.record.effect(AIV_KERNEL_END, kernel.name, kernel.failed is None, None, kernel.device, ENGINE, None,
                       kernel.stream.handle, (), (), {"block": blk.block_idx, "after": after}, ctx)
+    if kernel.failed is not None:
+        sim.scheduler.fail_stream(kernel.stream, kernel.failed)
 
 
 # -- what a block does ----------------------------------------------------------------------------------------
