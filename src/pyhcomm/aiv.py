@@ -129,14 +129,14 @@ class GlobalTensor:
         return self.size or 0
 
     def GetValue(self, i: int):  # noqa: N802
-        """Element ``i``, read from global memory now (a load)."""
+        """Element ``i``, read from global memory now (a scalar load)."""
         n = self.dtype.itemsize
-        return np.frombuffer(_aiv.load(self.addr + i * n, n, "GlobalTensor::GetValue"), self.dtype)[0].item()
+        return np.frombuffer(_aiv.load(self.addr + i * n, n, "GlobalTensor::GetValue", True), self.dtype)[0].item()
 
     def SetValue(self, i: int, value) -> None:  # noqa: N802
-        """Write element ``i`` to global memory now (a store)."""
+        """Write element ``i`` to global memory now (a scalar store)."""
         n = self.dtype.itemsize
-        _aiv.store(self.addr + i * n, np.array([value], dtype=self.dtype).tobytes(), "GlobalTensor::SetValue")
+        _aiv.store(self.addr + i * n, np.array([value], dtype=self.dtype).tobytes(), "GlobalTensor::SetValue", True)
 
     def __getitem__(self, offset: int) -> "GlobalTensor":
         size = None if self.size is None else self.size - offset

@@ -12,7 +12,8 @@ What a block does to global memory happens at once and is recorded then, as entr
 program (:mod:`pyhcomm.sim.kinds`):
 
 * ``AivLoad`` / ``AivStore`` (:func:`load`, :func:`store`): a ``DataCopy`` from global memory into
-  the block's local buffer, or back: data accesses, which the race detector checks;
+  the block's local buffer, or back (``AivScalarLoad`` / ``AivScalarStore``: a scalar read or
+  write of global memory): data accesses, which the race detector checks;
 * ``AivFlagStore`` (:func:`flag_store`): a flag written for other blocks or ranks to see (a release);
 * ``AivFlagLoad`` (:func:`flag_load`): a flag read, after waiting for it to hold what the block
   expects: ordered after the flag store whose value it read (an acquire: its ``after``);
@@ -49,7 +50,8 @@ from ..errors import AclError, AclRuntimeError
 from ..sched import ABORTED, TIMED_OUT, DeviceWait, Waitable
 from . import LayerState, current_sim, memory
 from .kernel import KernelContext, current_kernel
-from .kinds import AIV_FLAG_LOAD, AIV_FLAG_STORE, AIV_KERNEL_END, AIV_LOAD, AIV_STORE, AIV_SYNC_ALL
+from .kinds import (AIV_FLAG_LOAD, AIV_FLAG_STORE, AIV_KERNEL_END, AIV_LOAD, AIV_SCALAR_LOAD, AIV_SCALAR_STORE,
+                    AIV_STORE, AIV_SYNC_ALL)
 from .runtime import ProgramContext, program_ctx, set_program_ctx
 
 #: The kernel type of an AIV kernel function (``EXPORT_AIV_META_INFO``: the ``.ascend.meta`` section of
@@ -267,16 +269,17 @@ def _changed(sim, st: AivState) -> None:
         sim.scheduler.settle(st.changed)
 
 
-def load(addr: int, n: int, api: str = "DataCopy") -> bytes:
-    """``n`` bytes of global memory at ``addr``, read by the calling block (an ``AivLoad``). The
-    same bytes as its previous load, with nothing done in between, make it a spin: it waits until
-    they change (see the module docstring)."""
+def load(addr: int, n: int, api: str = "DataCopy", scalar: bool = False) -> bytes:
+    """``n`` bytes of global memory at ``addr``, read by the calling block (an ``AivLoad``; a
+    scalar read: an ``AivScalarLoad``). The same bytes as its previous load, with nothing done in
+    between, make it a spin: it waits until they change (see the module docstring)."""
     blk = block(api)
     alloc, remote, protocol = _reach(blk, addr, n, api, "load")
     data = _read(blk, alloc, addr, n, api)
     if blk.last_load == (addr, n, data):
         data = _spin(blk, alloc, addr, n, data, api)
-    _effect(blk, AIV_LOAD, api, reads=((addr, n),), nbytes=n, remote=remote, protocol=protocol)
+    _effect(blk, AIV_SCALAR_LOAD if scalar else AIV_LOAD, api, reads=((addr, n),), nbytes=n, remote=remote,
+            protocol=protocol)
     blk.last_load = (addr, n, data)
     return data
 
@@ -292,8 +295,9 @@ def _spin(blk, alloc, addr, n, data, api) -> bytes:
     return _read(blk, alloc, addr, n, api)
 
 
-def store(addr: int, data, api: str = "DataCopy") -> None:
-    """Write ``data`` (bytes-like) to global memory at ``addr`` from the calling block (an ``AivStore``)."""
+def store(addr: int, data, api: str = "DataCopy", scalar: bool = False) -> None:
+    """Write ``data`` (bytes-like) to global memory at ``addr`` from the calling block (an
+    ``AivStore``; a scalar write: an ``AivScalarStore``)."""
     blk = block(api)
     data = bytes(data)
     n = len(data)
@@ -303,7 +307,8 @@ def store(addr: int, data, api: str = "DataCopy") -> None:
     if st.flags:
         for a in [a for a in st.flags if addr <= a < addr + n]:
             del st.flags[a]     # a data store over a flag: a later read sees its bytes, not the flag store's
-    _effect(blk, AIV_STORE, api, writes=((addr, n),), nbytes=n, remote=remote, protocol=protocol)
+    _effect(blk, AIV_SCALAR_STORE if scalar else AIV_STORE, api, writes=((addr, n),), nbytes=n, remote=remote,
+            protocol=protocol)
     blk.last_load = None
     _changed(current_sim(), st)
 

@@ -475,6 +475,10 @@ AIV_KERNEL_LAUNCH = Kind("AivKernelLaunch", TASK, role=Role.LAUNCH, unit=Unit.AI
 #: block's arrival); the kernel's end (after every block's last entry: its stream goes on from there).
 AIV_LOAD = _aiv("AivLoad", accesses=True)
 AIV_STORE = _aiv("AivStore", accesses=True)
+#: ... and a scalar read or write of global memory (``GlobalTensor::GetValue`` / ``SetValue``, a
+#: dereferenced ``__gm__`` pointer): data too, but no task of the block's pipes (it costs nothing).
+AIV_SCALAR_LOAD = _aiv("AivScalarLoad", accesses=True, cost=Cost.FREE)
+AIV_SCALAR_STORE = _aiv("AivScalarStore", accesses=True, cost=Cost.FREE)
 AIV_FLAG_STORE = _aiv("AivFlagStore", trace=Trace.RECORD)
 AIV_FLAG_LOAD = _aiv("AivFlagLoad", role=Role.ACQUIRE, trace=Trace.WAIT, edge="flag")
 AIV_SYNC_ALL = _aiv("AivSyncAll", role=Role.ACQUIRE, cost=Cost.FREE, trace=Trace.WAIT, edge="block")
@@ -493,7 +497,7 @@ KINDS = (TASK_KIND, LOCAL_COPY, LOCAL_REDUCE, WRITE, READ, WRITE_REDUCE, READ_RE
          WRITE_REDUCE_WITH_NOTIFY, WRITE_NBI, READ_NBI, WRITE_WITH_NOTIFY_NBI, THREAD_NOTIFY_RECORD, THREAD_NOTIFY_WAIT,
          ACLRT_NOTIFY_RECORD, ACLRT_NOTIFY_WAIT, CHANNEL_NOTIFY_RECORD, CHANNEL_NOTIFY_WAIT, CHANNEL_NOTIFY_RECORD_NOW,
          CHANNEL_NOTIFY_WAIT_NOW, MEMCPY_ASYNC, MEMCPY, MEMSET_ASYNC, MEMSET, ENGINE_CTX_COPY, KERNEL_LAUNCH,
-         AIV_KERNEL_LAUNCH, AIV_LOAD, AIV_STORE, AIV_FLAG_STORE, AIV_FLAG_LOAD, AIV_SYNC_ALL, AIV_KERNEL_END,
+         AIV_KERNEL_LAUNCH, AIV_LOAD, AIV_STORE, AIV_SCALAR_LOAD, AIV_SCALAR_STORE, AIV_FLAG_STORE, AIV_FLAG_LOAD, AIV_SYNC_ALL, AIV_KERNEL_END,
          COLLECTIVE, SYNCHRONIZE, THREAD_JOIN, CHANNEL_DRAIN, FENCE, RENDEZVOUS)
 _BY_NAME = {str(k): k for k in KINDS}
 

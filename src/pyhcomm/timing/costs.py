@@ -30,7 +30,12 @@ What is modelled (the replay applies it; see there for how):
   ``with_values`` sets it by name like any other; ``engine_submit`` prices an engine's entries by
   its name instead (tasks added to a batch still pay ``batch_submit``). Launching an AI CPU kernel
   costs ``kernel_launch`` before its body runs; a blocking host call returns ``sync_return`` after
-  what it waited for ended.
+  what it waited for ended;
+* AIV kernels (:mod:`pyhcomm.sim.aiv`): each entry a block issues costs ``aiv_task``, its engine's
+  parameter (1 us, ``cost_model.cc``'s AIV per-task latency); a move through its device's memory
+  runs at most at ``aiv_copy_bandwidth`` (the device's memory is shared with the other copies), a
+  move to or from another device over its AIV channel's link at most at ``aiv_link_bandwidth`` per
+  device pair (and shares the link), after the link's latency (twice for a load: request and data).
 """
 from __future__ import annotations
 
@@ -75,6 +80,8 @@ class CostModel:
     batch_fixed: float = 5.0 * US
     kernel_launch: float = 30.0 * US
     sync_return: float = 5.0 * US
+    aiv_copy_bandwidth: float = 750 * GB        # an AIV kernel's moves in its device's memory (cost_model.cc)
+    aiv_link_bandwidth: float = 56 * GB         # ... to or from another device, per pair (cost_model.cc)
     #: engine name -> what a program pays per entry it issues that runs on that engine, in place of
     #: its description's cost (tasks added to a batch still pay ``batch_submit``; the record names
     #: each entry's engine: ``sim.kinds.engine_name``)

@@ -59,6 +59,7 @@ class EntryCosts:
         self._notifies()
         self._transfers()
         self._local()
+        self._aiv()
         self._flows()
         del self._route_of
 
@@ -91,6 +92,8 @@ class EntryCosts:
         m = self.m
         if r[0] == "mem":
             return m.copy_bandwidth
+        if r[0] == "aiv":       # an AIV kernel's own limit: in its device's memory, or per device pair
+            return m.aiv_copy_bandwidth if len(r) == 2 else m.aiv_link_bandwidth
         if r[0] == "pcie":
             return m.host_link.bandwidth
         return m.link(r[1]).bandwidth
@@ -270,6 +273,23 @@ class EntryCosts:
                     self.body[i] = m.host_link.latency
             self.nbytes[i] = size
             self.route[i] = self.route_id((r,))
+
+    def _aiv(self) -> None:
+        """What the blocks of AIV kernels move (few entries: one by one): through their device's
+        memory, or over their AIV channel's link (its latency first; a load's twice)."""
+        at = np.flatnonzero(self.of(lambda k: k.cost is Cost.AIV))
+        for i, e in zip(at.tolist(), self.objects(at)):
+            kind = e.kind
+            nbytes, remote = kind.get(e, "nbytes", 0), kind.get(e, "remote")
+            self.nbytes[i] = nbytes
+            if remote is None:
+                self.route[i] = self.route_id((("mem", e.device), ("aiv", e.device)))
+                continue
+            protocol = kind.get(e, "protocol")
+            load = bool(e.reads) and not e.writes
+            a, z = (remote, e.device) if load else (e.device, remote)
+            self.body[i] = (2 if load else 1) * self.link_of(protocol).latency
+            self.route[i] = self.route_id(topology.link_resources(self.m.family, protocol, a, z) + (("aiv", a, z),))
 
     def _flows(self) -> None:
         """Each flow's duration alone on its route."""

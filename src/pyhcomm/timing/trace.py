@@ -4,7 +4,8 @@ Layout (the Trace Event Format that ui.perfetto.dev and chrome://tracing open):
 
 * a process per rank (``rank 3 (device 3)``; entries tied to no rank: a process per device);
 * a track (thread) per stream, named after the HCOMM thread that issued on it when there is one
-  (``thread 0x7410... / stream 0x5710...``), a ``host`` track per rank for host effects (a
+  (``thread 0x7410... / stream 0x5710...``), a track per block of each AIV kernel (``AIV kernel
+  #41 block 0``: its loads, stores, flags and barriers), a ``host`` track per rank for host effects (a
   synchronize spans from its call to its return), an ``incoming`` track per rank where every
   write that lands in the rank's memory shows up, and an ``outgoing`` track where every read
   another rank makes of its memory shows up;
@@ -25,9 +26,10 @@ from __future__ import annotations
 import json
 import os
 
-from ..sim.kinds import Trace
+from ..sim.kinds import Trace, Unit
 
-_ARG_FIELDS = ("nbytes", "peer", "protocol", "dtype", "op", "count", "direction", "name", "result", "gen")
+_ARG_FIELDS = ("nbytes", "peer", "protocol", "dtype", "op", "count", "direction", "name", "result", "gen", "block",
+               "remote", "value")
 HOST_TID = 1
 CALLS_TID = 2
 INCOMING_TID = 3
@@ -103,7 +105,11 @@ class _Trace:
         tl = self.tl
         rank = ev.rank if ev.rank is not None else self.rank_of.get(ev.device)
         pid = self.proc(rank, ev.device)
-        if ev.entry == "host":
+        if ev.kind.unit is Unit.AIV and ev.entry == "host":     # a block of an AIV kernel: a track each
+            block = getattr(ev, "block", None)
+            tid = self.track(pid, ("aiv", ev.kernel, block), f"AIV kernel #{ev.kernel} block {block}")
+            begin = tl.issue[i]
+        elif ev.entry == "host":
             tid = self.fixed_track(pid, HOST_TID, "host")
             begin = tl.issue[i]
         else:

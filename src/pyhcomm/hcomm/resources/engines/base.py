@@ -48,7 +48,8 @@ HOST_NBI = frozenset({kinds.WRITE_NBI, kinds.READ_NBI, kinds.WRITE_WITH_NOTIFY_N
 #: ``HcommFenceOnThread``.
 FENCE = frozenset({kinds.FENCE})
 #: What an AIV kernel's blocks do (``pyhcomm.sim.aiv``).
-AIV_OPS = frozenset({kinds.AIV_KERNEL_LAUNCH, kinds.AIV_LOAD, kinds.AIV_STORE, kinds.AIV_FLAG_STORE,
+AIV_OPS = frozenset({kinds.AIV_KERNEL_LAUNCH, kinds.AIV_LOAD, kinds.AIV_STORE, kinds.AIV_SCALAR_LOAD,
+                     kinds.AIV_SCALAR_STORE, kinds.AIV_FLAG_STORE,
                      kinds.AIV_FLAG_LOAD, kinds.AIV_SYNC_ALL, kinds.AIV_KERNEL_END})
 
 #: ``HCOMM_NOTIFY_MAX_NUM``: notifies per thread.
