@@ -6,6 +6,7 @@ from ..aclrt import kernel as _k
 from ..aclrt import memory as _m
 from ..aclrt import notify as _n
 from ..aclrt import stream as _s
+from ..aclrt import vmm as _v
 from ._wrap import acl_call
 
 ACL_DEVICE, ACL_HOST = 0, 1
@@ -43,6 +44,14 @@ memcpy = acl_call()(_m.aclrtMemcpy)
 memcpy_async = acl_call()(_m.aclrtMemcpyAsync)
 memset = acl_call()(_m.aclrtMemset)
 memset_async = acl_call()(_m.aclrtMemsetAsync)
+
+reserve_mem_address = acl_call(0)(_v.aclrtReserveMemAddress)
+release_mem_address = acl_call()(_v.aclrtReleaseMemAddress)
+malloc_physical = acl_call(0)(_v.aclrtMallocPhysical)
+free_physical = acl_call()(_v.aclrtFreePhysical)
+map_mem = acl_call()(_v.aclrtMapMem)
+unmap_mem = acl_call()(_v.aclrtUnmapMem)
+mem_get_allocation_granularity = acl_call(0)(_v.aclrtMemGetAllocationGranularity)
 
 binary_load_from_file = acl_call(0)(_k.aclrtBinaryLoadFromFile)
 binary_unload = acl_call()(_k.aclrtBinaryUnLoad)

@@ -19,6 +19,7 @@ from ..args import sequence
 from ..hccl import subcomm as _subcomm
 from ..hccl import comm as _comm
 from ..hccl import comm_state as _state
+from ..hccl import zero_copy as _zero_copy
 from ._wrap import c_api
 
 __all__ = ["HcclGetRootInfo", "HcclCommInitRootInfo", "HcclCommInitClusterInfo", "HcclCommInitAll", "HcclCommDestroy",
@@ -237,3 +238,32 @@ def HcclCommWorkingDevNicSet(comm, ranks, useBackup):  # noqa: N803
         if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < c.nranks:
             raise _para(api, f"ranks holds {r!r}, not a rank of {c.name}")
     c.nic_backup = {**getattr(c, "nic_backup", {}), **{r: bool(f) for r, f in zip(ranks, flags)}}
+
+
+# -- zero copy: memory ranges and active memory (Atlas A3) --------------------------------------
+__all__ += ["HcclCommSetMemoryRange", "HcclCommUnsetMemoryRange", "HcclCommActivateCommMemory",
+            "HcclCommDeactivateCommMemory"]
+
+
+@c_api()
+def HcclCommSetMemoryRange(comm, baseVirPtr, size, alignment, flags):  # noqa: N803
+    """Tell HCCL of a range reserved with ``aclrtReserveMemAddress`` (see :mod:`pyhcomm.hccl.zero_copy`)."""
+    _zero_copy.set_memory_range(comm, baseVirPtr, size, alignment, flags)
+
+
+@c_api()
+def HcclCommUnsetMemoryRange(comm, baseVirPtr):  # noqa: N803
+    """Forget the range set at ``baseVirPtr`` (no active memory may be left in it)."""
+    _zero_copy.unset_memory_range(comm, baseVirPtr)
+
+
+@c_api()
+def HcclCommActivateCommMemory(comm, virPtr, size, offset, handle, flags):  # noqa: N803
+    """Activate ``size`` bytes at ``virPtr``, mapped (``aclrtMapMem``) onto physical memory ``handle``."""
+    _zero_copy.activate(comm, virPtr, size, offset, handle, flags)
+
+
+@c_api()
+def HcclCommDeactivateCommMemory(comm, virPtr):  # noqa: N803
+    """Deactivate the active memory that starts at ``virPtr``."""
+    _zero_copy.deactivate(comm, virPtr)

@@ -2,10 +2,7 @@
 why. README lists them ("Not modeled").
 
 * the CCU family (``hccl_ccu_res.h``, ``ccu_res.h``): the Collective Communication Unit of
-  Atlas 350, programmed with microcode; pyhcomm runs no CCU kernels;
-* the virtual-memory calls of ``hccl_comm.h`` (``HcclCommSetMemoryRange`` ...): they take ranges
-  reserved with ``aclrtReserveMemAddress`` and physical handles of ``aclrtMallocPhysical``, which
-  pyhcomm's acl runtime does not have.
+  Atlas 350, programmed with microcode; pyhcomm runs no CCU kernels.
 
 ``CcuLoopCfgInit`` / ``CcuLoopGroupCfgInit`` fill their struct's header as the C inlines do.
 """
@@ -21,8 +18,6 @@ from ..errors import not_support
 from ._wrap import c_api
 
 CCU = "the CCU (Collective Communication Unit) is not modelled by pyhcomm"
-VMM = "virtual memory ranges and physical memory handles (aclrtReserveMemAddress, aclrtMallocPhysical) are not " \
-      "modelled by pyhcomm"
 
 #: name -> (parameters, outputs after ret, why)
 CALLS = {
@@ -54,10 +49,6 @@ CALLS = {
     "HcommCcuQueryRemainResDesc": (("resDesc",), (), CCU),
     "HcommCcuVariableAlloc": (("insHandle", "dieId", "num"), (0,), CCU),
     "HcommCcuVariableGetAddr": (("varHandle", "index"), (0,), CCU),
-    "HcclCommSetMemoryRange": (("comm", "baseVirPtr", "size", "alignment", "flags"), (), VMM),
-    "HcclCommUnsetMemoryRange": (("comm", "baseVirPtr"), (), VMM),
-    "HcclCommActivateCommMemory": (("comm", "virPtr", "size", "offset", "handle", "flags"), (), VMM),
-    "HcclCommDeactivateCommMemory": (("comm", "virPtr"), (), VMM),
 }
 
 

@@ -137,11 +137,11 @@ def _space() -> AddressSpace:
     return current_sim().memory
 
 
-def _reserve(device: int, size: int) -> int:
+def _reserve(device: int, size: int, align: int = ALLOC_ALIGN) -> int:
     space = _space()
     with space.next_lock:
         base = space.next_addr.get(device, DEVICE_VA_BASE + device * DEVICE_VA_STRIDE)
-        addr = (base + ALLOC_ALIGN - 1) & ~(ALLOC_ALIGN - 1)
+        addr = (base + align - 1) & ~(align - 1)
         end = addr + size
         if end > DEVICE_VA_BASE + (device + 1) * DEVICE_VA_STRIDE:
             return 0
@@ -187,6 +187,51 @@ def alloc_device(device: int, size: int, owner="user", policy=0, module_id=None)
     sim.memory.device_map.add(alloc)
     sim.record.note_allocation(alloc)
     return alloc
+
+
+def reserve_addresses(device: int, size: int, align: int) -> int:
+    """``size`` bytes of ``device``'s address space, ``align``-aligned (a power of two), that no
+    allocation will take (``aclrtReserveMemAddress``); 0 when the space is full. Nothing is
+    accessible there until :func:`map_storage` maps memory into it."""
+    return _reserve(device, size, align)
+
+
+def reserve_addresses_at(addr: int, size: int):
+    """Reserve ``[addr, addr + size)`` as :func:`reserve_addresses` would: the device whose
+    address range holds it all, or None when none does or an allocation lies there (the caller
+    checks its own reservations)."""
+    device = device_of_address(addr)
+    if device is None or device_of_address(addr + size - 1) != device:
+        return None
+    space = _space()
+    if space.device_map.find(addr) is not None or space.device_map.within(addr, addr + size):
+        return None
+    with space.next_lock:           # the device allocator never hands it out
+        base = space.next_addr.get(device, DEVICE_VA_BASE + device * DEVICE_VA_STRIDE)
+        space.next_addr[device] = max(base, addr + size + ALLOC_GAP)
+    return device
+
+
+def map_storage(device: int, addr: int, size: int, storage, owner: str) -> Allocation:
+    """Make ``[addr, addr + size)`` (reserved addresses) device memory of ``device`` backed by
+    ``storage`` (``aclrtMapMem``: another allocation's bytes, shared)."""
+    sim = current_sim()
+    alloc = Allocation(addr, size, device, DEVICE, storage, owner)
+    sim.memory.device_map.add(alloc)
+    sim.record.note_allocation(alloc)
+    return alloc
+
+
+def unmap_storage(alloc: Allocation) -> None:
+    """Undo :func:`map_storage`: the addresses are inaccessible again (later uses are explained as
+    unmapped); the storage stays with its owner."""
+    space = _space()
+    if space.device_map.remove(alloc):
+        alloc.freed = True
+        old = space.freed_map.exact(alloc.addr)
+        if old is not None:
+            space.freed_map.remove(old)
+        space.freed_map.add(Allocation(alloc.addr, alloc.size, alloc.device, DEVICE, None, f"{alloc.owner}, unmapped"))
 
 
 def free_device(alloc: Allocation) -> None:
@@ -351,7 +396,8 @@ def describe_address(addr: int) -> str:
         return f"0x{addr:x} is host memory, not device memory"
     a = space.freed_map.find(addr)
     if a is not None:
-        return f"0x{addr:x} lies in device memory that was freed ({a.size} bytes at 0x{a.addr:x} on device {a.device})"
+        how = "unmapped (aclrtUnmapMem)" if a.owner.endswith("unmapped") else "freed"
+        return f"0x{addr:x} lies in device memory that was {how} ({a.size} bytes at 0x{a.addr:x} on device {a.device})"
     return f"0x{addr:x} is not memory allocated on a device (aclrtMalloc, HCCL buffer)"
 
 
