@@ -163,6 +163,18 @@ def test_memory_a_block_may_not_reach_is_a_vector_core_exception(dev350):
     assert "which no AIV channel of device 0 exposes" in acl.get_recent_err_msg()
 
 
+def test_hcomm_primitives_are_refused_inside_an_aiv_kernel(dev350, caplog):
+    ret, comms = pyhcomm.HcclCommInitAll([0])
+    assert ret == 0
+    ret, (thread,) = pyhcomm.HcclThreadAcquire(comms[0], pyhcomm.COMM_ENGINE_AICPU_TS, 1, 0)
+    assert ret == 0
+    dst, src = malloc(8), malloc(8)
+    assert launch("calls_hcomm", dev350, thread, dst, src) == 0
+    assert acl.rt.synchronize_stream(dev350) == 0
+    assert read(dst, 4, np.int32)[0] == R.HCCL_E_NOT_SUPPORT
+    assert "called inside AIV kernel calls_hcomm: HCOMM's primitives run on the host or in AI CPU kernels" in caplog.text
+
+
 def test_aiv_kernels_need_data(product):
     pyhcomm.reset(data=False)
     pyhcomm.set_product(A350)

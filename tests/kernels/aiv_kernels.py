@@ -97,3 +97,10 @@ def hand_spin(flag, data, out):
 def not_marked(out):
     """No EXPORT_AIV_META_INFO: an AI CPU kernel unless launched with the AIV engine type."""
     GlobalTensor(np.int32, out).SetValue(0, GetBlockNum())
+
+
+@EXPORT_AIV_META_INFO
+def calls_hcomm(thread, dst, src):
+    """An HCOMM primitive from an AIV kernel (refused)."""
+    from pyhcomm import HcommLocalCopyOnThread
+    GlobalTensor(np.int32, dst).SetValue(0, HcommLocalCopyOnThread(thread, dst, src, 4))

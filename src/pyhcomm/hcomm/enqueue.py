@@ -48,6 +48,13 @@ def require_eager_ok(api: str) -> None:
                                "HcommBatchModeStart and HcommBatchModeEnd")
 
 
+def refuse_aiv(kernel, api: str) -> None:
+    """``HCCL_E_NOT_SUPPORT`` for a primitive called inside an AIV kernel's block."""
+    if not kernel.hcomm_calls:
+        raise not_support(api, f"called inside AIV kernel {kernel.name}: HCOMM's primitives run on the host or in "
+                               "AI CPU kernels; an AIV kernel moves data with DataCopy and signals with flags")
+
+
 def enqueue(task, api: str | None = None, ctx=None) -> None:
     """Launch ``task`` now, or keep it in the open batch of the caller (``ctx``: its program context)."""
     if ctx is None:
@@ -56,6 +63,8 @@ def enqueue(task, api: str | None = None, ctx=None) -> None:
     kernels = ctx.kernels
     task.program = ctx.program
     if kernels:
+        if not kernels[-1].hcomm_calls:
+            refuse_aiv(kernels[-1], api or task.kind)
         task.kernel = kernels[-1].seq   # the record's kernel id: the launch that issued it
     if batch is None:
         if kernels:

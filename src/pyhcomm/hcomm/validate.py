@@ -10,6 +10,7 @@ from ..sim import current_sim as _sim
 from ..sim import memory
 from ..sim.runtime import program_ctx, in_library, on_device_side
 from ..errors import not_support, para, ptr
+from .enqueue import refuse_aiv
 from .resources import engines
 from .resources.thread import get_thread
 
@@ -65,6 +66,8 @@ def issuing_thread(handle, api: str):
         product_supports_hcomm(api)
     kernels = ctx.kernels
     device_side = bool(kernels)
+    if device_side and not kernels[-1].hcomm_calls:
+        refuse_aiv(kernels[-1], api)
     if t.host_side == device_side:
         engine_side(t, api)
     if device_side and kernels[-1].device != t.device:

@@ -126,6 +126,7 @@ class AivBlock(KernelContext):
     """What a block of an AIV kernel knows (the device-side context of its program)."""
 
     __slots__ = ("kernel", "last", "last_load")
+    hcomm_calls = False     # an AIV kernel moves data with DataCopy and signals with flags, not HCOMM's calls
 
     def __init__(self, kernel: AivKernel, idx: int):
         super().__init__(kernel.name, kernel.stream, kernel.num_blocks, None, kernel.seq)

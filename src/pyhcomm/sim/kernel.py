@@ -23,6 +23,8 @@ class KernelContext:
     :meth:`at_end`."""
 
     __slots__ = ("name", "stream", "device", "block_idx", "num_blocks", "timeout", "locked", "seq", "_ends")
+    #: HCOMM's data-plane primitives may be called here (an AI CPU kernel; not an AIV kernel's block)
+    hcomm_calls = True
 
     def __init__(self, name, stream, num_blocks, timeout, seq=0):
         self.name = name
