@@ -175,6 +175,20 @@ def test_hcomm_primitives_are_refused_inside_an_aiv_kernel(dev350, caplog):
     assert "called inside AIV kernel calls_hcomm: HCOMM's primitives run on the host or in AI CPU kernels" in caplog.text
 
 
+def test_aclrt_memcpy_inside_an_aiv_kernel_is_a_load_and_a_store(dev350):
+    dst, src = malloc(64), malloc(64)
+    x = np.arange(64, dtype=np.uint8) + 1
+    assert acl.rt.memcpy(src, 64, acl.util.numpy_to_ptr(x), 64, 1) == 0
+    host = np.zeros(64, np.uint8)
+    assert launch("memcpy_in_kernel", dev350, dst, src, 64, acl.util.numpy_to_ptr(host)) == 0
+    assert acl.rt.synchronize_stream(dev350) == 0
+    out = read(dst, 64)
+    assert out[:4].tolist() == [1, 2, 3, 4] and out[4:8].view(np.int32)[0] == E.ACL_ERROR_RT_PARAM_INVALID
+    load, = pyhcomm.record.events(kind="AivLoad")
+    store = [e for e in pyhcomm.record.events(kind="AivStore") if e.api == "aclrtMemcpy"]
+    assert load.api == "aclrtMemcpy" and load.reads[0].addr == src and store[0].writes[0].addr == dst
+
+
 def test_aiv_kernels_need_data(product):
     pyhcomm.reset(data=False)
     pyhcomm.set_product(A350)
@@ -324,3 +338,16 @@ def test_the_record_exports_the_aiv_fields(dev350, tmp_path):
     assert {r["value"] for r in loads} == {1, 2} and all(len(r["after"]) == 1 for r in loads)
     end = [r for r in rows if r["kind"] == "AivKernelEnd"]
     assert len(end) == 1 and len(end[0]["after"]) == 1
+
+
+def test_products_describe_the_aiv_engine():
+    from pyhcomm.hcomm.resources.engines import engines_text
+    from pyhcomm.products import find_product
+    a350 = engines_text([find_product(A350)])
+    row = next(line for line in a350.splitlines() if line.strip().startswith("AIV "))
+    for part in ("device", "ROCE,UBC_TP,UB_CTP,UB_MEM", "aiv-kernel", "aiv_task",
+                 "blocks that load, store and signal flags over AIV channels"):
+        assert part in row, row
+    a2 = engines_text([find_product("Atlas 800T A2")])
+    row = next(line for line in a2.splitlines() if line.strip().startswith("AIV "))
+    assert "no AIV channels here" in row and "UB_MEM" not in row

@@ -104,3 +104,11 @@ def calls_hcomm(thread, dst, src):
     """An HCOMM primitive from an AIV kernel (refused)."""
     from pyhcomm import HcommLocalCopyOnThread
     GlobalTensor(np.int32, dst).SetValue(0, HcommLocalCopyOnThread(thread, dst, src, 4))
+
+
+@EXPORT_AIV_META_INFO
+def memcpy_in_kernel(dst, src, n, host):
+    """aclrtMemcpy inside an AIV kernel: device to device (a load and a store), then from host memory (refused)."""
+    from pyhcomm import acl
+    assert acl.rt.memcpy(dst, n, src, n, 3) == 0
+    GlobalTensor(np.int32, dst).SetValue(1, acl.rt.memcpy(dst, n, host, n, 1))

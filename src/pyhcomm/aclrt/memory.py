@@ -12,7 +12,9 @@ import functools
 
 from .. import args
 from ..sim import current_sim as _sim
-from ..sim import kinds, memory
+from ..sim import aiv, kinds, memory
+from ..sim.aiv import AivBlock
+from ..sim.kernel import current_kernel
 from ..sim.runtime import program_ctx
 from ..sim.task import Task, call_site
 from ..enums import MALLOC_KNOWN_BITS, aclrtMallocAttrType, aclrtMemcpyKind
@@ -196,9 +198,16 @@ def _check_copy(api, dst, dest_max, src, count, kind):
 
 def aclrtMemcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
     """Copy ``count`` bytes now (synchronous; not ordered with any stream). Memory freed by
-    another host thread while the copy runs is not touched after it was released."""
+    another host thread while the copy runs is not touched after it was released. Inside an AIV
+    kernel: a load and a store of global memory by the calling block (device to device only; a
+    peer's memory over an AIV channel, :mod:`pyhcomm.sim.aiv`)."""
     dst, src, kind, count, (d, d_st, _d_owner), (s, s_st, _s_owner) = _check_copy(
         "aclrtMemcpy", dst, dest_max, src, count, kind)
+    if isinstance(current_kernel(), AivBlock):
+        if d.kind != memory.DEVICE or s.kind != memory.DEVICE:
+            raise _rt_invalid("aclrtMemcpy", "inside an AIV kernel a copy is between device addresses (global memory)")
+        aiv.copy(dst, src, count)
+        return
     sim = _sim()
     sim.backend.copy(d_st, dst - d.addr, s_st, src - s.addr, count)
     sim.record.host_effect(kinds.MEMCPY, "aclrtMemcpy", device=d.device if d.device is not None else s.device,

@@ -314,6 +314,12 @@ def store(addr: int, data, api: str = "DataCopy", scalar: bool = False) -> None:
     _changed(current_sim(), st)
 
 
+def copy(dst: int, src: int, n: int, api: str = "aclrtMemcpy") -> None:
+    """``n`` bytes of global memory from ``src`` to ``dst`` by the calling block: a load, then a
+    store (``aclrtMemcpy`` inside an AIV kernel)."""
+    store(dst, load(src, n, api), api)
+
+
 def flag_store(addr: int, data, value: int, api: str = "SetSignalValue") -> None:
     """Store flag ``value`` (its bytes: ``data``) at ``addr`` from the calling block (an
     ``AivFlagStore``: a release, which a :func:`flag_load` that reads it is ordered after)."""
@@ -435,5 +441,5 @@ def _where(alloc, addr: int) -> str:
 
 
 __all__ = ["AivState", "aiv_state", "AivKernel", "AivBlock", "ENGINE", "K_TYPE_AIV", "META", "is_aiv_kernel",
-           "start_aiv_kernel", "block", "load", "store",
+           "start_aiv_kernel", "block", "load", "store", "copy",
            "flag_store", "flag_load", "sync_all"]
