@@ -404,3 +404,26 @@ def test_null_wrap_registers_user_arrays():
     del arr, alloc
     gc.collect()
     assert host_map.find(ptr) is None
+
+
+def test_a_new_array_where_a_collected_one_still_waits_for_its_removal_is_registered_afresh():
+    """Another thread was changing the host map when a registered array died: its registration
+    waits for the map's next change. A new array at the same address (the allocator gives the
+    bytes out again) must not be taken for the dead one: registering it replaces the stale entry,
+    and the bytes are readable (was: ``released by its owner``)."""
+    import ctypes
+    space = pyhcomm.current_sim().memory
+    raw = (ctypes.c_ubyte * 256)()
+    first = np.ctypeslib.as_array(raw)
+    addr = memory.register_host_array(first)
+    with space.host_map._lock:          # another thread's add() in progress: the removal waits
+        del first
+        gc.collect()
+    stale = space.host_map.exact(addr)
+    assert stale is not None and stale.storage.anchor() is None
+    second = np.ctypeslib.as_array(raw)
+    second[:] = 7
+    assert memory.register_host_array(second) == addr
+    alloc = space.host_map.exact(addr)
+    assert alloc is not stale and alloc.storage.anchor() is second
+    assert memory.read_host(addr, 4) == b"\x07" * 4

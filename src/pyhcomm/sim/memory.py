@@ -306,10 +306,10 @@ def register_host_array(array, readonly: bool = False, keep=None, pin: bool = Fa
     storage = current_sim().backend.wrap(array, anchor)
     if storage.size == 0:
         return storage.addr
-    existing = host_map.find(storage.addr)
+    existing = _live(host_map, storage.addr)
     if existing is not None and existing.addr == storage.addr and existing.size >= storage.size:
         return storage.addr
-    if existing is not None or host_map.find(storage.addr + storage.size - 1) is not None:
+    if existing is not None or _live(host_map, storage.addr + storage.size - 1) is not None:
         # part of a region registered before (a view of a registered array): lookups find that one
         return storage.addr
     alloc = Allocation(storage.addr, storage.size, None, HOST, storage, READONLY if readonly else "numpy")
@@ -317,6 +317,18 @@ def register_host_array(array, readonly: bool = False, keep=None, pin: bool = Fa
     if isinstance(anchor, weakref.ref):
         weakref.finalize(owner_obj, host_map.discard, alloc)
     return storage.addr
+
+
+def _live(host_map: MemoryMap, addr: int):
+    """The registration holding host address ``addr`` whose owner still lives, else None. One
+    whose owner was collected but whose finalizer could not take the map yet (another thread was
+    changing it: :meth:`MemoryMap.discard`) goes now: its bytes may already belong to a new array
+    at the same address."""
+    alloc = host_map.find(addr)
+    if alloc is not None and alloc.storage is not None and alloc.storage.anchor() is None:
+        host_map.remove(alloc)
+        return None
+    return alloc
 
 
 ANY = "any"
