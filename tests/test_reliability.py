@@ -15,7 +15,7 @@ from pyhcomm import (HcclChannelDescInit, HcclCommInitAll, HcclCommInitRootInfo,
                      HcommBatchModeEnd, HcommBatchModeStart, HcommLocalCopyOnThread, HcommLocalReduceOnThread,
                      HcommThreadNotifyRecordOnThread, HcommThreadNotifyWaitOnThread, acl)
 from pyhcomm.sim import memory
-from hcomm_testutil import D2D, D2H, H2D, host_setup, malloc, pattern, read, write
+from hcomm_testutil import D2D, D2H, H2D, host_setup, malloc, pattern, read, run_threads, write
 
 R = pyhcomm.HcclResult
 E = pyhcomm.AclError
@@ -453,3 +453,72 @@ def test_zero_length_copy_at_the_end_of_an_allocation_is_para_always():
     assert HcommLocalReduceOnThread(thread, a, b + 64, 0, FP32, SUM) == R.HCCL_E_PARA
     assert acl.rt.memset(a + 64, 0, 0, 0) == E.ACL_ERROR_RT_PARAM_INVALID      # the acl tier agrees
     assert acl.rt.synchronize_stream(stream) == 0
+
+
+# == Round 2 (issue 31), in its numbering ====================================================================
+
+# -- R2.1. op=None is a wrong type for the reducing collectives, never "no reduction" ---------------------------
+@pytest.mark.parametrize("nranks", [1, 2])
+def test_reducing_collectives_refuse_op_none_before_issuing_anything(nranks):
+    assert acl.init() == 0
+    ret, comms = HcclCommInitAll(list(range(nranks)))
+    assert ret == 0
+    assert acl.rt.set_device(0) == 0
+    stream, _ = acl.rt.create_stream()
+    send, recv = malloc(64 * nranks), malloc(64 * nranks)
+    write(send, pattern(64 * nranks))
+    write(recv, np.zeros(64 * nranks, np.uint8))
+    calls = {"HcclAllReduce": lambda op: pyhcomm.HcclAllReduce(send, recv, 16, FP32, op, comms[0], stream),
+             "HcclReduceScatter": lambda op: pyhcomm.HcclReduceScatter(send, recv, 16, FP32, op, comms[0], stream),
+             "HcclReduce": lambda op: pyhcomm.HcclReduce(send, recv, 16, FP32, op, 0, comms[0], stream),
+             "HcclReduceScatterV": lambda op: pyhcomm.HcclReduceScatterV(
+                 send, [16] * nranks, [16 * r for r in range(nranks)], recv, 16, FP32, op, comms[0], stream)}
+    for api, fn in calls.items():
+        with pytest.raises(TypeError, match=f"{api}: op must be an int, not NoneType"):
+            fn(None)
+    st = pyhcomm.current_sim().handles.streams.get(stream)
+    assert not st.queue and st.idle                         # nothing was issued
+    assert acl.rt.synchronize_stream(stream) == 0
+    assert (read(recv, 64 * nranks) == 0).all()
+    if nranks == 1:                                         # a numpy op is the op it holds
+        assert calls["HcclAllReduce"](np.int32(SUM)) == 0
+        assert acl.rt.synchronize_stream(stream) == 0
+        assert (read(recv, 64) == pattern(64)).all()
+
+
+# -- R2.3. numpy numbers are the numbers they hold, for float arguments too -------------------------------------
+def test_float_timeouts_take_numpy_integers_and_floats():
+    comm, stream, thread = host_setup()
+    seen = []
+
+    def body():
+        for value in (np.int64(2), np.uint8(3), np.float32(4.5), np.float64(5.0), 6):
+            assert pyhcomm.HcommSetNotifyWaitTimeOut(value) == 0
+            pyhcomm.record.clear()
+            assert HcommThreadNotifyRecordOnThread(thread, thread, 0) == 0
+            assert pyhcomm.HcommThreadNotifyWaitOnThreadWithDefaultTimeout(thread, 0) == 0
+            seen.append(pyhcomm.record.tasks(kind="ThreadNotifyWait")[-1].timeout)
+        for value in (None, True, np.bool_(True), "2", np.complex64(1)):
+            with pytest.raises(TypeError, match="HcommSetNotifyWaitTimeOut: timeOut must be a number of seconds"):
+                pyhcomm.HcommSetNotifyWaitTimeOut(value)
+        assert pyhcomm.HcommSetNotifyWaitTimeOut(np.float64("nan")) == R.HCCL_E_PARA
+        assert pyhcomm.HcommSetNotifyWaitTimeOut(np.uint64(1 << 40)) == R.HCCL_E_PARA
+
+    run_threads([body])                                     # (the setting is per OS thread)
+    assert seen == [2, 3, 4, 5, 6]
+    assert acl.rt.synchronize_stream(stream) == 0
+
+
+def test_thread_res_acquire_timeout_takes_numpy_numbers_inside_a_kernel():
+    host_setup()
+
+    def kernel():
+        out = [pyhcomm.HcommThreadResAcquireTimeOut(v) for v in (np.int64(2), np.float32(1.5), 3)]
+        try:
+            pyhcomm.HcommThreadResAcquireTimeOut(None)
+        except TypeError as exc:
+            out.append(str(exc))
+        return out
+
+    assert on_device(kernel, 0) == [0, 0, 0, "HcommThreadResAcquireTimeOut: timeOut must be a number of seconds, "
+                                               "not NoneType"]

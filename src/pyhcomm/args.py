@@ -6,7 +6,9 @@ Python ``int`` or refused the same way everywhere:
 
 * an ``int`` is taken as it is; a numpy integer, or any object with ``__index__``, is converted
   (as a pybind11 or C binding converts it);
-* ``None`` is NULL (``0``) for a pointer or a handle; for an integer it is a wrong type;
+* ``None`` is NULL (``0``) for a pointer or a handle; for an integer (or a float) it is a wrong type;
+* a float argument (a number of seconds) takes an ``int``, a ``float`` and any numpy integer or
+  floating scalar, as a binding's ``float`` converts them (:func:`seconds`);
 * anything else (``bool``, ``float``, ``str``, a list ...) raises ``TypeError`` naming the API and
   the argument: the one exception a call of the C or acl tier lets escape, as a binding does;
 * an integer outside the range of its C type gets the API's own invalid-argument code (the caller
@@ -21,6 +23,8 @@ holding the elements. pyhcomm accepts that, and a plain Python list, which is wh
 """
 from __future__ import annotations
 
+import math
+import numbers
 import operator
 import struct
 
@@ -62,6 +66,25 @@ def integer(value, api: str, name: str, lo: int = 0, hi: int = UINT64_MAX, error
         value = _as_int(value, api, name, "an int")
     if value < lo or value > hi:
         raise error(api, f"{name} {value} is outside [{lo}, {hi}]")
+    return value
+
+
+def seconds(value, api: str, name: str = "timeOut", hi: int = UINT32_MAX, error=para) -> float:
+    """A float argument counting seconds, in ``[0, hi]``: an ``int`` or a ``float``, a numpy
+    integer (anything with ``__index__``) or any other real number (a numpy floating scalar) is
+    taken; ``None``, ``bool``, ``str`` and the other types raise ``TypeError``; NaN or a value
+    outside the range gets ``error(api, message)``."""
+    if type(value) is not int and type(value) is not float:
+        if isinstance(value, (bool, complex, str, bytes, bytearray)) or value is None:
+            raise TypeError(f"{api}: {name} must be a number of seconds, not {type(value).__name__}")
+        if hasattr(type(value), "__index__"):
+            value = _as_int(value, api, name, "a number of seconds")
+        elif isinstance(value, numbers.Real):
+            value = float(value)
+        else:
+            raise TypeError(f"{api}: {name} must be a number of seconds, not {type(value).__name__}")
+    if math.isnan(value) or value < 0 or value > hi:
+        raise error(api, f"{name} {value} must be a number in [0, {hi}]")
     return value
 
 

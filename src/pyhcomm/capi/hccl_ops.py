@@ -67,13 +67,19 @@ def check_count(api: str, count, name: str = "count") -> int:
     return count
 
 
-def check_common(api: str, comm, count, data_type, stream, reduce_op=None, count_name: str = "count"):
+#: ``reduce_op`` of :func:`check_common` for a call that only moves bytes. A sentinel, not ``None``:
+#: a caller's ``op=None`` is a wrong type (``TypeError``), never "no reduction".
+MOVES_ONLY = object()
+
+
+def check_common(api: str, comm, count, data_type, stream, reduce_op=MOVES_ONLY, count_name: str = "count"):
     """Check comm, product, stream, count and data type (and ``(data type, op)`` of a reducing
-    call); return ``(Communicator, element size)``."""
+    call: any ``reduce_op`` but :data:`MOVES_ONLY`, ``None`` included); return
+    ``(Communicator, element size)``."""
     c = check_comm(api, comm, stream)
     check_count(api, count, count_name)
     data_type = args.integer(data_type, api, "dataType", -(1 << 64), args.UINT64_MAX)
-    if reduce_op is None:
+    if reduce_op is MOVES_ONLY:
         support.check_move_dtype(api, data_type)
     else:
         support.check_reduce_pair(api, data_type, args.integer(reduce_op, api, "op", -(1 << 64), args.UINT64_MAX))

@@ -16,8 +16,6 @@ records and waits from a CPU_TS thread), unlike the local copy.
 """
 from __future__ import annotations
 
-import math
-
 from .. import args
 from ..aclrt import notify as aclrt_notify
 from ..sim import current_sim as _sim
@@ -108,11 +106,8 @@ def wait_default(thread, notify_idx) -> None:
 
 
 def _float_seconds(value, api: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{api}: timeOut must be a number of seconds, not {type(value).__name__}")
-    if math.isnan(value) or value < 0 or value > UINT32_MAX:
-        raise para(api, f"timeOut {value} must be a number in [0, {UINT32_MAX}]")
-    return int(value)
+    """A ``float timeOut`` argument (:func:`pyhcomm.args.seconds`), as whole seconds."""
+    return int(args.seconds(value, api, "timeOut", UINT32_MAX))
 
 
 def set_wait_timeout(value) -> None:
