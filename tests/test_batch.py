@@ -441,19 +441,21 @@ def test_thread_join_timeout_while_another_host_thread_is_busy(on_350, caplog):
     assert "HcommThreadJoin" in caplog.text and "after 1 s" in caplog.text
 
 
-def test_thread_join_reports_a_failure_of_the_thread(on_350):
+def test_thread_join_reports_a_failure_of_the_thread(on_350, caplog):
+    """The thread's wait can never be satisfied: its stream fails (a deadlock) and the join, which
+    would wait for ever (timeout 0), returns that failure's code."""
     u = on_350["u"]
-    dst, gone = malloc(64), malloc(64)
     rets = []
 
     def kernel():
-        assert HcommLocalCopyOnThread(u, dst, gone, 64) == 0
-        assert acl.rt.free(gone) == 0
-        rets.append(pyhcomm.HcommThreadJoin(u, 10))
+        assert pyhcomm.HcommThreadNotifyWaitOnThread(u, 0, 0) == 0     # no record will come
+        rets.append(pyhcomm.HcommThreadJoin(u, 0))
 
     _launch(on_350["stream"], kernel)
-    assert acl.rt.synchronize_device() == E.ACL_ERROR_RT_DEVICE_MEM_ERROR   # kept for the host
-    assert rets == [R.HCCL_E_MEMORY]
+    with caplog.at_level(logging.ERROR, logger="pyhcomm"):
+        assert acl.rt.synchronize_device() == E.ACL_ERROR_RT_TASK_TIMEOUT   # kept for the host
+    assert rets == [R.HCCL_E_TIMEOUT]
+    assert f"HcommThreadJoin: thread 0x{u:x} failed: " in caplog.text
 
 
 def test_thread_join_argument_errors(on_350):

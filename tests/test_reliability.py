@@ -2,6 +2,7 @@
 more per defect, in its numbering. Each asserts the code (or the documented ``TypeError``) and that
 no byte changed that should not have. docs/errors.md states the rules they pin down."""
 import array
+import logging
 import gc
 import threading
 import weakref
@@ -15,7 +16,7 @@ from pyhcomm import (HcclChannelDescInit, HcclCommInitAll, HcclCommInitRootInfo,
                      HcommBatchModeEnd, HcommBatchModeStart, HcommLocalCopyOnThread, HcommLocalReduceOnThread,
                      HcommThreadNotifyRecordOnThread, HcommThreadNotifyWaitOnThread, acl)
 from pyhcomm.sim import memory
-from hcomm_testutil import D2D, D2H, H2D, host_setup, malloc, pattern, read, run_threads, write
+from hcomm_testutil import D2D, D2H, H2D, KERNELS_PY, host_setup, malloc, pattern, read, run_threads, write
 
 R = pyhcomm.HcclResult
 E = pyhcomm.AclError
@@ -522,3 +523,137 @@ def test_thread_res_acquire_timeout_takes_numpy_numbers_inside_a_kernel():
 
     assert on_device(kernel, 0) == [0, 0, 0, "HcommThreadResAcquireTimeOut: timeOut must be a number of seconds, "
                                                "not NoneType"]
+
+
+# -- R2.2. a kernel blocked for ever fails its wait (and ends); a timed wait is progress --------------------------
+def _two_kernels_waiting_for_each_other(wait_a, wait_b):
+    """Atlas 350: kernel A on thread a's stream runs ``wait_a(b)``, kernel B on thread b's stream
+    ``wait_b(a)``: each waits for the stream the other runs on. Returns (what each returned, in the
+    order they returned; the host's first synchronize; its second)."""
+    pyhcomm.set_product("Atlas 350")
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+    ret, (comm,) = HcclCommInitAll([0])
+    _, (a, b) = HcclThreadAcquire(comm, AICPU_TS, 2, 1)
+    out = []
+    for me, other, wait in ((a, b, wait_a), (b, a, wait_b)):
+        _, stream = pyhcomm.HcclThreadResGetInfo(comm, me, pyhcomm.THREAD_RES_TYPE_STREAM, 8)
+        pyhcomm.Stream(stream, owned=False).launch(lambda w=wait, o=other, n="AB"[me == b]: out.append((n, w(o))))
+    first = acl.rt.synchronize_device()
+    return out, first, acl.rt.synchronize_device()
+
+
+def test_kernels_joining_each_other_fail_one_join_and_both_end():
+    out, first, second = _two_kernels_waiting_for_each_other(lambda t: pyhcomm.HcommThreadJoin(t, 0),
+                                                             lambda t: pyhcomm.HcommThreadJoin(t, 0))
+    assert (first, second) == (0, 0)                   # the first synchronize already returns
+    assert sorted(code for _, code in out) == [R.HCCL_SUCCESS, R.HCCL_E_TIMEOUT]
+    assert out[0][1] == R.HCCL_E_TIMEOUT                # the failed wait ended its kernel, then the other joined
+
+
+def test_a_timed_join_in_a_kernel_is_waited_for_not_a_hang(caplog):
+    with caplog.at_level(logging.ERROR, logger="pyhcomm"):
+        out, first, second = _two_kernels_waiting_for_each_other(lambda t: pyhcomm.HcommThreadJoin(t, 1),
+                                                                 lambda t: pyhcomm.HcommThreadJoin(t, 0))
+    assert (first, second) == (0, 0)
+    assert out == [("A", R.HCCL_E_TIMEOUT), ("B", R.HCCL_SUCCESS)]   # A's 1 s expired: B's join then completed
+    assert "was not idle after 1 s (0 task(s) queued, a kernel running on its stream)" in caplog.text
+    assert "can never be idle" not in caplog.text
+
+
+def test_kernels_draining_each_other_fail_one_drain_and_both_end():
+    pyhcomm.set_product("Atlas 350")
+    assert acl.init() == 0
+    ret, comms = HcclCommInitAll([0, 1])
+    ends = []
+    for r in (0, 1):
+        d = pyhcomm.HcclChannelDesc()
+        assert HcclChannelDescInit(d) == 0
+        d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, pyhcomm.COMM_PROTOCOL_UBC_TP, 1
+        ret, chans = pyhcomm.HcclChannelAcquire(comms[r], AICPU_TS, [d])
+        assert ret == 0
+        ends.append(chans[0])
+    assert acl.rt.set_device(0) == 0
+    _, (a, b) = HcclThreadAcquire(comms[0], AICPU_TS, 2, 1)
+    out = []
+    for me, other in ((a, b), (b, a)):
+        _, stream = pyhcomm.HcclThreadResGetInfo(comms[0], me, pyhcomm.THREAD_RES_TYPE_STREAM, 8)
+        pyhcomm.Stream(stream, owned=False).launch(
+            lambda o=other: out.append(pyhcomm.HcommChannelDrainOnThread(o, ends[0])))
+    assert acl.rt.synchronize_device() == 0
+    assert out == [R.HCCL_E_TIMEOUT, R.HCCL_SUCCESS]
+
+
+# -- R2.4. host-only runtime calls inside a kernel are refused; synchronize_device leaves no stream busy ---------------
+FEATURE = E.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+
+
+def test_host_only_runtime_calls_inside_a_kernel_are_refused_and_change_nothing():
+    comm, stream, thread = host_setup()
+    other, _ = acl.rt.create_stream()
+    d = malloc(64, fill=0x11)
+    n, _ = acl.rt.create_notify(0)
+    binary, _ = acl.rt.binary_load_from_file(KERNELS_PY)
+    func, _ = acl.rt.binary_get_function(binary, "record_kernel")
+    args, _ = acl.rt.kernel_args_init(func)
+    ran = []
+    assert acl.rt.kernel_args_append(args, ran)[1] == 0
+    assert acl.rt.kernel_args_append(args, "launched")[1] == 0
+    assert acl.rt.kernel_args_finalize(args) == 0
+
+    def kernel():
+        codes = [acl.rt.create_stream()[1], acl.rt.destroy_stream(stream), acl.rt.destroy_stream(other),
+                 acl.rt.synchronize_stream(stream), acl.rt.synchronize_stream_with_timeout(stream, 1000),
+                 acl.rt.synchronize_stream(other), acl.rt.synchronize_device(),
+                 acl.rt.synchronize_device_with_timeout(1000),
+                 acl.rt.memset_async(d, 64, 0x22, 64, other), acl.rt.memcpy_async(d, 64, d + 32, 32, D2D, other),
+                 acl.rt.malloc(64, 0)[1], acl.rt.free(d), acl.rt.malloc_host(64)[1],
+                 acl.rt.set_device(0), acl.rt.reset_device(0), acl.rt.create_notify(0)[1], acl.rt.destroy_notify(n),
+                 acl.rt.record_notify(n, other), acl.rt.wait_and_reset_notify(n, other, 1),
+                 acl.rt.binary_load_from_file(KERNELS_PY)[1], acl.rt.binary_get_function(binary, "x")[1],
+                 acl.rt.kernel_args_init(func)[1], acl.rt.launch_kernel_with_config(func, 1, other, None, args),
+                 acl.rt.binary_unload(binary), acl.init(), acl.finalize()]
+        for call in (lambda: pyhcomm.Stream(other, owned=False).launch(ran.append, "pythonic"),
+                     lambda: pyhcomm.Stream(other, owned=False).synchronize(), lambda: pyhcomm.Device(0)):
+            try:
+                call()
+            except pyhcomm.HcclError as exc:
+                codes.append(exc.code)
+        # the kernel's own memory accesses and the getters are no host calls
+        codes += [acl.rt.memset(d, 8, 0x33, 8), acl.rt.get_device()[1], acl.rt.get_device_count()[1]]
+        return codes
+
+    codes = on_device(kernel, 0)
+    assert codes[:-3] == [FEATURE] * (len(codes) - 3)
+    assert codes[-3:] == [0, 0, 0]
+    assert acl.rt.synchronize_stream(other) == 0        # nothing was queued on it, it still exists
+    assert (read(d, 64) == np.array([0x33] * 8 + [0x11] * 56, np.uint8)).all()   # the memory was not freed
+    assert ran == []                                    # no kernel was launched
+    assert acl.rt.get_device() == (0, 0) and acl.rt.destroy_notify(n) == 0
+    assert acl.rt.launch_kernel_with_config(func, 1, other, None, args) == 0   # all still usable here
+    assert acl.rt.synchronize_stream(other) == 0 and ran == ["launched"]
+
+
+@pytest.mark.parametrize("how", ["acl", "acl with timeout", "pythonic"])
+def test_synchronize_device_waits_for_streams_created_while_it_runs(how):
+    """The kernel the synchronize runs acquires an HCCL thread (a new stream) and copies on it: when
+    the synchronize returns 0, that stream has run too."""
+    comm, stream, thread = host_setup()
+    src, dst = malloc(256), malloc(256, fill=0)
+    data = write(src, pattern(256))
+
+    def kernel():
+        _, (t,) = HcclThreadAcquire(comm, AICPU_TS, 1, 1)
+        assert HcommBatchModeStart("k") == 0                 # (Atlas A2's device side)
+        assert HcommLocalCopyOnThread(t, dst, src, 256) == 0
+        assert HcommBatchModeEnd("k") == 0
+
+    pyhcomm.Stream(stream, owned=False).launch(kernel)
+    if how == "acl":
+        assert acl.rt.synchronize_device() == 0
+    elif how == "acl with timeout":
+        assert acl.rt.synchronize_device_with_timeout(30_000) == 0
+    else:
+        pyhcomm.Device(0).synchronize()
+    assert (read(dst, 256) == data).all()
+    assert all(st.idle for st in pyhcomm.current_sim().runtime.devices[0].streams.values())

@@ -313,14 +313,19 @@ def test_unpaired_calls_are_para(dev, comm):
     assert rets == [HCCL_E_PARA, HCCL_SUCCESS, HCCL_E_PARA, HCCL_SUCCESS, HCCL_E_PARA]
 
 
-def test_a_comm_held_by_an_unfinished_kernel_is_unavail(dev, comm):
-    """Kernel A holds the lock and blocks (synchronizes stream B); kernel B runs meanwhile.
+def test_a_comm_held_by_an_unfinished_kernel_is_unavail(product):
+    """Kernel A holds the lock and blocks (joins thread B, on whose stream kernel B waits); kernel B
+    runs meanwhile (Atlas 350: HcommThreadJoin is the device side's blocking call).
 
-        stream A: [kernel A: acquire ... sync(B) ........ release]
+        stream A: [kernel A: acquire ... join(B) ........ release]
         stream B:                 [kernel B: acquire -> UNAVAIL; release -> PARA]
     """
+    product("Atlas 350")
+    dev = Device(0)
+    _, (comm,) = HcclCommInitAll([0])
     _, name = HcclGetCommName(comm)
-    stream_b = dev.stream()
+    _, (thread_b,) = HcclThreadAcquire(comm, COMM_ENGINE_AICPU_TS, 1, 1)
+    _, stream_b = HcclThreadResGetInfo(comm, thread_b, THREAD_RES_TYPE_STREAM, 8)
     log = []
 
     def kernel_b():
@@ -329,11 +334,12 @@ def test_a_comm_held_by_an_unfinished_kernel_is_unavail(dev, comm):
 
     def kernel_a():
         log.append(("A acquire", HcommAcquireComm(name)))
-        stream_b.launch(kernel_b)
-        stream_b.synchronize()
+        assert HcommThreadJoin(thread_b, 0) == HCCL_SUCCESS
         log.append(("A release", HcommReleaseComm(name)))
 
-    _run(dev, kernel_a)
+    dev.stream().launch(kernel_a)
+    pyhcomm.Stream(stream_b, owned=False).launch(kernel_b)
+    dev.synchronize()
     assert log == [("A acquire", HCCL_SUCCESS), ("B acquire", HCCL_E_UNAVAIL), ("B release", HCCL_E_PARA),
                    ("A release", HCCL_SUCCESS)]
     # once A finished, another kernel gets the lock

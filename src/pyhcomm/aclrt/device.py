@@ -1,12 +1,47 @@
-"""Initialisation and devices: ``aclInit``, ``aclrtSetDevice``, ``aclrtGetSocName`` ..."""
+"""Initialisation and devices: ``aclInit``, ``aclrtSetDevice``, ``aclrtGetSocName`` ...
+
+:func:`host_only` marks the runtime calls only the host makes: inside an AI CPU kernel they are
+refused (``ACL_ERROR_RT_FEATURE_NOT_SUPPORT``, nothing done). An AI CPU kernel has no acl runtime:
+devices, streams, memory allocation, notifies, kernel binaries and launches, every synchronize and
+every asynchronous copy or fill belong to the host; device-side code orchestrates with HCOMM's
+primitives. Its own memory accesses (``aclrtMemcpy``, ``aclrtMemset``: synchronous, a direct
+effect of the kernel) and the getters stay allowed.
+"""
 from __future__ import annotations
+
+import functools
 
 from .. import args
 from ..sim import current_sim as _sim
+from ..sim.runtime import program_ctx
 from ..errors import AclError, acl_error
 from ..products import DEFAULT_PRODUCT
 
 
+def host_call(api: str) -> None:
+    """``ACL_ERROR_RT_FEATURE_NOT_SUPPORT`` when the caller runs inside an AI CPU kernel: ``api``
+    is a host call (see the module docstring)."""
+    kernels = program_ctx().kernels
+    if kernels:
+        raise acl_error(AclError.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
+                        f"a host call: the AI CPU kernel {kernels[-1].name} cannot make it (device-side code "
+                        "has no acl runtime; it orchestrates with HCOMM's primitives)")
+
+
+def host_only(fn):
+    """Decorate an acl runtime call that only the host makes (:func:`host_call` first)."""
+    api = fn.__name__
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if program_ctx().kernels:
+            host_call(api)
+        return fn(*args, **kwargs)
+
+    return call
+
+
+@host_only
 def aclInit(config_path=None) -> None:
     """Initialise the _sim().runtime.
 
@@ -24,6 +59,7 @@ def aclInit(config_path=None) -> None:
     rt.initialized = True
 
 
+@host_only
 def aclFinalize() -> None:
     """Close every device and drop all runtime state."""
     if not _sim().runtime.initialized:
@@ -39,11 +75,13 @@ def check_device_id(device_id, api: str) -> int:
                                                f"{m} on {_sim().runtime.product.name}"))
 
 
+@host_only
 def aclrtSetDevice(device_id: int) -> None:
     """Open ``device_id`` (reference counted) and make it the calling OS thread's device."""
     _sim().runtime.open_device(check_device_id(device_id, "aclrtSetDevice"))
 
 
+@host_only
 def aclrtResetDevice(device_id: int) -> None:
     """Drop one reference; at zero, wait for nothing and release the device's streams and memory."""
     check_device_id(device_id, "aclrtResetDevice")

@@ -24,6 +24,7 @@ from ..sim.runtime import program_ctx
 from ..sim.task import Task, call_site
 from ..enums import aclrtBinaryLoadOptionType, aclrtEngineType, aclrtLaunchKernelAttrId
 from ..errors import AclError, acl_error
+from .device import host_only
 from .stream import get_stream
 
 
@@ -70,6 +71,7 @@ def _check_load_options(options, api: str) -> None:
             raise _invalid(api, f"options[{i}]: type {kind!r} is not an aclrtBinaryLoadOptionType")
 
 
+@host_only
 def aclrtBinaryLoadFromFile(bin_path, options=None) -> int:
     """Load a kernel module; returns a binary handle (``options``: see :func:`_check_load_options`)."""
     api = "aclrtBinaryLoadFromFile"
@@ -102,12 +104,14 @@ def _lookup(handle, api: str, name: str):
     return _sim().handles.kernels.get(argcheck.handle(handle, api, name))
 
 
+@host_only
 def aclrtBinaryUnLoad(bin_handle) -> None:
     if not isinstance(_lookup(bin_handle, "aclrtBinaryUnLoad", "binHandle"), Binary):
         raise _invalid("aclrtBinaryUnLoad", f"binHandle {bin_handle!r} is not a loaded binary")
     _sim().handles.kernels.remove(bin_handle)
 
 
+@host_only
 def aclrtBinaryGetFunction(bin_handle, kernel_name: str) -> int:
     api = "aclrtBinaryGetFunction"
     binary = _lookup(bin_handle, api, "binHandle")
@@ -126,6 +130,7 @@ def _function(handle, api) -> Function:
     return f
 
 
+@host_only
 def aclrtKernelArgsInit(func_handle) -> int:
     return _sim().handles.kernels.add(KernelArgs(_function(func_handle, "aclrtKernelArgsInit")))
 
@@ -137,6 +142,7 @@ def _args(handle, api) -> KernelArgs:
     return a
 
 
+@host_only
 def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
     """Append one argument: a Python object, or ``param_size`` bytes copied from host pointer
     ``param``. Returns the parameter's handle: nonzero, naming the argument list and the position
@@ -159,6 +165,7 @@ def aclrtKernelArgsAppend(args_handle, param, param_size=None) -> int:
     return (int(args_handle) << 16) | len(args.values)
 
 
+@host_only
 def aclrtKernelArgsFinalize(args_handle) -> None:
     _args(args_handle, "aclrtKernelArgsFinalize").finalized = True
 
@@ -254,6 +261,7 @@ def _launch_cfg(cfg, api) -> LaunchCfg:
     return out
 
 
+@host_only
 def aclrtLaunchKernelWithConfig(func_handle, num_blocks, stream, cfg, args_handle, reserve=None) -> None:
     """Enqueue the kernel on ``stream``; it runs on the device side when the stream reaches it (an
     AIV kernel: its ``num_blocks`` blocks at once, see :func:`launch_function`)."""
@@ -295,6 +303,7 @@ class BinaryData:
         self.source = source
 
 
+@host_only
 def aclrtCreateBinary(data, data_len) -> int:
     """Describe a kernel binary held in host memory (``data``, ``data_len`` bytes: the UTF-8 source
     of a Python kernel module; bytes or str are accepted too); returns the ``aclrtBinary``."""
@@ -322,6 +331,7 @@ def _binary_data(handle, api) -> BinaryData:
     return b
 
 
+@host_only
 def aclrtBinaryLoad(binary) -> int:
     """Load an ``aclrtBinary`` (compile and run the kernel module's source); returns a binary handle."""
     api = "aclrtBinaryLoad"
@@ -335,11 +345,13 @@ def aclrtBinaryLoad(binary) -> int:
     return _sim().handles.kernels.add(Binary(module, f"<aclrtBinary 0x{binary:x}>"))
 
 
+@host_only
 def aclrtDestroyBinary(binary) -> None:
     _binary_data(binary, "aclrtDestroyBinary")
     _sim().handles.kernels.remove(binary)
 
 
+@host_only
 def aclrtLaunchKernelWithHostArgs(func_handle, num_blocks, stream, cfg, host_args, args_size,
                                   place_holders=None, place_holder_num=0) -> None:
     """Enqueue a kernel whose arguments are ``args_size`` bytes of host memory (copied now); the

@@ -19,7 +19,7 @@ from ..sim.runtime import program_ctx
 from ..sim.task import Task, call_site
 from ..enums import MALLOC_KNOWN_BITS, aclrtMallocAttrType, aclrtMemcpyKind
 from ..errors import AclError, HcclResult, HcclRuntimeError, acl_error
-from .device import check_device_id, current_device
+from .device import check_device_id, current_device, host_only
 from .stream import get_stream
 
 DEVICE_CAPACITY = 64 << 30
@@ -69,11 +69,13 @@ def _malloc(api, size, policy, device, module_id=None) -> int:
     return alloc.addr
 
 
+@host_only
 def aclrtMalloc(size: int, policy: int) -> int:
     """Allocate ``size`` bytes on the current device; the address is 512-byte aligned."""
     return _malloc("aclrtMalloc", size, policy, current_device("aclrtMalloc").id)
 
 
+@host_only
 def aclrtMallocWithCfg(size: int, policy: int, cfg=None, device: int | None = None) -> int:
     """``aclrtMalloc`` with attributes: ``cfg`` is pyACL's dict
     ``{"numAttrs": n, "attrs": [{"attr": ACL_RT_MEM_ATTR_MODULE_ID, "value": {"moduleId": 3}}]}``
@@ -115,6 +117,7 @@ def aclrtMallocWithCfg(size: int, policy: int, cfg=None, device: int | None = No
     return _malloc(api, size, policy, device, module_id)
 
 
+@host_only
 def aclrtFree(dev_ptr: int) -> None:
     """Free device memory from ``aclrtMalloc``; a second free is ``ACL_ERROR_RT_MEMORY_FREE``."""
     api = "aclrtFree"
@@ -134,6 +137,7 @@ def aclrtFree(dev_ptr: int) -> None:
     memory.free_device(alloc)
 
 
+@host_only
 def aclrtMallocHost(size: int) -> int:
     """Allocate host memory; the result is a real process address."""
     api = "aclrtMallocHost"
@@ -143,6 +147,7 @@ def aclrtMallocHost(size: int) -> int:
         raise acl_error(AclError.ACL_ERROR_RT_MEMORY_ALLOCATION, api, str(exc)) from None
 
 
+@host_only
 def aclrtFreeHost(host_ptr: int) -> None:
     api = "aclrtFreeHost"
     host_ptr = args.pointer(host_ptr, api, "hostPtr")
@@ -222,6 +227,7 @@ def _run_async_copy(d, d_off, s, s_off, n, _keep):
     _sim().backend.copy(dst, d_off, src, s_off, n)
 
 
+@host_only
 def aclrtMemcpyAsync(dst: int, dest_max: int, src: int, count: int, kind: int, stream: int) -> None:
     """Enqueue a copy on ``stream`` (0 = the current device's default stream). User arrays stay
     alive until the copy ran; memory freed before it runs fails the stream."""
@@ -267,6 +273,7 @@ def _run_memset(a, off, value, n, _keep=None):
     _sim().backend.memset(storage, off, value, n)
 
 
+@host_only
 def aclrtMemsetAsync(dev_ptr: int, max_count: int, value: int, count: int, stream: int) -> None:
     api = "aclrtMemsetAsync"
     st = get_stream(stream, api)

@@ -14,7 +14,7 @@ from ..sim.notify import Notify
 from ..sim.notify import NotifyRecordTask, NotifyWaitTask
 from ..sim.runtime import program_ctx
 from ..errors import AclError, acl_error
-from .device import current_device
+from .device import current_device, host_only
 from .state import aclrt_state
 from .stream import get_stream
 
@@ -50,6 +50,7 @@ def _get(notify, api) -> AclNotify:
     return n
 
 
+@host_only
 def aclrtCreateNotify(flag: int = ACL_NOTIFY_DEFAULT) -> int:
     api = "aclrtCreateNotify"
     dev = current_device(api)
@@ -63,6 +64,7 @@ def aclrtGetNotifyId(notify) -> int:
     return _get(notify, "aclrtGetNotifyId").id
 
 
+@host_only
 def aclrtDestroyNotify(notify) -> None:
     n = _get(notify, "aclrtDestroyNotify")
     _sim().handles.notifies.remove(n.handle)
@@ -82,6 +84,7 @@ def _stream_of(n, stream, api):
     return st
 
 
+@host_only
 def aclrtRecordNotify(notify, stream) -> None:
     """Enqueue a record of ``notify`` on ``stream`` (0 = default stream)."""
     api = "aclrtRecordNotify"
@@ -92,6 +95,7 @@ def aclrtRecordNotify(notify, stream) -> None:
     _sim().scheduler.submit(task)
 
 
+@host_only
 def aclrtWaitAndResetNotify(notify, stream, timeout: int) -> None:
     """Enqueue on ``stream`` a wait for ``notify`` that resets it (``timeout`` s, 0 = forever)."""
     api = "aclrtWaitAndResetNotify"

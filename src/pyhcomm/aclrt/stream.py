@@ -3,6 +3,7 @@
 Synchronize calls block the host thread and run the device's queued tasks (see
 :mod:`pyhcomm.sim.scheduler`). A stream's first execution error is returned once, as an
 ``aclError``, and logged with its full explanation; the stream is usable again afterwards.
+All of them are host calls (:func:`pyhcomm.aclrt.device.host_only`).
 """
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from ..sim import kinds
 from ..sim.record import outcome
 from ..sim.runtime import program_ctx
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
+from ..sched.base import _monotonic
 from ..errors import AclError, acl_code_of, acl_error
-from .device import current_device
+from .device import current_device, host_only
 from .state import aclrt_state
 
 
@@ -30,11 +32,13 @@ def get_stream(stream, api: str):
     return st
 
 
+@host_only
 def aclrtCreateStream() -> int:
     """Create a stream on the current device."""
     return current_device("aclrtCreateStream").new_stream().handle
 
 
+@host_only
 def aclrtDestroyStream(stream: int) -> None:
     """Wait for the stream's tasks, then destroy it. Blocks the host."""
     api = "aclrtDestroyStream"
@@ -73,8 +77,9 @@ def take_error(streams, api: str):
     return err
 
 
-def sync_streams(streams, api: str, timeout_s=None):
-    """Block until ``streams`` are idle (or ``timeout_s`` passed); raise the first error any hit."""
+def sync_streams(streams, api: str, timeout_s=None, deadline=None):
+    """Block until ``streams`` are idle (or ``timeout_s`` passed; or the monotonic ``deadline``,
+    when given, of a wait of ``timeout_s`` in all); raise the first error any hit."""
     streams = list(streams)
     if len(streams) == 1:       # (the common case: the scheduler's loop asks this at every turn)
         (one,) = streams
@@ -85,7 +90,8 @@ def sync_streams(streams, api: str, timeout_s=None):
         def done():
             return all(st.idle or st.error is not None for st in streams)
 
-    status = _sim().scheduler.run_until(done, timeout_s, api, streams)
+    wait_s = timeout_s if deadline is None else max(0.0, deadline - _monotonic())
+    status = _sim().scheduler.run_until(done, wait_s, api, streams)
     first = next((st.error for st in streams if st.error is not None), None)
     _sim().record.host_effect(kinds.SYNCHRONIZE, api, ok=status == DONE_OK and first is None,
                               device=streams[0].device if streams else None,
@@ -102,6 +108,7 @@ def sync_streams(streams, api: str, timeout_s=None):
         raise acl_error(AclError.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, api, "the stream can never complete")
 
 
+@host_only
 def aclrtSynchronizeStream(stream: int) -> None:
     """Block until every task of ``stream`` ran; raise its first execution error."""
     sync_streams([get_stream(stream, "aclrtSynchronizeStream")], "aclrtSynchronizeStream", None)
@@ -117,19 +124,35 @@ def _timeout_ms(timeout, api):
     return timeout / 1000.0
 
 
+@host_only
 def aclrtSynchronizeStreamWithTimeout(stream: int, timeout: int) -> None:
     """As :func:`aclrtSynchronizeStream`, giving up after ``timeout`` ms (-1 = forever)."""
     api = "aclrtSynchronizeStreamWithTimeout"
     sync_streams([get_stream(stream, api)], api, _timeout_ms(timeout, api))
 
 
+def sync_device(dev, api: str, timeout_s=None) -> None:
+    """Block until every stream of ``dev`` is idle, streams created meanwhile included (by an
+    HCCL call inside a kernel the synchronize runs, by another host thread): when it returns, no
+    stream of the device has a task queued or running. Raises the first error any hit."""
+    deadline = None if timeout_s is None else _monotonic() + timeout_s
+    while True:
+        streams = list(dev.streams.values())
+        sync_streams(streams, api, timeout_s, deadline)
+        if all(st.idle and st.error is None for st in list(dev.streams.values())):
+            return
+
+
+@host_only
 def aclrtSynchronizeDevice() -> None:
-    """Block until every stream of the current device is idle; raise the first error any hit."""
-    dev = current_device("aclrtSynchronizeDevice")
-    sync_streams(dev.streams.values(), "aclrtSynchronizeDevice", None)
+    """Block until every stream of the current device is idle (:func:`sync_device`); raise the
+    first error any hit."""
+    sync_device(current_device("aclrtSynchronizeDevice"), "aclrtSynchronizeDevice")
 
 
+@host_only
 def aclrtSynchronizeDeviceWithTimeout(timeout: int) -> None:
+    """As :func:`aclrtSynchronizeDevice`, giving up after ``timeout`` ms (-1 = forever)."""
     api = "aclrtSynchronizeDeviceWithTimeout"
     dev = current_device(api)
-    sync_streams(dev.streams.values(), api, _timeout_ms(timeout, api))
+    sync_device(dev, api, _timeout_ms(timeout, api))

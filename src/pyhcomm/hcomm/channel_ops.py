@@ -463,6 +463,11 @@ def channel_drain(thread, channel):
     _sim().record.host_effect(kinds.CHANNEL_DRAIN, api, ok=status == DONE_OK and st.error is None, rank=t.rank,
                               device=t.device, engine=t.engine, thread=t.handle, stream=st.handle,
                               streams=(st.handle,), result=outcome(status, st.error), channel=ch.handle)
+    if status == ABORTED:
+        raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {_sim().scheduler.abort_reason}")
+    if status != DONE_OK:
+        raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"thread 0x{t.handle:x} can never drain: nothing else "
+                                                         "can progress")
     capture(program_ctx(), channel_drain, (thread, channel))
 
 

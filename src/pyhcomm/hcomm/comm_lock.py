@@ -10,8 +10,9 @@ pyhcomm's model:
   name, so the kernel's device picks the rank: the communicator with that name on the device the
   kernel runs on.
 * Kernels run inline on the host thread that reached their launch task, but a kernel that blocks
-  (a synchronize, ``HcommThreadJoin``) lets other kernels run before it ends. A communicator held
-  by an unfinished kernel is therefore refused, never waited for (waiting could only deadlock).
+  (``HcommThreadJoin``, ``HcommChannelDrainOnThread``) lets other kernels run before it ends. A
+  communicator held by an unfinished kernel is therefore refused, never waited for (waiting could
+  only deadlock).
 * A kernel that ends (returns or fails) still holding locks releases them and logs a warning
   (:func:`release_kernel_locks`, registered with the kernel at its first lock:
   :meth:`pyhcomm.sim.kernel.KernelContext.at_end`). ``HcclCommDestroy`` drops the lock too.

@@ -5,7 +5,7 @@ from ..sim import current_sim as _sim
 from ..sim import kinds
 from ..sim.record import outcome
 from ..sim.runtime import program_ctx
-from ..sched import DONE_OK, TIMED_OUT
+from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..errors import HcclResult, hccl_error, not_support, para
 from .resources.engines import FENCE
 from .resources.thread import get_thread
@@ -42,10 +42,16 @@ def thread_join(thread, timeout) -> None:
                               result=outcome(status, st.error))
     if status == TIMED_OUT:
         raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api,
-                         f"thread 0x{t.handle:x} still had {len(st.queue)} task(s) after {timeout} s")
+                         f"thread 0x{t.handle:x} was not idle after {timeout} s ({len(st.queue)} task(s) queued"
+                         + (", a kernel running on its stream)" if st.busy else ")"))
     if st.error is not None:
         code = st.error.code if isinstance(st.error.code, HcclResult) else HcclResult.HCCL_E_INTERNAL
         raise hccl_error(code, api, f"thread 0x{t.handle:x} failed: {st.error}")
+    if status == ABORTED:
+        raise hccl_error(HcclResult.HCCL_E_INTERNAL, api, f"aborted: {_sim().scheduler.abort_reason}")
+    if status != DONE_OK:
+        raise hccl_error(HcclResult.HCCL_E_TIMEOUT, api, f"thread 0x{t.handle:x} can never be idle: nothing else "
+                                                         "can progress")
 
 
 def fence(thread) -> None:

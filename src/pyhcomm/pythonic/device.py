@@ -26,7 +26,9 @@ class Stream(Closable):
         _stream.aclrtSynchronizeStreamWithTimeout(self.handle, timeout_ms)
 
     def launch(self, fn, *args, num_blocks: int = 1) -> None:
-        """Enqueue ``fn(*args)`` as an AI CPU kernel: it runs on the device side in stream order."""
+        """Enqueue ``fn(*args)`` as an AI CPU kernel: it runs on the device side in stream order
+        (a host call)."""
+        _dev.host_call("Stream.launch")
         _kernel.launch_function(fn, _stream.get_stream(self.handle, "Stream.launch"), args, num_blocks)
 
     def close(self) -> None:
@@ -69,12 +71,15 @@ class Device(Closable):
         return dev
 
     def stream(self) -> Stream:
-        """A new stream on this device (``aclrtCreateStream``)."""
+        """A new stream on this device (``aclrtCreateStream``; a host call)."""
+        _dev.host_call("aclrtCreateStream")
         return Stream(self._device().new_stream().handle)
 
     def synchronize(self) -> None:
-        """Block until every stream of the device is idle; raise the first error any hit."""
-        _stream.sync_streams(self._device().streams.values(), "aclrtSynchronizeDevice")
+        """Block until every stream of the device is idle, streams created meanwhile included
+        (``aclrtSynchronizeDevice``; a host call); raise the first error any hit."""
+        _dev.host_call("aclrtSynchronizeDevice")
+        _stream.sync_device(self._device(), "aclrtSynchronizeDevice")
 
     def close(self) -> None:
         if self._open:

@@ -14,7 +14,11 @@ plain program's main greenlet while it waits). The hub:
 3. otherwise the transport makes progress (``sim.transport.progress()``: messages of other
    processes); when it has none, waits whose timeout passed fail; then, once the transport says
    that no process can progress (``world_idle``; in one process: at once), the blocked streams
-   fail with the hang report; blocked actors that still cannot go on get ``STUCK``.
+   fail with the hang report. Then a blocked actor's timed wait (a timeout its caller chose: a
+   synchronize with a timeout, ``HcommThreadJoin``'s) is progress, not a hang: it will expire and
+   its caller go on, so the hub sleeps until it expires (or a blocked stream's wait times out).
+   Blocked actors that still cannot go on get ``STUCK``, a blocked kernel first (it holds its
+   stream busy: when its wait fails it ends, and its stream goes on).
 
 Queue budget: an actor that has submitted ``PYHCOMM_QUEUE_BUDGET`` tasks (default 1024; 0:
 unbounded) since the hub last resumed it yields to the hub, as a host thread waits when its
@@ -96,18 +100,21 @@ def _take(queue: deque, pick):
 class Actor:
     """A host program or kernel: its greenlet and what it waits for."""
 
-    __slots__ = ("name", "glet", "done", "deadline", "status", "started", "finished", "queued", "issued")
+    __slots__ = ("name", "glet", "done", "deadline", "timed", "status", "started", "finished", "queued", "issued",
+                 "kernel")
 
     def __init__(self, name, glet):
         self.name = name
         self.glet = glet
         self.done = None        # the predicate it blocks on (None: runnable)
         self.deadline = None
+        self.timed = False      # its deadline is its caller's timeout (it will expire: progress)
         self.status = None      # what run_until returns when it is resumed
         self.started = False
         self.finished = False
         self.queued = False     # in the runnable queue
         self.issued = 0         # tasks submitted since the hub last resumed it (the queue budget)
+        self.kernel = False     # an AI CPU kernel (it holds its stream busy until it ends)
 
     def __repr__(self):
         return f"<Actor {self.name}{' waiting' if self.done else ''}>"
@@ -225,7 +232,7 @@ class CoopScheduler(Scheduler):
 
         name = f"kernel-{self._kernel_ids}"
         for i, body in enumerate(bodies):
-            self.spawn(name if len(bodies) == 1 else f"{name}.{i}", run, body)
+            self.spawn(name if len(bodies) == 1 else f"{name}.{i}", run, body).kernel = True
 
     def _make_runnable(self, actor) -> None:
         if not actor.queued:
@@ -332,15 +339,16 @@ class CoopScheduler(Scheduler):
         watched = [st for st in streams if not getattr(st, "destroyed", False)] if streams else None
         try:
             while True:
-                status = self._block(actor, done, deadline, watched)
+                status = self._block(actor, done, deadline, watched, detect_stuck and deadline is not None)
                 if status != DONE_OK or done():
                     return status
         finally:
             self._calls.pop(actor, None)
 
-    def _block(self, actor, done, deadline, watched) -> str:
-        """Park ``actor`` until the hub resumes it; return the status the hub gives."""
-        actor.done, actor.deadline = done, deadline
+    def _block(self, actor, done, deadline, watched, timed=False) -> str:
+        """Park ``actor`` until the hub resumes it; return the status the hub gives. ``timed``: the
+        deadline is a timeout the caller chose (not a rendezvous' safety net)."""
+        actor.done, actor.deadline, actor.timed = done, deadline, timed
         if watched:
             for st in watched:
                 if st.waiters is None:
@@ -352,6 +360,7 @@ class CoopScheduler(Scheduler):
             return self.hub.switch()
         finally:
             actor.done = actor.deadline = None
+            actor.timed = False
             if watched:
                 for st in watched:
                     st.waiters.pop(actor, None)
@@ -427,6 +436,10 @@ class CoopScheduler(Scheduler):
                 continue
             if self._fail_deadlock():
                 continue
+            if self._await_timed(now, deadline):
+                continue
+            if self._release_kernel():
+                continue
             if self._release_all(STUCK):
                 continue
             return STUCK
@@ -491,6 +504,28 @@ class CoopScheduler(Scheduler):
         for a in late:
             self._give(a, TIMED_OUT)
         return bool(late)
+
+    def _await_timed(self, now, deadline) -> bool:
+        """A blocked actor's timed wait will expire and its caller go on: progress, not a hang.
+        Sleep until the first expires (or this drive's own ``deadline``, or a blocked stream's
+        wait times out); False when no actor waits so."""
+        wake = min((a.deadline for a in self._blocked_actors() if a.timed), default=None)
+        if wake is None:
+            return False
+        if deadline is not None:
+            wake = min(wake, deadline)
+        _time.sleep(max(0.0, self._next_expiry(wake) - now))   # (the OS's: the hub runs, no actor)
+        return True
+
+    def _release_kernel(self) -> bool:
+        """Give ``STUCK`` to the oldest blocked kernel: it holds its stream busy, so failing its wait
+        lets it end and its stream go on (a kernel synchronizing its own stream, two kernels joining
+        each other's threads). False when no kernel is blocked."""
+        for a in self._blocked_actors():
+            if a.kernel:
+                self._give(a, STUCK)
+                return True
+        return False
 
     def _release_all(self, status) -> bool:
         """Resume every blocked actor with ``status`` (stuck or aborted); False when none was."""

@@ -28,7 +28,10 @@ kernels still gives the same order on every run. Each block of an AIV kernel is 
 (``pyhcomm-kernel-*.<block>``), started in block order.
 
 When every registered host thread is blocked and nothing can run, the blocked streams fail with
-the hang report (see :mod:`pyhcomm.sched.base`). The set of host threads that are not asleep is
+the hang report (see :mod:`pyhcomm.sched.base`). Then a thread asleep in a timed wait (a timeout
+its caller chose) is progress, not a hang: it will wake and go on. Only then do the blocked calls
+get ``STUCK``, a kernel's first (it holds its stream busy: when its wait fails it ends, and its
+stream goes on). The set of host threads that are not asleep is
 kept as threads sleep and wake, so the last thread to fall asleep sees the hang; a host thread
 that ends while every other one sleeps wakes one sleeper to look, and a sleeper that sees the
 hang but may not report it (a rendezvous) wakes one that may.
@@ -48,13 +51,14 @@ class Sleeper:
     """A host thread blocked in ``run_until``: the event it sleeps on and what it waits for.
     A key of the ``waiters`` of each object it watches."""
 
-    __slots__ = ("ident", "ev", "done", "detect")
+    __slots__ = ("ident", "ev", "done", "detect", "timed")
 
     def __init__(self, ident):
         self.ident = ident
         self.ev = threading.Event()
         self.done = None        # its predicate while it sleeps
         self.detect = True      # it may return STUCK
+        self.timed = False      # it waits with a timeout its caller chose (it will wake: progress)
 
     def __repr__(self):
         return f"<Sleeper {self.ident}{' woken' if self.ev.is_set() else ''}>"
@@ -80,6 +84,7 @@ class ThreadedScheduler(Scheduler):
         self.awake: set = set()         # idents of the hosts not asleep (woken counts as awake)
         self._timers: list = []         # heap of (expiry, seq, stream, task): blocked waits that time out
         self._kernel_ids = 0
+        self.kernel_threads: set = set()   # idents of the OS threads running a kernel now
 
     # -- waking ----------------------------------------------------------------------------------
     def _wake_one(self, s: Sleeper) -> None:
@@ -265,6 +270,7 @@ class ThreadedScheduler(Scheduler):
 
         def run():
             me = threading.get_ident()
+            self.kernel_threads.add(me)
             self._parked[me] = parked
             self._acquire(me)
             try:
@@ -276,6 +282,7 @@ class ThreadedScheduler(Scheduler):
                     self.hint(stream)    # its next tasks, its waiters: a driver settles them
                 self._release(me)
                 self._parked.pop(me, None)
+                self.kernel_threads.discard(me)
                 parked.set()
                 self.unregister_host()
 
@@ -359,14 +366,18 @@ class ThreadedScheduler(Scheduler):
                     continue
                 if self._fail_deadlock():
                     continue
-                if detect_stuck:
-                    return STUCK
-                self._wake_detector(me)   # one that may report it looks (it needs the lock: after this sleeps)
+                if self._timed_sleeper(me):
+                    pass                  # it will wake and go on: progress (this thread sleeps meanwhile)
+                elif detect_stuck:
+                    if me in self.kernel_threads or not self._wake_kernel(me):
+                        return STUCK
+                else:
+                    self._wake_detector(me)   # one that may report it looks (it needs the lock: after this sleeps)
             wake = self._next_expiry(deadline)
             s = self._own.get(me)
             if s is None:
                 s = self._own[me] = Sleeper(me)
-            s.done, s.detect = done, detect_stuck
+            s.done, s.detect, s.timed = done, detect_stuck, detect_stuck and deadline is not None
             s.ev.clear()
             self.sleepers[me] = s         # (a sleeping thread runs nothing else: never nested)
             if watched:                   # woken when an object it waits on settles
@@ -406,7 +417,7 @@ class ThreadedScheduler(Scheduler):
                 if me in self.hosts:
                     self.awake.add(me)
                 del self.sleepers[me]
-                s.done = None
+                s.done, s.timed = None, False
                 if watched:
                     for st in watched:
                         st.waiters.pop(s, None)
@@ -426,6 +437,10 @@ class ThreadedScheduler(Scheduler):
             del self._levels[me]
         self.lock.release()
 
+    def _timed_sleeper(self, me) -> bool:
+        """Whether a thread but ``me`` sleeps in a timed wait: it will wake and go on (progress)."""
+        return any(s.timed and s.ident != me for s in list(self.sleepers.values()))
+
     def _world_stuck(self, me) -> bool:
         """True when every host thread but ``me`` sleeps and was not woken since (a host that
         ended without saying so is forgotten). Looks at the hosts that are awake only."""
@@ -441,6 +456,17 @@ class ThreadedScheduler(Scheduler):
             self.hosts.pop(ident, None)
             self.awake.discard(ident)
         return True
+
+    def _wake_kernel(self, me) -> bool:
+        """Nothing can progress and no stream head is blocked: a kernel asleep in a wait holds its
+        stream busy, so failing that wait is progress. Wake one such kernel (the oldest asleep) to
+        see the hang and return ``STUCK`` itself; False when no kernel sleeps."""
+        for s in list(self.sleepers.values()):
+            if s.detect and s.ident != me and s.ident in self.kernel_threads:
+                if not s.ev.is_set():
+                    self._wake_one(s)
+                return True
+        return False
 
     def abort(self, reason: str) -> None:
         """Make every blocking call return ``ABORTED`` (another rank failed)."""
