@@ -657,3 +657,27 @@ def test_synchronize_device_waits_for_streams_created_while_it_runs(how):
         pyhcomm.Device(0).synchronize()
     assert (read(dst, 256) == data).all()
     assert all(st.idle for st in pyhcomm.current_sim().runtime.devices[0].streams.values())
+
+
+def test_synchronize_device_is_not_failed_by_a_stream_destroyed_while_it_waits(monkeypatch):
+    """Another host thread destroys a stream after synchronize_device listed the device's streams
+    (made deterministic here: the destroy runs just after the list was taken)."""
+    from pyhcomm.aclrt import stream as stream_mod
+    comm, stream, thread = host_setup()
+    doomed, _ = acl.rt.create_stream()
+    d = malloc(64, fill=0)
+    assert acl.rt.memset_async(d, 64, 7, 64, doomed) == 0
+    real, seen = stream_mod.sync_streams, []
+
+    def destroy_after_the_list(streams, *args, **kwargs):
+        streams = list(streams)
+        if not seen:
+            seen.append([s.handle for s in streams])
+            assert acl.rt.destroy_stream(doomed) == 0         # waits for the fill, then destroys
+        return real(streams, *args, **kwargs)
+
+    monkeypatch.setattr(stream_mod, "sync_streams", destroy_after_the_list)
+    assert acl.rt.synchronize_device() == 0
+    assert doomed in seen[0]
+    assert (read(d, 64) == 7).all()
+    assert acl.rt.synchronize_stream(doomed) == E.ACL_ERROR_RT_PARAM_INVALID   # it is gone

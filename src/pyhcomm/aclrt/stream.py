@@ -59,12 +59,13 @@ def aclrtDestroyStream(stream: int) -> None:
         dev.streams.pop(st.handle, None)
 
 
-def take_error(streams, api: str):
+def take_error(streams, api: str, live_only: bool = False):
     """Return (and clear) the first error among ``streams`` as an ``AclRuntimeError``, or None.
-    The stream's first error stays known to ``HcclGetCommAsyncError`` (``AclrtState.stream_errors``)."""
+    The stream's first error stays known to ``HcclGetCommAsyncError`` (``AclrtState.stream_errors``).
+    ``live_only``: a stream destroyed meanwhile (by another host thread) has no error to report."""
     first = None
     for st in streams:
-        if st.error is not None:
+        if st.error is not None and not (live_only and st.destroyed):
             if first is None:
                 first = st.error
             aclrt_state().stream_errors.setdefault(st.handle, st.error)
@@ -77,9 +78,10 @@ def take_error(streams, api: str):
     return err
 
 
-def sync_streams(streams, api: str, timeout_s=None, deadline=None):
+def sync_streams(streams, api: str, timeout_s=None, deadline=None, live_only: bool = False):
     """Block until ``streams`` are idle (or ``timeout_s`` passed; or the monotonic ``deadline``,
-    when given, of a wait of ``timeout_s`` in all); raise the first error any hit."""
+    when given, of a wait of ``timeout_s`` in all); raise the first error any hit (``live_only``:
+    not that of a stream destroyed meanwhile, which is no longer waited for)."""
     streams = list(streams)
     if len(streams) == 1:       # (the common case: the scheduler's loop asks this at every turn)
         (one,) = streams
@@ -92,12 +94,12 @@ def sync_streams(streams, api: str, timeout_s=None, deadline=None):
 
     wait_s = timeout_s if deadline is None else max(0.0, deadline - _monotonic())
     status = _sim().scheduler.run_until(done, wait_s, api, streams)
-    first = next((st.error for st in streams if st.error is not None), None)
+    first = next((st.error for st in streams if st.error is not None and not (live_only and st.destroyed)), None)
     _sim().record.host_effect(kinds.SYNCHRONIZE, api, ok=status == DONE_OK and first is None,
                               device=streams[0].device if streams else None,
                               streams=tuple(st.handle for st in streams), timeout=timeout_s,
                               result=outcome(status, first))
-    err = take_error(streams, api)
+    err = take_error(streams, api, live_only)
     if err is not None:
         raise err
     if status == ABORTED:
@@ -134,11 +136,12 @@ def aclrtSynchronizeStreamWithTimeout(stream: int, timeout: int) -> None:
 def sync_device(dev, api: str, timeout_s=None) -> None:
     """Block until every stream of ``dev`` is idle, streams created meanwhile included (by an
     HCCL call inside a kernel the synchronize runs, by another host thread): when it returns, no
-    stream of the device has a task queued or running. Raises the first error any hit."""
+    stream of the device has a task queued or running. Raises the first error any hit; a stream
+    another host thread destroys meanwhile is no longer the device's, and no error."""
     deadline = None if timeout_s is None else _monotonic() + timeout_s
     while True:
         streams = list(dev.streams.values())
-        sync_streams(streams, api, timeout_s, deadline)
+        sync_streams(streams, api, timeout_s, deadline, live_only=True)
         if all(st.idle and st.error is None for st in list(dev.streams.values())):
             return
 
