@@ -5,7 +5,8 @@ call returns its code (``ret`` of the C tier, the last value of the acl tier), o
 documented ``TypeError`` when an argument has the wrong Python type; any other exception is a
 finding. ``expect`` says what the fuzzer knows: ``"ok"`` (every argument valid: 0 is due),
 ``"fail"`` (a value of the right type is wrong: a nonzero code is due), ``"type"`` (an argument
-has the wrong type: ``TypeError`` or a nonzero code), ``"any"`` (a race: 0 or a code).
+has the wrong type: ``TypeError`` or a nonzero code, never 0), ``"any"`` (a race, or junk that may
+happen to be valid: 0 or a code).
 """
 from __future__ import annotations
 
@@ -75,8 +76,9 @@ def call(fn, *args, expect=OK, tier="c", name=None):
         raise Finding(f"{label}({_show(args)}) returned {ret!r}: no int code")
     if expect == OK and code != 0:
         raise Finding(f"{label}({_show(args)}) returned {int(code)} ({_name(code)}) where 0 was due")
-    if expect == FAIL and code == 0:
-        raise Finding(f"{label}({_show(args)}) returned 0 where a failure was due")
+    if expect in (FAIL, TYPE) and code == 0:
+        raise Finding(f"{label}({_show(args)}) returned 0 where a failure was due"
+                      + (" (an argument of the wrong type)" if expect == TYPE else ""))
     return ret
 
 
@@ -93,8 +95,11 @@ def _name(code) -> str:
 WRONG_TYPE = ("x", b"\x01", 1.5, float("nan"), [1], {}, (2,), object(), np.float64(4.0), complex(1, 0))
 #: Ints that are no valid pointer, handle or count here (but the right type).
 BAD_INTS = (-1, 1 << 64, (1 << 64) + 4096, 1 << 70, 0x1234, 0xDEAD_0000, -(1 << 63))
+#: Numpy scalars: integers are the numbers they hold, the others a wrong type.
+NUMPY_JUNK = (np.int64(-1), np.uint64(1 << 63), np.int8(0), np.uint16(4), np.int32(64), np.bool_(True),
+              np.float32(2.5), np.float16(1.0))
 
 
 def junk_values():
     """Every junk value, for calls made with junk only."""
-    return list(WRONG_TYPE) + list(BAD_INTS) + [None, 0, True, math.inf]
+    return list(WRONG_TYPE) + list(BAD_INTS) + list(NUMPY_JUNK) + [None, 0, True, math.inf]

@@ -1,5 +1,7 @@
 """Rules with more than one actor: AI CPU kernels, several host threads at once, races between
-host threads, collectives (every rank in its own host thread), and waits that can never end.
+host threads, collectives (every rank in its own host thread), and waits that can never end;
+host-only runtime calls made inside kernels, kernels waiting for their own stream (alone or through
+another kernel), resources created while a blocking call is in progress (issue 31).
 
 Each rule first settles every stream, so that what it starts is the only work in flight, and
 checks the outcome of every call made on another OS thread or inside a kernel as the main
@@ -16,12 +18,14 @@ from hypothesis.stateful import precondition, rule
 import pyhcomm
 from pyhcomm import acl
 
-from fuzz_calls import ANY, FAIL, OK, Finding, call
-from fuzz_machine import D2H, CallsMachine
-from fuzz_model import apply_copy, apply_reduce
+from fuzz_calls import ANY, FAIL, OK, STATS, Finding, call, code_of
+from fuzz_machine import D2D, D2H, CallsMachine
+from fuzz_model import apply_copy, apply_fill, apply_reduce
 from hcomm_testutil import run_threads   # a host thread alive after its timeout fails the example (a hang)
 
 R = pyhcomm.HcclResult
+FEATURE = pyhcomm.AclError.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+AICPU_TS = pyhcomm.COMM_ENGINE_AICPU_TS
 
 
 def _kernel(ops, out):
@@ -119,19 +123,7 @@ class FuzzMachine(CallsMachine):
                 effects.append((FAIL, None))
         ops.append(("end", pyhcomm.HcommBatchModeEnd, (tag,)))
         effects.append((OK, None))
-        out = []
-        call(acl.rt.set_device, rk.r, tier="acl")
-        binary, _ = call(acl.rt.binary_load_from_file, KERNELS, tier="acl")
-        func, _ = call(acl.rt.binary_get_function, binary, "run", tier="acl")
-        args, _ = call(acl.rt.kernel_args_init, func, tier="acl")
-        call(acl.rt.kernel_args_append, args, ops, tier="acl")
-        call(acl.rt.kernel_args_append, args, out, tier="acl")
-        call(acl.rt.kernel_args_finalize, args, tier="acl")
-        call(acl.rt.launch_kernel_with_config, func, 1, rk.streams[0], None, args, tier="acl")
-        call(acl.rt.synchronize_device, tier="acl")
-        call(acl.rt.set_device, 0, tier="acl")
-        if len(out) != len(ops):
-            raise Finding(f"the kernel ran {len(out)} of its {len(ops)} calls: {out}")
+        (out,) = self.run_kernels(rk, [(rk.streams[0], ops)])
         problems = []   # every op's effect is applied first, so that teardown does not report the same call
         for (label, args_, ret, exc), (expect, effect) in zip(out, effects):
             if exc is not None:
@@ -142,6 +134,219 @@ class FuzzMachine(CallsMachine):
                 effect()
         if problems:
             raise Finding("; ".join(problems))
+
+    def kernel_function(self):
+        """``(function, a fresh args handle maker)`` of the fuzzer's kernel (current device set)."""
+        binary, _ = call(acl.rt.binary_load_from_file, KERNELS, tier="acl")
+        func, _ = call(acl.rt.binary_get_function, binary, "run", tier="acl")
+
+        def make(ops, out):
+            args, _ = call(acl.rt.kernel_args_init, func, tier="acl")
+            call(acl.rt.kernel_args_append, args, ops, tier="acl")
+            call(acl.rt.kernel_args_append, args, out, tier="acl")
+            call(acl.rt.kernel_args_finalize, args, tier="acl")
+            return args
+
+        return func, make
+
+    def run_kernels(self, rk, launches):
+        """Launch the fuzzer's kernel once per ``(stream, ops)`` of ``launches`` on rank ``rk``'s
+        device, in that order, and synchronize the device; returns each kernel's outcomes
+        ``(label, args, ret, exc)``, one per op (a kernel that ran only some of its ops is a finding)."""
+        call(acl.rt.set_device, rk.r, tier="acl")
+        func, make = self.kernel_function()
+        outs = []
+        for stream, ops in launches:
+            outs.append([])
+            call(acl.rt.launch_kernel_with_config, func, 1, stream, None, make(ops, outs[-1]), tier="acl")
+        call(acl.rt.synchronize_device, tier="acl")
+        call(acl.rt.set_device, 0, tier="acl")
+        for (_stream, ops), out in zip(launches, outs):
+            STATS.add(len(out), api="inside a kernel")
+            if len(out) != len(ops):
+                raise Finding(f"the kernel ran {len(out)} of its {len(ops)} calls: {out}")
+        return outs
+
+    # -- host-only runtime calls inside a kernel -----------------------------------------------------------
+    @rule(data=st.data())
+    def kernel_host_calls(self, data):
+        """A kernel makes host-only runtime calls with valid arguments: each is refused
+        (ACL_ERROR_RT_FEATURE_NOT_SUPPORT, or that code raised by the Pythonic tier) and changes
+        nothing (no stream, device, memory or notify changes; nothing it queued or launched runs);
+        its own memset, the getters and the device side's float timeout work."""
+        self.quiesce_all()
+        rk = self.rank(data)
+        own, other = rk.streams
+        buf = data.draw(st.sampled_from(rk.bufs), label="buffer")
+        call(acl.rt.set_device, rk.r, tier="acl")
+        notify, _ = call(acl.rt.create_notify, 0, tier="acl")
+        func, make = self.kernel_function()
+        ran = []
+        inner = make([("ran", ran.append, ("launched",))], [])
+        pinned = next(b for b in self.w.host if b.kind == "pinned")
+        refused = {
+            "create_stream": (acl.rt.create_stream, ()),
+            "destroy own stream": (acl.rt.destroy_stream, (own,)),
+            "destroy other stream": (acl.rt.destroy_stream, (other,)),
+            "synchronize own stream": (acl.rt.synchronize_stream, (own,)),
+            "synchronize own stream, timeout": (acl.rt.synchronize_stream_with_timeout, (own, 1000)),
+            "synchronize other stream": (acl.rt.synchronize_stream, (other,)),
+            "synchronize device": (acl.rt.synchronize_device, ()),
+            "synchronize device, timeout": (acl.rt.synchronize_device_with_timeout, (1000,)),
+            "memset_async": (acl.rt.memset_async, (buf.addr, 8, 0x77, 8, other)),
+            "memcpy_async": (acl.rt.memcpy_async, (buf.addr, 8, buf.addr + 8, 8, D2D, other)),
+            "malloc": (acl.rt.malloc, (64, 0)),
+            "free": (acl.rt.free, (buf.block_addr,)),
+            "malloc_host": (acl.rt.malloc_host, (64,)),
+            "free_host": (acl.rt.free_host, (pinned.block_addr,)),
+            "set_device": (acl.rt.set_device, (rk.r,)),
+            "reset_device": (acl.rt.reset_device, (rk.r,)),
+            "create_notify": (acl.rt.create_notify, (0,)),
+            "destroy_notify": (acl.rt.destroy_notify, (notify,)),
+            "record_notify": (acl.rt.record_notify, (notify, other)),
+            "wait_and_reset_notify": (acl.rt.wait_and_reset_notify, (notify, other, 1)),
+            "launch": (acl.rt.launch_kernel_with_config, (func, 1, other, None, inner)),
+            "binary_load_from_file": (acl.rt.binary_load_from_file, (KERNELS,)),
+            "acl.init": (acl.init, ()),
+            "acl.finalize": (acl.finalize, ()),
+            "Stream.synchronize": (lambda: pyhcomm.Stream(other, owned=False).synchronize(), ()),
+            "Stream.launch": (lambda: pyhcomm.Stream(other, owned=False).launch(ran.append, "pythonic"), ()),
+            "Device": (lambda: pyhcomm.Device(rk.r), ()),
+        }
+        names = data.draw(st.lists(st.sampled_from(sorted(refused)), min_size=1, max_size=8), label="host calls")
+        ops = [(name, *refused[name]) for name in names]
+        off = data.draw(st.integers(0, buf.size - 8), label="memset offset")
+        value = data.draw(st.integers(0, 255), label="memset value")
+        timeout = data.draw(st.sampled_from([5, np.int64(5), np.uint8(5), np.float32(5.0), 5.5, None]),
+                            label="timeout form")
+        allowed = [("memset", acl.rt.memset, (buf.addr + off, 8, value, 8)), ("get_device", acl.rt.get_device, ()),
+                   ("HcommThreadResAcquireTimeOut", pyhcomm.HcommThreadResAcquireTimeOut, (timeout,))]
+        ops += allowed
+        call(acl.rt.set_device, 0, tier="acl")
+        (out,) = self.run_kernels(rk, [(own, ops)])
+        problems = []
+        for label, args_, ret, exc in out:
+            if label == "HcommThreadResAcquireTimeOut" and timeout is None:
+                good = isinstance(exc, TypeError)
+            elif label in ("memset", "get_device", "HcommThreadResAcquireTimeOut"):
+                good = exc is None and code_of(ret, "acl" if label != "HcommThreadResAcquireTimeOut" else "c") == 0
+            elif exc is not None:
+                good = getattr(exc, "code", None) == FEATURE
+            else:
+                good = code_of(ret, "acl") == FEATURE
+            if not good:
+                problems.append(f"inside a kernel, {label}{args_} gave {ret!r} / {exc!r}")
+        apply_fill(buf, off, value, 8)
+        if problems:
+            raise Finding("; ".join(problems))
+        call(acl.rt.set_device, rk.r, tier="acl")
+        for s in (own, other):
+            call(acl.rt.synchronize_stream, s, tier="acl")          # both streams still exist, nothing ran
+        call(acl.rt.destroy_notify, notify, tier="acl")           # the notify still exists
+        call(acl.rt.set_device, 0, tier="acl")
+        if ran:
+            raise Finding(f"a kernel launched inside a kernel ran: {ran}")
+
+    # -- a kernel waiting for its own stream ---------------------------------------------------------------
+    def second_aicpu(self, rk):
+        """Rank ``rk``'s second AICPU_TS thread and its stream (acquired once per example)."""
+        if getattr(rk, "aicpu2", None) is None:
+            _, (rk.aicpu2,) = call(pyhcomm.HcclThreadAcquire, rk.comm, AICPU_TS, 1, 1)
+            _, rk.aicpu2_stream = call(pyhcomm.HcclThreadResGetInfo, rk.comm, rk.aicpu2,
+                                       pyhcomm.THREAD_RES_TYPE_STREAM, 8)
+        return rk.aicpu2, rk.aicpu2_stream
+
+    @rule(data=st.data())
+    def kernel_waits_for_its_own_stream(self, data):
+        """A kernel waits for the stream it runs on: alone (refused at once: a synchronize is a host
+        call, a drain or join of its own thread HCCL_E_PARA), or through a second kernel that waits
+        for the first one's stream (one wait fails with HCCL_E_TIMEOUT, both kernels end; a timed
+        join is waited for). The host's synchronize returns either way, and a later one too."""
+        self.quiesce_all()
+        rk = self.rank(data)
+        peer = self.w.ranks[(rk.r + 1) % len(self.w.ranks)]
+        ch = rk.dev_channels[peer.r]
+        is_950 = pyhcomm.current_sim().runtime.product.is_950
+        kinds = ["synchronize", "drain", "drain cycle"] + (["join", "join cycle"] if is_950 else [])
+        what = data.draw(st.sampled_from(kinds), label="wait")
+        own = rk.aicpu_stream
+        if what == "synchronize":
+            out = self.run_kernels(rk, [(own, [(what, acl.rt.synchronize_stream, (own,))])])
+            expect = [[FEATURE]]
+        elif what in ("drain", "join"):
+            op = ((what, pyhcomm.HcommChannelDrainOnThread, (rk.aicpu, ch)) if what == "drain"
+                  else (what, pyhcomm.HcommThreadJoin, (rk.aicpu, 0)))
+            out = self.run_kernels(rk, [(own, [op])])
+            expect = [[R.HCCL_E_PARA]]
+        else:
+            t2, s2 = self.second_aicpu(rk)
+            if what == "drain cycle":
+                a = ("drain", pyhcomm.HcommChannelDrainOnThread, (t2, ch))
+                b = ("drain", pyhcomm.HcommChannelDrainOnThread, (rk.aicpu, ch))
+            else:
+                timed = data.draw(st.integers(0, 9), label="timed") == 0      # (1 s: rarely)
+                a = ("join", pyhcomm.HcommThreadJoin, (t2, 1 if timed else 0))
+                b = ("join", pyhcomm.HcommThreadJoin, (rk.aicpu, 0))
+            out = self.run_kernels(rk, [(own, [a]), (s2, [b])])
+            expect = None
+        raised = [exc for o in out for _l, _a, _r, exc in o if exc is not None]
+        if raised:
+            raise Finding(f"a kernel waiting for its own stream ({what}) raised {raised[0]!r}") from raised[0]
+        codes = [[int(ret) for _l, _a, ret, _e in o] for o in out]
+        if expect is not None:
+            if codes != expect:
+                raise Finding(f"a kernel waiting for its own stream ({what}) gave {codes}, not {expect}")
+        elif sorted(c for o in codes for c in o) != [R.HCCL_SUCCESS, R.HCCL_E_TIMEOUT]:
+            raise Finding(f"two kernels waiting for each other's streams ({what}) gave {codes}: one wait "
+                          "fails (HCCL_E_TIMEOUT), the other completes")
+        call(acl.rt.set_device, rk.r, tier="acl")
+        call(acl.rt.synchronize_device, tier="acl")     # a later synchronize returns too
+        call(acl.rt.set_device, 0, tier="acl")
+
+    # -- resources created while a blocking call is in progress ---------------------------------------------
+    @rule(data=st.data())
+    def resources_during_a_blocking_call(self, data):
+        """Resources created while a synchronize is in progress are waited for: a kernel (which the
+        host's synchronize_device runs) acquires an HCCL thread, a new stream, and copies on it; or
+        another host thread creates a stream, fills a buffer on it and destroys it, while this one
+        synchronizes the device. Every call returns 0 and the bytes are the model's once it did."""
+        self.quiesce_all()
+        rk = self.rank(data)
+        dst, src = data.draw(st.permutations(rk.bufs), label="buffers")
+        n = data.draw(st.integers(1, min(dst.size, src.size) // 4), label="n") * 4
+        if data.draw(st.booleans(), label="in a kernel"):
+            comm = rk.comm
+
+            def acquire_and_copy():
+                ret, threads = pyhcomm.HcclThreadAcquire(comm, AICPU_TS, 1, 1)
+                codes = [ret, pyhcomm.HcommBatchModeStart("res")]
+                codes.append(pyhcomm.HcommLocalCopyOnThread(threads[0], dst.addr, src.addr, n))
+                codes.append(pyhcomm.HcommBatchModeEnd("res"))
+                return codes
+
+            (out,) = self.run_kernels(rk, [(rk.streams[0], [("acquire and copy", acquire_and_copy, ())])])
+            (_label, _args, codes, exc) = out[0]
+            if exc is not None or codes != [0, 0, 0, 0]:
+                raise Finding(f"inside a kernel, HcclThreadAcquire and a copy on its thread gave {codes} / {exc!r}")
+            apply_copy(dst, 0, src, 0, n)   # synchronize_device returned 0: the new stream ran too
+            return
+        value = data.draw(st.integers(0, 255), label="value")
+        rounds = data.draw(st.integers(1, 5), label="rounds")
+
+        def synchronizer():
+            call(acl.rt.set_device, rk.r, tier="acl")
+            for _ in range(rounds):
+                call(acl.rt.synchronize_device, tier="acl")
+
+        def creator():
+            call(acl.rt.set_device, rk.r, tier="acl")
+            s, _ = call(acl.rt.create_stream, tier="acl")
+            call(acl.rt.memset_async, dst.addr, n, value, n, s, tier="acl")
+            call(acl.rt.synchronize_stream, s, tier="acl")
+            call(acl.rt.destroy_stream, s, tier="acl")
+
+        run_threads([synchronizer, creator])
+        apply_fill(dst, 0, value, n)
 
     # -- several host threads at once ---------------------------------------------------------------------
     @precondition(lambda self: self.w is not None and self.w.host_local_ops)

@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import pyhcomm
 from pyhcomm import acl
 
-from fuzz_calls import BAD_INTS, FAIL, OK, TYPE, WRONG_TYPE, Finding, call
+from fuzz_calls import BAD_INTS, FAIL, OK, TYPE, WRONG_TYPE, Finding, call, code_of
 from fuzz_model import REDUCE_DTYPES, REDUCE_UFUNCS, apply_copy, apply_fill, apply_reduce
 from fuzz_world import World
 
@@ -97,9 +97,18 @@ class Base(RuleBasedStateMachine):
         choices += [(v, TYPE) for v in WRONG_TYPE[:6]] + [(h, FAIL) for h in others]
         return data.draw(st.sampled_from(choices), label="bad handle")
 
-    @staticmethod
-    def as_numpy(value):
-        return np.int64(value)
+    def numpy_args(self, data, args):
+        """``args`` with every int a numpy integer scalar holding it (a type drawn per argument)."""
+        from fuzz_forms import numpy_forms
+        out = []
+        for a in args:
+            forms = numpy_forms(a) if type(a) is int else []
+            out.append(data.draw(st.sampled_from(forms), label="numpy form") if forms else a)
+        return out
+
+    def fresh_tag(self, prefix: str) -> str:
+        self.batch_seq += 1
+        return f"{prefix}{self.batch_seq}"
 
     # -- model bookkeeping ---------------------------------------------------------------------------
     def touch(self, key, *bufs):
@@ -141,6 +150,11 @@ class Base(RuleBasedStateMachine):
                 b.claim = None
         for n in self.waiting.pop(key, []):
             self.notifies[n] = "free"
+
+    def end_batch_of(self, key):
+        """End the open batch when it holds work of stream ``key`` (before a call that synchronizes it)."""
+        if self.batch is not None and key in self.batch["keys"]:
+            self.end_batch()
 
     def quiesce_all(self):
         if self.batch is not None:
@@ -225,7 +239,7 @@ class CallsMachine(Base):
         elif bad == "kind":
             args[4], expect = data.draw(st.sampled_from([(-1, FAIL), (8, FAIL), (99, FAIL), (1.0, TYPE)]), label="kind")
         elif bad == "numpy":
-            args = [self.as_numpy(a) for a in args]
+            args = self.numpy_args(data, args)
         elif bad == "stream" and stream is not None:
             args[5], expect = self.bad_handle(data, [rk.thread_of[stream], rk.comm])
             if args[5] in (0, None):   # NULL is the current device's default stream
@@ -260,7 +274,7 @@ class CallsMachine(Base):
         elif bad == "maxCount":
             args[1], expect = data.draw(st.sampled_from([(n - 1, FAIL), (None, TYPE)]), label="maxCount")
         elif bad == "numpy":
-            args = [self.as_numpy(a) for a in args]
+            args = self.numpy_args(data, args)
         if bad == "async":
             rk = self.rank(data)
             stream = data.draw(st.sampled_from(rk.streams), label="stream")
@@ -342,7 +356,7 @@ class CallsMachine(Base):
             i = data.draw(st.sampled_from([1, 2]), label="which")
             args[i], expect = data.draw(st.sampled_from(self.other_device_pointer(rk)), label="ptr")
         elif bad == "numpy":
-            args = [self.as_numpy(a) for a in args]
+            args = self.numpy_args(data, args)
         if expect == OK:
             self.touch(stream, dst, src)
         call(pyhcomm.HcommLocalCopyOnThread, *args, expect=expect)
@@ -377,7 +391,7 @@ class CallsMachine(Base):
         elif bad == "other device":
             args[2], expect = data.draw(st.sampled_from(self.other_device_pointer(rk)), label="ptr")
         elif bad == "numpy":
-            args = [self.as_numpy(a) for a in args]
+            args = self.numpy_args(data, args)
         if expect == OK:
             self.touch(stream, dst, src)
         call(pyhcomm.HcommLocalReduceOnThread, *args, expect=expect)
@@ -421,7 +435,7 @@ class CallsMachine(Base):
             third = [o for o in self.w.ranks if o is not rk]
             args[1], expect = third[0].channels[next(iter(third[0].channels))], FAIL
         elif bad == "numpy":
-            args = [self.as_numpy(a) for a in args]
+            args = self.numpy_args(data, args)
         fn = {"write": pyhcomm.HcommWriteOnThread, "read": pyhcomm.HcommReadOnThread,
               "write_reduce": pyhcomm.HcommWriteReduceOnThread, "read_reduce": pyhcomm.HcommReadReduceOnThread}[what]
         if expect == OK:
@@ -588,6 +602,23 @@ class CallsMachine(Base):
             rk.bufs[rk.bufs.index(buf)] = new
         else:
             self.w.host[self.w.host.index(buf)] = new
+
+    # -- every integer, enum and float argument in every form ------------------------------------------------
+    @rule(data=st.data())
+    def scalar_forms(self, data):
+        """A valid call with one integer, enum, float, pointer or list argument in another form
+        (:mod:`fuzz_forms`): a numpy scalar answers as the plain value; None, a bool or a numpy
+        float as a wrong type (never 0), or NULL."""
+        from fuzz_forms import forms, recipes
+        rk = self.rank(data)
+        recipe = data.draw(st.sampled_from(recipes(self, rk)), label="call")
+        args, expect, what = forms(data, recipe)
+        if recipe.before is not None:
+            recipe.before()
+        ret = call(recipe.fn, *args, expect=expect, tier=recipe.tier, name=what)
+        ok = ret is not None and code_of(ret, recipe.tier) == 0
+        if recipe.after is not None:
+            recipe.after(args, ret, ok)
 
     # -- junk into every call -------------------------------------------------------------------------------
     @rule(data=st.data())

@@ -2,7 +2,11 @@
 2-4 ranks, from one host thread, several host threads and AI CPU kernels, with a model of every
 buffer's bytes and canaries around each (:mod:`fuzz_machine`, :mod:`fuzz_concurrency`), on Atlas A2
 (host orchestration), Atlas A3 and Atlas 350 (AI CPU orchestration; Atlas 350 runs local
-operations on the device side only).
+operations on the device side only). Issue 31 widened it to the classes of what a second fuzzer
+found: every integer, enum and float argument of the calls it can make valid as ``None``, a bool
+and numpy scalars (:mod:`fuzz_forms`), host-only runtime calls made inside AI CPU kernels, kernels
+waiting for their own stream (alone or through another kernel), and resources created while a
+blocking call is in progress (:mod:`fuzz_concurrency`).
 
 CI runs the ``ci`` profile (a fixed seed, a bounded budget: Atlas A2 gets most examples). A long
 run::
