@@ -84,7 +84,12 @@ def forms(data, recipe: Recipe):
             choices += [("None (NULL)", None, FAIL)]
         elif kind == DEFAULT:
             choices += [("None (the default)", None, ANY)]
-        what, new, expect = data.draw(st.sampled_from(choices), label="form")
+        groups = {}                 # drawn by group first: None as often as all numpy types together
+        for choice in choices:
+            key = "None" if choice[1] is None else "same" if choice[2] == same else "wrong type"
+            groups.setdefault(key, []).append(choice)
+        group = data.draw(st.sampled_from(sorted(groups)), label="form kind")
+        what, new, expect = data.draw(st.sampled_from(groups[group]), label="form")
     args = list(recipe.args)
     args[i] = new
     return args, expect, f"{recipe.name} argument {i} ({kind}) as {what}"

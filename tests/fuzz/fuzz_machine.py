@@ -610,15 +610,16 @@ class CallsMachine(Base):
         (:mod:`fuzz_forms`): a numpy scalar answers as the plain value; None, a bool or a numpy
         float as a wrong type (never 0), or NULL."""
         from fuzz_forms import forms, recipes
-        rk = self.rank(data)
-        recipe = data.draw(st.sampled_from(recipes(self, rk)), label="call")
-        args, expect, what = forms(data, recipe)
-        if recipe.before is not None:
-            recipe.before()
-        ret = call(recipe.fn, *args, expect=expect, tier=recipe.tier, name=what)
-        ok = ret is not None and code_of(ret, recipe.tier) == 0
-        if recipe.after is not None:
-            recipe.after(args, ret, ok)
+        for _ in range(data.draw(st.integers(1, 4), label="calls")):
+            rk = self.rank(data)
+            recipe = data.draw(st.sampled_from(recipes(self, rk)), label="call")
+            args, expect, what = forms(data, recipe)
+            if recipe.before is not None:
+                recipe.before()
+            ret = call(recipe.fn, *args, expect=expect, tier=recipe.tier, name=what)
+            ok = ret is not None and code_of(ret, recipe.tier) == 0
+            if recipe.after is not None:
+                recipe.after(args, ret, ok)
 
     # -- junk into every call -------------------------------------------------------------------------------
     @rule(data=st.data())
