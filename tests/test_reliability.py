@@ -1,9 +1,10 @@
-"""Regression tests of the defects a hostile fuzzer found in the C and acl tiers (issue 8), one or
-more per defect, in its numbering. Each asserts the code (or the documented ``TypeError``) and that
+"""Regression tests of the defects a hostile fuzzer found in the C and acl tiers (issue 8; round 2:
+issue 31, the R2 sections), one or more per defect, in its numbering. Each asserts the code (or the documented ``TypeError``) and that
 no byte changed that should not have. docs/errors.md states the rules they pin down."""
 import array
-import logging
 import gc
+import logging
+import struct
 import threading
 import weakref
 
@@ -523,6 +524,73 @@ def test_thread_res_acquire_timeout_takes_numpy_numbers_inside_a_kernel():
 
     assert on_device(kernel, 0) == [0, 0, 0, "HcommThreadResAcquireTimeOut: timeOut must be a number of seconds, "
                                                "not NoneType"]
+
+
+def test_numpy_notify_counts_of_hcomm_thread_alloc_count_towards_the_limit():
+    """The per-communicator notify limit (65536) counts numpy counts as the numbers they hold."""
+    host_setup()
+    ret, first = pyhcomm.HcommThreadAlloc(AICPU_TS, [64] * 1000)          # 64000 notifies
+    assert ret == 0
+    assert pyhcomm.HcommThreadAlloc(AICPU_TS, [np.int64(64)] * 100)[0] == R.HCCL_E_PARA   # 6400 more: too many
+    assert pyhcomm.HcommThreadAlloc(AICPU_TS, [np.uint8(1)] * 100)[0] == 0                # 100 more fit
+    assert pyhcomm.HcommThreadFree(first) == 0
+
+
+def test_numpy_integers_in_the_remaining_integer_arguments_and_lists():
+    """numBlocks / argsSize of aclrtLaunchKernelWithHostArgs and its place holders, the ids of
+    launch attributes and load options, the ranks of HcclCommWorkingDevNicSet: a numpy integer is
+    the number it holds, a bool a wrong type."""
+    comm, stream, thread = host_setup()
+    source = b"seen = []\n\n\ndef record(data):\n    seen.append(data)\n"
+    binary, _ = acl.rt.binary_load(acl.rt.create_binary(source, len(source)))
+    func, _ = acl.rt.binary_get_function(binary, "record")
+    blob = struct.pack("<Q", 0) + b"payload!"
+    assert acl.rt.launch_kernel_with_host_args(func, np.uint32(1), stream, [], blob, np.int64(16), [], 0) == 0
+    assert acl.rt.launch_kernel_with_host_args(func, 1, stream, [], blob, 16,
+                                               [{"addrOffset": np.int64(0), "dataOffset": np.uint8(8)}], 1) == 0
+    with pytest.raises(TypeError, match="aclrtLaunchKernelWithHostArgs: numBlocks must be an int, not bool"):
+        acl.rt.launch_kernel_with_host_args(func, True, stream, [], blob, 16, [], 0)
+    assert acl.rt.synchronize_stream(stream) == 0
+    seen = pyhcomm.current_sim().handles.kernels.get(binary).module.seen
+    assert len(seen) == 2 and seen[0] == blob and seen[1][8:] == b"payload!" and seen[1][:8] != bytes(8)
+    schem_mode = np.int32(pyhcomm.aclrtLaunchKernelAttrId.ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE)
+    args, _ = acl.rt.kernel_args_init(func)
+    assert acl.rt.kernel_args_append(args, b"x")[1] == 0 and acl.rt.kernel_args_finalize(args) == 0
+    assert acl.rt.launch_kernel_with_config(func, 1, stream, [{"id": schem_mode, "value": 0}], args) == 0
+    lazy = np.uint8(pyhcomm.aclrtBinaryLoadOptionType.ACL_RT_BINARY_LOAD_OPT_LAZY_LOAD)
+    assert acl.rt.binary_load_from_file(KERNELS_PY, [{"type": lazy, "value": 1}])[1] == 0
+    assert acl.rt.synchronize_stream(stream) == 0 and seen[2] == b"x"
+    assert pyhcomm.HcclCommWorkingDevNicSet(comm, [np.int64(0)], [True]) == 0
+    assert pyhcomm.HcclCommWorkingDevNicSet(comm, [np.int64(1)], [True]) == R.HCCL_E_PARA   # not a rank
+
+
+def test_nbi_len_and_task_cache_sizes_and_sub_comm_ranks_take_numpy_integers():
+    pyhcomm.set_product("Atlas 350")
+    assert acl.init() == 0
+    ret, comms = HcclCommInitAll([0, 1])
+    ends = []
+    for r in (0, 1):
+        d = pyhcomm.HcclChannelDesc()
+        assert HcclChannelDescInit(d) == 0
+        d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, pyhcomm.COMM_PROTOCOL_ROCE, 1
+        ret, chans = pyhcomm.HcclChannelAcquire(comms[r], pyhcomm.COMM_ENGINE_CPU, [d])
+        assert ret == 0
+        ends.append(chans[0])
+    assert acl.rt.set_device(0) == 0
+    src = malloc(64)
+    _, peer, _ = pyhcomm.HcclGetHcclBuffer(comms[1])
+    assert pyhcomm.HcommWriteNbi(ends[0], peer, src, 0) == R.HCCL_E_PARA
+    assert pyhcomm.HcommWriteNbi(ends[0], peer, src, np.uint64(0)) == R.HCCL_E_PARA     # as 0: nothing posted
+    assert pyhcomm.HcommWriteNbi(ends[0], peer, src, np.int16(64)) == 0
+
+    def cached():
+        assert pyhcomm.HcommAicpuTsTaskCacheLookup("t") == (0, False)
+        return (pyhcomm.HcommAicpuTsTaskCacheStart("t", [np.uint64(src)], [np.int32(64)]),
+                pyhcomm.HcommAicpuTsTaskCacheEnd("t"))
+
+    assert on_device(cached, 0) == (0, 0)
+    ret, parent, sub = pyhcomm.HcclCreateSubCommConfig(comms[0], [np.int64(0)], np.uint8(5), np.int8(0), None)
+    assert ret == 0 and sub
 
 
 # -- R2.2. a kernel blocked for ever fails its wait (and ends); a timed wait is progress --------------------------

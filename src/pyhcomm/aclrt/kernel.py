@@ -66,7 +66,7 @@ def _check_load_options(options, api: str) -> None:
         if not isinstance(item, dict):
             raise TypeError(f"{api}: options[{i}] must be a dict like {{'type': ..., 'value': ...}}, "
                             f"not {type(item).__name__}")
-        kind = item.get("type")
+        kind = argcheck.plain(item.get("type"))
         if isinstance(kind, bool) or not isinstance(kind, int) or int(kind) not in known:
             raise _invalid(api, f"options[{i}]: type {kind!r} is not an aclrtBinaryLoadOptionType")
 
@@ -201,6 +201,7 @@ def _attr_items(cfg, api) -> list:
 
 
 def _uint(value, api, what, top):
+    value = argcheck.plain(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
         raise _invalid(api, f"cfg {what} {value!r} must be an int in [0, {top}]")
     return value
@@ -235,7 +236,7 @@ def _launch_cfg(cfg, api) -> LaunchCfg:
         return out
     timeouts = []
     for item in _attr_items(cfg, api):
-        attr, value = item.get("id"), item.get("value")
+        attr, value = argcheck.plain(item.get("id")), argcheck.plain(item.get("value"))
         if attr == "timeout":       # (an older spelling pyhcomm accepted)
             attr = _T.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT
         if isinstance(attr, bool) or not isinstance(attr, int) or int(attr) not in _KNOWN_ATTRS:
@@ -360,10 +361,8 @@ def aclrtLaunchKernelWithHostArgs(func_handle, num_blocks, stream, cfg, host_arg
     (a uint64): the arguments then live in device memory of the stream's device."""
     api = "aclrtLaunchKernelWithHostArgs"
     f = _function(func_handle, api)
-    if not isinstance(num_blocks, int) or num_blocks < 1:
-        raise _invalid(api, f"numBlocks {num_blocks!r} must be at least 1")
-    if not isinstance(args_size, int) or args_size < 0:
-        raise _invalid(api, f"argsSize {args_size!r} must be a non-negative size")
+    num_blocks = argcheck.integer(num_blocks, api, "numBlocks", 1, argcheck.UINT32_MAX, _invalid)
+    args_size = argcheck.integer(args_size, api, "argsSize", 0, argcheck.UINT64_MAX, _invalid)
     st = get_stream(stream, api)
     if args_size:
         if isinstance(host_args, (bytes, bytearray, memoryview)):
@@ -381,7 +380,7 @@ def aclrtLaunchKernelWithHostArgs(func_handle, num_blocks, stream, cfg, host_arg
     if holders:
         alloc = memory.alloc_device(st.device, max(args_size, 1), owner="kernel args")
         for i, h in enumerate(holders):
-            addr_off, data_off = h.get("addrOffset"), h.get("dataOffset")
+            addr_off, data_off = argcheck.plain(h.get("addrOffset")), argcheck.plain(h.get("dataOffset"))
             if not all(isinstance(v, int) and 0 <= v for v in (addr_off, data_off)) or addr_off + 8 > args_size \
                     or data_off >= args_size:
                 raise _invalid(api, f"place holder {i} {h!r} lies outside the {args_size} argument bytes")

@@ -26,7 +26,7 @@ def create(comm_handle, rank_ids, sub_comm_id, sub_comm_rank_id, config):
     parent = comm_mod.get_comm(comm_handle, API)
     if rank_ids is None:
         raise para(API, "rankIds is NULL")
-    ranks = list(rank_ids)
+    ranks = [args.plain(r) for r in rank_ids]
     if not ranks:
         raise para(API, "rankIds is empty")
     for r in ranks:

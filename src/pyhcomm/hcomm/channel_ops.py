@@ -319,7 +319,8 @@ def nbi(api, channel, dst, src, n, write_: bool, notify_idx=NO_NOTIFY):
     dst = v.nonnull(dst, api, "dst")
     src = v.nonnull(src, api, "src")
     ch = _nbi_check(channel, api)
-    if isinstance(n, int) and not isinstance(n, bool) and n == 0:
+    n = v.length(n, api, "len")
+    if n == 0:
         raise para(api, "len must be greater than 0")
     _transfer(None, api, 0, ch, dst, src, n, write_, notify_idx=notify_idx, now=True)
 

@@ -354,13 +354,14 @@ def alloc(engine, notify_nums) -> list[HcommThread]:
     _allowed(_acquirable, engine, api)
     if notify_nums is None:
         raise ptr(api, "notifyNumPerThread is NULL")
-    counts = list(notify_nums)
+    counts = [args.integer(n, api, "notifyNumPerThread", -(1 << 64), args.UINT64_MAX) for n in list(notify_nums)]
     limit = engine.threads.max_threads
     if not 0 < len(counts) <= limit:
         raise para(api, f"threadNum {len(counts)} is outside (0, {limit}]")
     owner = scope(current_device(api))
+    total = sum(max(0, n) for n in counts)     # (numpy counts included: they are ints by now)
     for n in counts:
-        _check_notify_num(owner, n, sum(c for c in counts if isinstance(c, int)), api, engine.threads.notify_max)
+        _check_notify_num(owner, n, total, api, engine.threads.notify_max)
     dev = _sim().runtime.devices[owner.device]
     return [_new_thread(owner, engine, dev.new_stream(f"{engine.name} thread stream"), n, True) for n in counts]
 
