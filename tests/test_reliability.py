@@ -564,6 +564,25 @@ def test_numpy_integers_in_the_remaining_integer_arguments_and_lists():
     assert pyhcomm.HcclCommWorkingDevNicSet(comm, [np.int64(1)], [True]) == R.HCCL_E_PARA   # not a rank
 
 
+def test_counts_compared_with_an_answer_are_integers_first():
+    """descNum of HcommEndpointGetDescs / HcclRankGraphGetEndpointDesc, placeHolderNum of
+    aclrtLaunchKernelWithHostArgs: a float or a bool equal to the answer is a wrong type, not it."""
+    comm, stream, thread = host_setup()
+    _, n = pyhcomm.HcommEndpointGetDescNum(0)
+    assert pyhcomm.HcommEndpointGetDescs(0, np.uint16(n))[0] == 0
+    with pytest.raises(TypeError, match="HcommEndpointGetDescs: descNum must be an int, not float"):
+        pyhcomm.HcommEndpointGetDescs(0, float(n))
+    _, m = pyhcomm.HcclRankGraphGetEndpointNum(comm, 0, 0)
+    assert pyhcomm.HcclRankGraphGetEndpointDesc(comm, 0, 0, np.int64(m))[0] == 0
+    with pytest.raises(TypeError, match="HcclRankGraphGetEndpointDesc: descNum must be an int, not float64"):
+        pyhcomm.HcclRankGraphGetEndpointDesc(comm, 0, 0, np.float64(m))
+    binary, _ = acl.rt.binary_load_from_file(KERNELS_PY)
+    func, _ = acl.rt.binary_get_function(binary, "record_kernel")
+    with pytest.raises(TypeError, match="aclrtLaunchKernelWithHostArgs: placeHolderNum must be an int, not bool"):
+        acl.rt.launch_kernel_with_host_args(func, 1, stream, [], bytes(8), 8, [], False)
+    assert acl.rt.synchronize_stream(stream) == 0                    # nothing was launched
+
+
 def test_nbi_len_and_task_cache_sizes_and_sub_comm_ranks_take_numpy_integers():
     pyhcomm.set_product("Atlas 350")
     assert acl.init() == 0

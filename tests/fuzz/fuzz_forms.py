@@ -19,6 +19,8 @@ release what the call created.
 """
 from __future__ import annotations
 
+import types
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -171,8 +173,60 @@ def recipes(m, rk) -> list:
         Recipe("acl.rt.memset_async", acl.rt.memset_async, [b1 + 8, 8, 0x3C, 8, s], "piii-", tier="acl",
                before=lambda: m.touch(s, buf1),
                after=lambda args, ret, ok: ok and m.queue(s, lambda: apply_fill(buf1, 8, 0x3C, 8))),
+        Recipe("HcclRankGraphGetLinks", c.HcclRankGraphGetLinks, [comm, 0, rk.r, peer], "piii"),
+        Recipe("HcclTeamMemberToRank", c.HcclTeamMemberToRank, [comm, lsa_team(rk), 0], "ppi"),
+        Recipe("HcommEndpointGetDescs", c.HcommEndpointGetDescs, [rk.r, endpoint_count(rk)], "ii"),
+        Recipe("HcclRankGraphGetEndpointDesc", c.HcclRankGraphGetEndpointDesc,
+               [comm, 0, 0, c.HcclRankGraphGetEndpointNum(comm, 0, 0)[1]], "piii"),
+        Recipe("HcclThreadAcquireWithStream", c.HcclThreadAcquireWithStream,
+               [comm, E.COMM_ENGINE_CPU_TS, rk.streams[1], 1], "pipi"),
+        Recipe("HcommThreadAlloc", c.HcommThreadAlloc, [E.COMM_ENGINE_AICPU_TS, [1, 2]], "il",
+               before=lambda: acl.rt.set_device(rk.r),
+               after=lambda args, ret, ok: (ok and c.HcommThreadFree(ret[1]), acl.rt.set_device(0))),
+        Recipe("HcclCommWorkingDevNicSet", c.HcclCommWorkingDevNicSet, [comm, [rk.r], [False]], "pl-"),
+        Recipe("HcclKfcOpArgsSetCount", c.HcclKfcOpArgsSetCount, [op_args(rk), 16], "pi"),
+        Recipe("HcclKfcOpArgsSetSrcDataType", c.HcclKfcOpArgsSetSrcDataType, [op_args(rk), FP32], "pi"),
+        Recipe("HcclKfcOpArgsSetReduceType", c.HcclKfcOpArgsSetReduceType, [op_args(rk), SUM], "pi"),
+        Recipe("HcclKfcOpArgsSetCommEngine", c.HcclKfcOpArgsSetCommEngine, [op_args(rk), E.COMM_ENGINE_AICPU],
+               "pi"),
+        Recipe("acl.rt.synchronize_device_with_timeout", acl.rt.synchronize_device_with_timeout, [30_000], "i",
+               tier="acl", before=lambda: (m.quiesce_all(), acl.rt.set_device(rk.r)),
+               after=lambda args, ret, ok: acl.rt.set_device(0)),
+        Recipe("acl.rt.launch_kernel_with_host_args", acl.rt.launch_kernel_with_host_args,
+               [noop_kernel(w), 1, s, [], bytes(8), 8, [], 0], "pi---i-i", tier="acl",
+               after=lambda args, ret, ok: ok and m.queue(s, None)),
     ]
     return out
+
+
+#: A kernel module whose kernel does nothing (for launches with host arguments).
+NOOP = types.ModuleType("pyhcomm_fuzz_noop")
+NOOP.noop = lambda data: 0
+
+
+def noop_kernel(w):
+    """The function handle of :data:`NOOP`'s kernel (loaded once per example)."""
+    if getattr(w, "noop", None) is None:
+        binary, _ = acl.rt.binary_load_from_file(NOOP)
+        w.noop, _ = acl.rt.binary_get_function(binary, "noop")
+    return w.noop
+
+
+def lsa_team(rk):
+    if getattr(rk, "lsa", None) is None:
+        rk.lsa = pyhcomm.HcclTeamGetLsaTeam(rk.comm)[1]
+    return rk.lsa
+
+
+def endpoint_count(rk):
+    return pyhcomm.HcommEndpointGetDescNum(rk.r)[1]
+
+
+def op_args(rk):
+    """A KFC operator argument handle of the rank's (made once per example)."""
+    if getattr(rk, "op_args", None) is None:
+        rk.op_args = pyhcomm.HcclKfcAllocOpArgs()[1]
+    return rk.op_args
 
 
 def _batched(effect):

@@ -375,6 +375,7 @@ def aclrtLaunchKernelWithHostArgs(func_handle, num_blocks, stream, cfg, host_arg
     else:
         data = bytearray()
     holders = list(place_holders or [])
+    place_holder_num = argcheck.integer(place_holder_num, api, "placeHolderNum", 0, argcheck.UINT32_MAX, _invalid)
     if len(holders) != place_holder_num:
         raise _invalid(api, f"placeHolderNum {place_holder_num} but {len(holders)} place holders")
     if holders:

@@ -161,6 +161,7 @@ def endpoint_desc(comm, layer, inst_id, desc_num) -> list[EndpointDesc]:
     api = "HcclRankGraphGetEndpointDesc"
     c, layer = _comm_layer(comm, layer, api)
     eps = _layer_endpoints(c, layer, _instance(c, layer, inst_id, api))
+    desc_num = args.integer(desc_num, api, "descNum", -(1 << 64), args.UINT64_MAX)
     if desc_num != len(eps):
         raise para(api, f"descNum {desc_num} must equal HcclRankGraphGetEndpointNum ({len(eps)})")
     return eps

@@ -100,6 +100,7 @@ def desc_num(device) -> int:
 def descs(device, num) -> list[EndpointDesc]:
     api = "HcommEndpointGetDescs"
     eps = device_endpoints(_check_device(device, api))
+    num = args.integer(num, api, "descNum", -(1 << 64), args.UINT64_MAX)
     if num != len(eps):
         raise para(api, f"descNum {num!r} must be HcommEndpointGetDescNum's answer ({len(eps)})")
     return eps
