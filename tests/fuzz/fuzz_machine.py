@@ -16,6 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 import pyhcomm
 from pyhcomm import acl
+from pyhcomm.sim import memory
 
 from fuzz_calls import BAD_INTS, FAIL, OK, TYPE, WRONG_TYPE, Finding, call, code_of
 from fuzz_model import REDUCE_DTYPES, REDUCE_UFUNCS, apply_copy, apply_fill, apply_reduce
@@ -80,8 +81,9 @@ class Base(RuleBasedStateMachine):
     def bad_pointer(self, data, buf=None):
         """A pointer that is no usable memory here: ``(value, expect)``."""
         choices = [(0, FAIL), (None, FAIL)] + [(v, FAIL) for v in BAD_INTS] + [(v, TYPE) for v in WRONG_TYPE]
-        if self.w.freed:
-            choices.append((data.draw(st.sampled_from(self.w.freed), label="freed"), FAIL))
+        if self.w.freed:   # (host memory is the process's: a freed block's address may be live again)
+            gone = data.draw(st.sampled_from(self.w.freed), label="freed")
+            choices.append((BAD_INTS[5] if _live(gone) else gone, FAIL))
         if buf is not None and buf.kind == "device":                 # (host blocks may touch others)
             choices.append((buf.block_addr + buf.block_size, FAIL))     # one past its allocation
         if buf is not None and buf.kind == "host":
@@ -193,6 +195,15 @@ class Base(RuleBasedStateMachine):
         for n in b["records"]:
             if self.notifies.get(n) == "held":
                 self.notifies[n] = "recorded"
+
+
+def _live(addr: int) -> bool:
+    """Whether ``addr`` lies in live memory pyhcomm knows (device or host)."""
+    try:
+        memory.resolve(addr, 1, memory.ANY)
+    except memory.BadRange:
+        return False
+    return True
 
 
 def batched(effect):
