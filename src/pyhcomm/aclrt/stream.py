@@ -7,13 +7,14 @@ All of them are host calls (:func:`pyhcomm.aclrt.device.host_only`).
 """
 from __future__ import annotations
 
+import time
+
 from .. import args
 from ..sim import current_sim as _sim
 from ..sim import kinds
 from ..sim.record import outcome
 from ..sim.runtime import program_ctx
 from ..sched import ABORTED, DONE_OK, TIMED_OUT
-from ..sched.base import _monotonic
 from ..errors import AclError, acl_code_of, acl_error
 from .device import current_device, host_only
 from .state import aclrt_state
@@ -92,7 +93,7 @@ def sync_streams(streams, api: str, timeout_s=None, deadline=None, live_only: bo
         def done():
             return all(st.idle or st.error is not None for st in streams)
 
-    wait_s = timeout_s if deadline is None else max(0.0, deadline - _monotonic())
+    wait_s = timeout_s if deadline is None else max(0.0, deadline - time.monotonic())
     status = _sim().scheduler.run_until(done, wait_s, api, streams)
     first = next((st.error for st in streams if st.error is not None and not (live_only and st.destroyed)), None)
     _sim().record.host_effect(kinds.SYNCHRONIZE, api, ok=status == DONE_OK and first is None,
@@ -138,7 +139,7 @@ def sync_device(dev, api: str, timeout_s=None) -> None:
     HCCL call inside a kernel the synchronize runs, by another host thread): when it returns, no
     stream of the device has a task queued or running. Raises the first error any hit; a stream
     another host thread destroys meanwhile is no longer the device's, and no error."""
-    deadline = None if timeout_s is None else _monotonic() + timeout_s
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
         streams = list(dev.streams.values())
         sync_streams(streams, api, timeout_s, deadline, live_only=True)

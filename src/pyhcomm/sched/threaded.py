@@ -366,13 +366,8 @@ class ThreadedScheduler(Scheduler):
                     continue
                 if self._fail_deadlock():
                     continue
-                if self._timed_sleeper(me):
-                    pass                  # it will wake and go on: progress (this thread sleeps meanwhile)
-                elif detect_stuck:
-                    if me in self.kernel_threads or not self._wake_kernel(me):
-                        return STUCK
-                else:
-                    self._wake_detector(me)   # one that may report it looks (it needs the lock: after this sleeps)
+                if self._stuck_for(me, detect_stuck):
+                    return STUCK
             wake = self._next_expiry(deadline)
             s = self._own.get(me)
             if s is None:
@@ -437,9 +432,18 @@ class ThreadedScheduler(Scheduler):
             del self._levels[me]
         self.lock.release()
 
-    def _timed_sleeper(self, me) -> bool:
-        """Whether a thread but ``me`` sleeps in a timed wait: it will wake and go on (progress)."""
-        return any(s.timed and s.ident != me for s in list(self.sleepers.values()))
+    def _stuck_for(self, me, detect_stuck: bool) -> bool:
+        """Nothing can progress and no stream head is blocked: whether ``me`` returns ``STUCK`` now.
+        Not while another thread sleeps in a timed wait (it will wake and go on: progress); a
+        kernel asleep in a wait gets it first (it holds its stream busy: woken, it sees the hang
+        itself); a wait that may not report it (a rendezvous) wakes one that may (it needs the
+        lock: it looks after ``me`` sleeps)."""
+        if any(s.timed and s.ident != me for s in list(self.sleepers.values())):
+            return False
+        if not detect_stuck:
+            self._wake_detector(me)
+            return False
+        return me in self.kernel_threads or not self._wake_kernel(me)
 
     def _world_stuck(self, me) -> bool:
         """True when every host thread but ``me`` sleeps and was not woken since (a host that
