@@ -55,7 +55,7 @@ NOT_WITH_LIVE = re.compile(r"Destroy|Free|free|Reset|reset|Suspend|Resume|Abort|
                            r"Record|Wait|Join|Drain|Fence|Send|Recv|Barrier|Group|aunch|InitRootInfo|ClusterInfo|"
                            r"SubComm|Split|synchronize|memcpy|memset|Write|Read|Copy|Reduce|All|Broadcast|Scatter|"
                            r"Gather|Transfer|Acquire[A-Z]?[a-z]*Comm$|ReleaseComm|SetDevice|set_device|TeamCreate$|"
-                           r"Signal|Put|Get[A-Z][a-z]+Async|destroy_|record_|wait_")
+                           r"Signal|Put|Get[A-Z][a-z]+Async|destroy_|record_|wait_|Cleared")
 
 
 def junk_call(data, live=()) -> None:
