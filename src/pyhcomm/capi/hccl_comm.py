@@ -231,7 +231,7 @@ def HcclCommWorkingDevNicSet(comm, ranks, useBackup):  # noqa: N803
     c = _comm.get_comm(comm, api)
     if ranks is None or useBackup is None:
         raise _ptr(api, "ranks or useBackup is NULL")
-    ranks, flags = [_args.plain(r) for r in ranks], list(useBackup)
+    ranks, flags = [argcheck.plain(r) for r in ranks], list(useBackup)
     if len(ranks) != len(flags) or not ranks:
         raise _para(api, f"{len(ranks)} ranks but {len(flags)} useBackup flags (both non-empty, one each)")
     for r in ranks:

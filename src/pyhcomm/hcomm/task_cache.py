@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 
-from .. import args
+from .. import args as argcheck
 from ..defs.primitives import HcommBatchTransferDesc
 from ..errors import not_found, not_support, para, ptr
 from ..sim import current_sim as _sim
@@ -82,7 +82,7 @@ def _tag(tag, api: str) -> str:
 def _ranges(addrs, sizes, api: str) -> list:
     if addrs is None or sizes is None:
         raise ptr(api, "addrs or sizes is NULL")
-    addrs, sizes = [args.plain(a) for a in addrs], [args.plain(n) for n in sizes]
+    addrs, sizes = [argcheck.plain(a) for a in addrs], [argcheck.plain(n) for n in sizes]
     if len(addrs) != len(sizes):
         raise para(api, f"{len(addrs)} addrs but {len(sizes)} sizes")
     for a, n in zip(addrs, sizes):
