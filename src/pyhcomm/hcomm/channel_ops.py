@@ -24,7 +24,7 @@ from ..sched import ABORTED, DONE_OK, TIMED_OUT
 from ..sim import kinds
 from ..sim.record import outcome
 from ..sim.task import SiteTask, call_site
-from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE, CommEngine
+from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE
 from .resources.engines import HOST_NBI
 from ..errors import HcclResult, HcclRuntimeError, hccl_error, not_support, para, ptr
 from .resources.channel import connected_peer, get_channel
@@ -363,7 +363,7 @@ def notify_wait(thread, channel, local_notify_idx, timeout, api="HcommChannelNot
         timeout = default_timeout(side, api)
     elif type(timeout) is not int or not 0 <= timeout <= _TIMEOUT_MAX:
         timeout = _check_timeout(timeout, api)
-    if timeout == 0 and ch.engine == CommEngine.COMM_ENGINE_CPU and ch.protocol == P.COMM_PROTOCOL_ROCE:
+    if timeout == 0 and ch.protocol in ch.engine.channels.timed_waits:
         raise para(api, "timeOut must be greater than 0 on the host CPU RoCE path")
     task = NotifyWaitTask(kinds.CHANNEL_NOTIFY_WAIT, t.stream, t.handle, t.rank, side, ch.notifies[local_notify_idx],
                           (ch.handle, local_notify_idx), timeout, engine=t.engine)

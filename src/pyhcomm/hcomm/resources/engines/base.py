@@ -86,6 +86,7 @@ class Channels:
     destroyable: bool = False            # HcclChannelDestroy releases them (else they live with the comm)
     shared_queue: bool = False           # HCOMM_CHANNEL_CONFIG_TYPE_IS_SHARED_QUEUE may be set
     load_store: bool = False             # its kernels load and store what the peer exposes (AIV)
+    timed_waits: frozenset = frozenset()  # protocols whose channel notify waits refuse timeOut 0 (wait for ever)
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,8 @@ def engines(product) -> tuple:
         E.COMM_ENGINE_CPU.value, E.COMM_ENGINE_CPU.name, HOST, HOST, HOST_PROGRAM,
         threads=Threads(acquire=is_950, with_stream=is_950,
                         config=((E.COMM_ENGINE_CPU, ThreadType.THREAD_TYPE_CPU),)),
-        channels=Channels(protocols=frozenset({P.COMM_PROTOCOL_ROCE}) if is_950 else frozenset()),
+        channels=Channels(protocols=frozenset({P.COMM_PROTOCOL_ROCE}) if is_950 else frozenset(),
+                          timed_waits=frozenset({P.COMM_PROTOCOL_ROCE})),   # the host CPU RoCE path
         runs=local | THREAD_SYNC | CHANNEL_OPS | FENCE | (HOST_NBI if is_950 else frozenset()),
         expansion=(X.HCCL_OP_EXPANSION_MODE_HOST,), counterpart=E.COMM_ENGINE_AICPU.value,
         family=__name__, doc="host CPU threads (non-blocking RoCE transfers, fences)")
