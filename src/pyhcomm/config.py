@@ -30,6 +30,8 @@ LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
 LAUNCHER_LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
 #: the byte movers ``PYHCOMM_BACKEND`` names (:func:`pyhcomm.backend.make_backend`); ``null`` keeps no bytes
 BACKENDS = ("cpu", "null")
+#: ``HCCL_OP_EXPANSION_MODE``'s values (the ``HcclOpExpansionMode`` names without their prefix)
+EXPANSION_MODES = ("AI_CPU", "AIV", "HOST", "HOST_TS", "CCU_MS", "CCU_SCHED", "AIV_ONLY")
 
 def _parse_int(raw: str, minimum: int) -> int:
     value = int(raw.strip())
@@ -77,6 +79,9 @@ _VARS = {
     "PYHCOMM_MPI_SHM": ("mpi_shm", _parse_bool, "0 or 1"),
     "PYHCOMM_QUEUE_BUDGET": ("queue_budget", lambda r: _parse_int(r, 0), "an integer >= 0 (0: unbounded)"),
     "PYHCOMM_VERIFY": ("verify", _parse_bool, "0 or 1"),
+    "PYHCOMM_CCU_DIES": ("ccu_dies", lambda r: _parse_dies(r), "IO die numbers among 0 and 1, comma separated"),
+    "HCCL_OP_EXPANSION_MODE": ("op_expansion_mode", lambda r: _choice(r.strip().upper(), EXPANSION_MODES),
+                               ", ".join(EXPANSION_MODES)),
 }
 
 
@@ -89,6 +94,13 @@ def _launcher_value(env, variables):
         except ValueError:
             continue
     return None
+
+
+def _parse_dies(raw: str) -> tuple:
+    dies = tuple(sorted({int(x) for x in raw.split(",") if x.strip()}))
+    if not dies or any(d not in (0, 1) for d in dies):
+        raise ValueError
+    return dies
 
 
 def _choice(value: str, allowed) -> str:
@@ -124,6 +136,8 @@ class Config:
     launcher_local_size: int | None = None  # ... how many run on this machine (None: not said)
     queue_budget: int = DEFAULT_QUEUE_BUDGET   # coop: tasks an actor issues before it yields
     verify: bool = False                    # check every launch (pyhcomm.verify)
+    ccu_dies: tuple = (0, 1)                # the enabled CCU IO dies of every Atlas 350 device
+    op_expansion_mode: str | None = None    # HCCL_OP_EXPANSION_MODE (None: the product's default)
     #: variable -> message, for every variable whose value did not parse
     errors: dict = field(default_factory=dict, compare=False)
 

@@ -1,13 +1,27 @@
-"""``ccu_types.h`` / ``hccl_ccu_res.h``: the Collective Communication Unit's types.
+"""``ccu_types.h`` / ``ccu_res_defs.h`` / ``hccl_ccu_res.h``: the Collective Communication Unit's
+types and limits (the model: :mod:`pyhcomm.hcomm.resources.ccu_pool`, :mod:`pyhcomm.ccu`).
 
-pyhcomm does not model the CCU; these types exist so that scripts import, and the CCU calls
-return ``HCCL_E_NOT_SUPPORT`` (see README, "Not modeled").
+Limits and their sources: ``CCU_MAX_IODIE_NUM`` (2: the ``dieId`` range of ``ccu_res.h``, the
+example's ``CCU_DIE_NUM``); a CCU buffer slice is 4 KiB and a move through CCU buffers may be at
+most 4096 bytes per slice; a task descriptor carries at most 13 64-bit arguments; a move from
+local to remote memory must be shorter than 256 MB (``CCU_models_concepts.md``, "约束与限制"); a
+sync register (CKE) has 16 bits (the ``uint16_t`` masks of ``ccu_primitives.hpp``); a CCU channel
+end has 4 notifies (hcomm-api §3.4) and as many variable slots (pyhcomm's inference).
 """
 from __future__ import annotations
 
 from enum import IntEnum
 
 from .cstruct import CStruct
+
+
+CCU_MAX_IODIE_NUM = 2
+CCU_MS_SIZE = 4096
+CCU_TASK_ARGS_MAX = 13
+CCU_CKE_BITS = 16
+CCU_REMOTE_MAX = 256 << 20
+CCU_CHANNEL_CKES = 4
+CCU_CHANNEL_VARIABLES = 4
 
 
 class CcuResult(IntEnum):

@@ -127,6 +127,16 @@ NotifyEvent = _event_type("NotifyEvent", "Notify records and waits (thread, runt
     ("notify", Optional[NotifyId], None, False),
     ("gen", Optional[int], None, False),       # record: the generation it set; wait: the one it consumed
     ("timeout", Optional[float], None, False)) + _CHANNEL)  # waits: seconds, 0 = forever
+CcuNotifyEvent = _event_type("CcuNotifyEvent", "A CCU mission's event and notify instructions (one entry per bit "
+                              "of their mask).", (
+    ("waits", bool, False, False),
+    ("notify", Optional[NotifyId], None, False),   # the bit's register: index = the bit, owner names the CKE
+    ("gen", Optional[int], None, False),
+    ("timeout", Optional[float], None, False),
+    ("cke", Optional[int], None, False),           # the sync register (CKE): an event's id, a channel's notify index
+    ("mask", Optional[int], None, False),          # the instruction's whole mask
+    ("variable", Optional[int], None, False),      # WriteVariableWithNotify: the peer's variable slot
+    ("value", Optional[int], None, False)) + _CHANNEL)  # ... and the value written there
 MemcpyEvent = _event_type("MemcpyEvent", "``aclrtMemcpyAsync`` (task) and ``aclrtMemcpy`` (host effect).", (
     ("nbytes", int, 0, False),
     ("direction", Optional[str], None, False)))  # the aclrtMemcpyKind name given

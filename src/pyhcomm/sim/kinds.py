@@ -91,6 +91,7 @@ class Unit(str, enum.Enum):
     HOST_LINK = "host link"     # the host-device link (PCIe)
     AICPU = "aicpu"             # the device's AI CPU (a kernel)
     AIV = "aiv"                 # the device's vector cores (an AIV kernel's blocks)
+    CCU = "ccu"                 # the device's CCU: a mission's instruction flow, its copy and reduce units
     HOST = "host"               # the host CPU
 
 
@@ -492,13 +493,57 @@ FENCE = Kind("Fence", HOST, role=Role.FENCE, unit=Unit.HOST, trace=Trace.HOST, e
 RENDEZVOUS = Kind("Rendezvous", HOST, role=Role.RENDEZVOUS, cost=Cost.FREE, unit=Unit.HOST, trace=Trace.HOST,
                   event=ev.RendezvousEvent)
 
+# -- the CCU (pyhcomm.ccu): a mission's instructions are host effects of its program (it runs them in
+# order, blocking at waits); its data moves, the event bits they set and its loops run on lanes (streams)
+def _ccu_sync(name, role, notify, link=False):
+    """A CCU mission's event / notify instruction (a host effect of its program): per bit of its mask,
+    one entry with that bit's register (``notify``), ``cke`` (the register's number) and ``mask``."""
+    return Kind(name, HOST, role=role, notify=notify, link_signal=link,
+                cost=Cost.NOTIFY_RECORD if role is Role.RECORD else Cost.NOTIFY_WAIT, unit=Unit.CCU,
+                trace=Trace.RECORD if role is Role.RECORD else Trace.WAIT, event=ev.CcuNotifyEvent)
+
+
+def _ccu_join(name):
+    return Kind(name, HOST, role=Role.HOST_SYNC, sync_edge="join", unit=Unit.CCU, trace=Trace.HOST,
+                event=ev.SyncEvent)
+
+
+_CCU_MOVE = ("nbytes", "reads", "writes")
+CCU_KERNEL_LAUNCH = Kind("CcuKernelLaunch", TASK, role=Role.LAUNCH, unit=Unit.CCU, trace=Trace.KERNEL,
+                         event=ev.KernelLaunchEvent, fields=("name",),
+                         get={"reads": _const(()), "writes": _const(()), "name": attrgetter("name"),
+                              "blocks": _const(1)})
+CCU_LOCAL_COPY = Kind("CcuLocalCopy", TASK, accesses=True, cost=Cost.COPY, unit=Unit.CCU, trace=Trace.COPY,
+                      event=ev.LocalCopyEvent, fields=_CCU_MOVE, get={"nbytes": attrgetter("nbytes")})
+CCU_LOCAL_REDUCE = Kind("CcuLocalReduce", TASK, accesses=True, cost=Cost.REDUCE, unit=Unit.CCU, trace=Trace.REDUCE,
+                        event=ev.LocalReduceEvent, fields=_CCU_MOVE + ("count", "dtype", "op"),
+                        get={"nbytes": attrgetter("nbytes"), "count": attrgetter("count"), "dtype": _transfer_dtype,
+                             "op": _transfer_op})
+CCU_WRITE = _transfer("CcuWrite", "write")
+CCU_READ = _transfer("CcuRead", "read")
+CCU_WRITE_REDUCE = _transfer("CcuWriteReduce", "write")
+CCU_READ_REDUCE = _transfer("CcuReadReduce", "read")
+CCU_EVENT_SET = _record("CcuEventSet")
+CCU_LOOP_WAIT = _wait("CcuLoopWait")
+CCU_EVENT_RECORD = _ccu_sync("CcuEventRecord", Role.RECORD, NotifyUse.RECORD)
+CCU_EVENT_WAIT = _ccu_sync("CcuEventWait", Role.WAIT, NotifyUse.WAIT)
+CCU_NOTIFY_RECORD = _ccu_sync("CcuNotifyRecord", Role.RECORD, NotifyUse.RECORD, link=True)
+CCU_NOTIFY_WAIT = _ccu_sync("CcuNotifyWait", Role.WAIT, NotifyUse.WAIT, link=True)
+CCU_WRITE_VARIABLE = _ccu_sync("CcuWriteVariableWithNotify", Role.RECORD, NotifyUse.RECORD, link=True)
+CCU_LOOP_GROUP = _ccu_join("CcuLoopGroup")
+CCU_MISSION_END = _ccu_join("CcuMissionEnd")
+#: The CCU's kinds (a CCU engine runs them).
+CCU_KINDS = (CCU_KERNEL_LAUNCH, CCU_LOCAL_COPY, CCU_LOCAL_REDUCE, CCU_WRITE, CCU_READ, CCU_WRITE_REDUCE,
+             CCU_READ_REDUCE, CCU_EVENT_SET, CCU_LOOP_WAIT, CCU_EVENT_RECORD, CCU_EVENT_WAIT, CCU_NOTIFY_RECORD,
+             CCU_NOTIFY_WAIT, CCU_WRITE_VARIABLE, CCU_LOOP_GROUP, CCU_MISSION_END)
+
 #: Every kind, in the order of docs/record.md.
 KINDS = (TASK_KIND, LOCAL_COPY, LOCAL_REDUCE, WRITE, READ, WRITE_REDUCE, READ_REDUCE, WRITE_WITH_NOTIFY,
          WRITE_REDUCE_WITH_NOTIFY, WRITE_NBI, READ_NBI, WRITE_WITH_NOTIFY_NBI, THREAD_NOTIFY_RECORD, THREAD_NOTIFY_WAIT,
          ACLRT_NOTIFY_RECORD, ACLRT_NOTIFY_WAIT, CHANNEL_NOTIFY_RECORD, CHANNEL_NOTIFY_WAIT, CHANNEL_NOTIFY_RECORD_NOW,
          CHANNEL_NOTIFY_WAIT_NOW, MEMCPY_ASYNC, MEMCPY, MEMSET_ASYNC, MEMSET, ENGINE_CTX_COPY, KERNEL_LAUNCH,
          AIV_KERNEL_LAUNCH, AIV_LOAD, AIV_STORE, AIV_SCALAR_LOAD, AIV_SCALAR_STORE, AIV_FLAG_STORE, AIV_FLAG_LOAD, AIV_SYNC_ALL, AIV_KERNEL_END,
-         COLLECTIVE, SYNCHRONIZE, THREAD_JOIN, CHANNEL_DRAIN, FENCE, RENDEZVOUS)
+         COLLECTIVE, SYNCHRONIZE, THREAD_JOIN, CHANNEL_DRAIN, FENCE, RENDEZVOUS) + CCU_KINDS
 _BY_NAME = {str(k): k for k in KINDS}
 
 

@@ -29,13 +29,17 @@ What is modelled (the replay applies it; see there for how):
   (``Submit.cost`` naming no field here, with its ``default``): it lives in ``engine_params``, and
   ``with_values`` sets it by name like any other; ``engine_submit`` prices an engine's entries by
   its name instead (tasks added to a batch still pay ``batch_submit``). Launching an AI CPU kernel
-  costs ``kernel_launch`` before its body runs; a blocking host call returns ``sync_return`` after
-  what it waited for ended;
+  costs ``kernel_launch`` before its body runs (a CCU kernel's mission: ``ccu_launch``); a blocking
+  host call returns ``sync_return`` after what it waited for ended;
 * AIV kernels (:mod:`pyhcomm.sim.aiv`): each entry a block issues costs ``aiv_task``, its engine's
   parameter (1 us, ``cost_model.cc``'s AIV per-task latency); a move through its device's memory
   runs at most at ``aiv_copy_bandwidth`` (the device's memory is shared with the other copies), a
   move to or from another device over its AIV channel's link at most at ``aiv_link_bandwidth`` per
-  device pair (and shares the link), after the link's latency (twice for a load: request and data).
+  device pair (and shares the link), after the link's latency (twice for a load: request and data);
+* the CCU (:mod:`pyhcomm.ccu`): every entry of a mission (and its launch) costs ``ccu_task`` to issue
+  (an engine parameter of the CCU's, priced from either side); its local copies and reduces flow
+  through the device's CCU at ``ccu_copy_bandwidth`` / ``ccu_reduce_bandwidth`` (and its memory);
+  its remote moves over the channel's link like any transfer.
 """
 from __future__ import annotations
 
@@ -70,6 +74,9 @@ class CostModel:
     reduce_bandwidth: float = 428 * GB          # LocalReduce (bytes of the result per second)
     copy_latency: float = 0.6 * US              # an SDMA copy's fixed part (HCCL task_profiling.h)
     reduce_latency: float = 0.6 * US            # a reduce task's fixed part (HCCL task_profiling.h)
+    ccu_copy_bandwidth: float = 200 * GB        # a CCU's LocalCopy (cost_model.cc's ccuLocalCopyBw_)
+    ccu_reduce_bandwidth: float = 160 * GB      # a CCU's LocalReduce (ccuLocalReduceBw_)
+    ccu_launch: float = 2.0 * US                # a CCU kernel's mission starts this long after its launch task
     task_dispatch: float = 0.0
     notify_record: float = 0.5 * US
     notify_wait: float = 0.02 * US
@@ -135,13 +142,17 @@ class CostModel:
         entries it prices or None for any)``. They are the described engines whose submit costs
         differ from their side's (a host program's ``host_submit``; a kernel's ``aicpu_submit``,
         ``batch_submit``), priced where issued from their side, and the names in
-        ``engine_submit``, priced from any side, batched tasks apart. Empty for the built-in
-        engines at their defaults: the replay then reads no entry's engine."""
+        ``engine_submit``, priced from any side, batched tasks apart; an engine whose submit cost
+        says ``anywhere`` (Atlas 350's CCU: its missions' entries are the device's, its launches the
+        host's) is priced from any side. Empty for the other built-in engines at their defaults:
+        the replay then reads no entry's engine."""
         out = {}
         for name, e in self.engines.items():
             cost = (self.submit_cost(e), self.submit_cost(e, True))
             side = (self.host_submit, self.host_submit) if e.host_side else (self.aicpu_submit, self.batch_submit)
-            if cost != side:
+            if e.submit.anywhere:
+                out[name] = cost + (None,)
+            elif cost != side:
                 out[name] = cost + (e.side,)
         for name, value in self.engine_submit.items():
             out[name] = (value, float("nan"), None)

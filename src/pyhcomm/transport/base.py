@@ -289,6 +289,21 @@ class Transport:
     def fence(self, peer: PeerRef) -> None:
         """Every transfer issued to ``peer`` so far has landed (local: they land when issued)."""
 
+    def ccu_signal(self, peer: PeerRef, cke: int, mask: int, variable=None) -> tuple:
+        """A CCU's signal to the peer's end (``NotifyRecord``, ``WriteVariableWithNotify``): write
+        ``variable`` (``(slot, value)``) into the end's variable slot first, when given, then set the
+        bits of ``mask`` in its sync register ``cke`` (:mod:`pyhcomm.hcomm.resources.channel_registers`).
+        Returns ``(RemoteNotify, generation or None)`` per bit set, lowest first."""
+        raise self._missing("ccu_signal")
+
+    def ccu_move(self, peer: PeerRef, remote: int, alloc, off: int, n: int, write: bool, np_dtype=None,
+                 op=None) -> None:
+        """A CCU's move between local ``alloc + off`` and ``remote``: device memory of the peer's device,
+        exposed or not (the peer's memory token grants the CCU access, checked at issue). ``write``:
+        local -> peer (else back); with ``np_dtype``, ``n`` elements reduced with ``op`` into the
+        destination."""
+        raise self._missing("ccu_move")
+
     def progress(self) -> bool:
         """Make progress on anything in flight; True when something happened (local: nothing to do).
         May wait a short poll interval, never longer."""

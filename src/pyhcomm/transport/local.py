@@ -222,3 +222,33 @@ class LocalTransport(Transport):
         n = self.ends[peer.end].notifies[index]
         n.record()
         return n.gen
+
+    def ccu_signal(self, peer, cke, mask, variable=None) -> tuple:
+        end = self.ends[peer.end]
+        regs = end.registers
+        if end.closed or regs is None:
+            raise TransportError(f"rank {peer.rank} closed its end of the channel" if end.closed
+                                 else f"the channel end of rank {peer.rank} has no sync registers")
+        if variable is not None:
+            regs.variables[variable[0]] = variable[1]
+        out = []
+        for n in regs.bits(cke, mask):
+            n.record()
+            out.append((RemoteNotify(peer, n.index, n.owner), n.gen))
+        return tuple(out)
+
+    def ccu_move(self, peer, remote, alloc, off, n, write, np_dtype=None, op=None) -> None:
+        device = self.members(peer.world).get(peer.rank)
+        theirs = self.sim.memory.device_map.find(remote)
+        if theirs is None or theirs.device != device or remote + n > theirs.end or theirs.storage is None:
+            raise TransportError(f"0x{remote:x} + {n} is not live device memory of rank {peer.rank} (device {device})")
+        backend, roff = self.sim.backend, remote - theirs.addr
+        if np_dtype is None:
+            if write:
+                backend.copy(theirs.storage, roff, alloc.storage, off, n)
+            else:
+                backend.copy(alloc.storage, off, theirs.storage, roff, n)
+        elif write:
+            backend.reduce(theirs.storage, roff, alloc.storage, off, n, np_dtype, op)
+        else:
+            backend.reduce(alloc.storage, off, theirs.storage, roff, n, np_dtype, op)

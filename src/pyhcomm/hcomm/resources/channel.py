@@ -30,6 +30,7 @@ from ...defs.res_defs import CommMem, CommMemType, CommProtocol
 from ...topology import protocols_between
 from ...transport.base import PeerInfo, Region
 from .owner import get_owner, hccl_buffer
+from .channel_registers import ChannelRegisters
 from ...args import int_array
 from .engines import Engine, check_engine
 from .thread import HCOMM_NOTIFY_MAX_NUM
@@ -83,7 +84,8 @@ class ChannelEnd:
 
     # (slots: a mesh of 1024 ranks has a million ends)
     __slots__ = ("comm", "rank", "world_id", "engine", "protocol", "peer_rank", "mems", "host_side", "_exposed",
-                 "peer_ref", "peer", "waiters", "key", "tid", "closed", "handle", "notifies", "__weakref__")
+                 "peer_ref", "peer", "waiters", "key", "tid", "closed", "handle", "notifies", "registers",
+                 "__weakref__")
 
     def __init__(self, comm, engine, protocol, peer_rank, notify_num, mems):
         self.comm = comm
@@ -107,6 +109,9 @@ class ChannelEnd:
         owner = f"rank {comm.rank} channel 0x{self.handle:x} (to rank {peer_rank})"   # one string for all
         counting = _sim().runtime.notify_counting
         self.notifies = [Notify(owner, i, counting) for i in range(notify_num)]
+        bits = engine.channels.cke_bits      # a CCU end: its notifies are also sync registers of that many bits
+        self.registers = (ChannelRegisters(owner, notify_num, bits, engine.channels.variables, counting) if bits
+                          else None)
 
     def exposed(self):
         """``(Region, allocation)`` of every range this end exposes to its peer (fixed when the end

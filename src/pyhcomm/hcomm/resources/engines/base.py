@@ -51,6 +51,8 @@ FENCE = frozenset({kinds.FENCE})
 AIV_OPS = frozenset({kinds.AIV_KERNEL_LAUNCH, kinds.AIV_LOAD, kinds.AIV_STORE, kinds.AIV_SCALAR_LOAD,
                      kinds.AIV_SCALAR_STORE, kinds.AIV_FLAG_STORE,
                      kinds.AIV_FLAG_LOAD, kinds.AIV_SYNC_ALL, kinds.AIV_KERNEL_END})
+#: CCU kernels (``HcommCcuKernelLaunch``: a mission, its moves, events, notifies and loops).
+CCU_OPS = frozenset(kinds.CCU_KINDS)
 
 #: ``HCOMM_NOTIFY_MAX_NUM``: notifies per thread.
 NOTIFY_MAX = 64
@@ -87,6 +89,8 @@ class Channels:
     shared_queue: bool = False           # HCOMM_CHANNEL_CONFIG_TYPE_IS_SHARED_QUEUE may be set
     load_store: bool = False             # its kernels load and store what the peer exposes (AIV)
     timed_waits: frozenset = frozenset()  # protocols whose channel notify waits refuse timeOut 0 (wait for ever)
+    cke_bits: int = 0                    # each end also has ``notifies`` sync registers of this many bits
+    variables: int = 0                   # ... and this many variable slots its peer writes (a CCU's)
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,7 @@ class Submit:
     cost: str                       # the timing-model parameter: seconds per entry issued
     batch_cost: str | None = None   # the same for a task added to an HCOMM batch
     default: float | None = None    # the value of an engine's own parameter
+    anywhere: bool = False          # ``cost`` prices its entries from either side (else from its own)
 
 
 @dataclass(frozen=True, eq=False)

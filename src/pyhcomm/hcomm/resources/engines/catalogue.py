@@ -189,10 +189,10 @@ def _protocols(ps) -> str:
 
 
 def _runs(kinds: frozenset) -> str:
-    from .base import AIV_OPS, CHANNEL_OPS, FENCE, HOST_NBI, LOCAL_OPS, THREAD_SYNC
+    from .base import AIV_OPS, CCU_OPS, CHANNEL_OPS, FENCE, HOST_NBI, LOCAL_OPS, THREAD_SYNC
     out, left = [], set(kinds)
     for word, group in (("local", LOCAL_OPS), ("notify", THREAD_SYNC), ("channel", CHANNEL_OPS), ("nbi", HOST_NBI),
-                        ("fence", FENCE), ("aiv-kernel", AIV_OPS)):
+                        ("fence", FENCE), ("aiv-kernel", AIV_OPS), ("ccu", CCU_OPS)):
         if group <= left:
             out.append(word)
             left -= group
