@@ -23,7 +23,7 @@ LAYERS = (
     ("simulated machine", ("pyhcomm.sim", "pyhcomm.topology", "pyhcomm.args")),
     ("acl runtime", ("pyhcomm.aclrt",)),
     ("HCOMM resources", ("pyhcomm.hcomm.resources",)),
-    ("HCOMM data plane", ("pyhcomm.hcomm",)),
+    ("HCOMM data plane", ("pyhcomm.hcomm", "pyhcomm.ccu")),
     ("HCCL", ("pyhcomm.hccl",)),
     ("collective library", ("pyhcomm.collectives",)),
     ("tiers", ("pyhcomm.capi", "pyhcomm.acl", "pyhcomm.pythonic", "pyhcomm.aiv")),
