@@ -12,6 +12,8 @@ operator written in the style of HCCL's examples, each with the kind of finding 
 * AIV mutants: HCCL's example 05 AIV AllGather as ported (``tests/hccl_examples``), called twice on
   one communicator, its kernel loaded as a variant (:func:`aiv_allgather`): as written (a constant
   tag, flags never reset), or the corrected kernel with one defect.
+* CCU mutants: an AllGather CCU kernel in example 05's style (:mod:`ccu_programs`: pre-sync,
+  ``Write`` to every peer, post-sync), with one defect each (:func:`ccu_allgather`).
 
 ``MUTANTS`` lists them all; :func:`verify` checks one (``pyhcomm.verify.check``).
 """
@@ -34,6 +36,8 @@ from pyhcomm.hcomm import notify as _notify
 from pyhcomm.sim.runtime import program_ctx
 from pyhcomm.verify import check
 from verify_programs import F32, H2D, D2H, collective
+from ccu_programs import FAULTS as CCU_FAULTS
+from ccu_programs import ccu_allgather
 
 #: the modules of the collectives (the package's names are its functions: import the modules)
 _allgather, _broadcast, _context, _pairwise, _reduce_scatter = (
@@ -518,6 +522,20 @@ MUTANTS = [
          "(the second call passes on the first call's flags)", "as written"),
     _aiv("aiv_read_before_copy", "AIV AllGather: a rank flags its input staged before the copy that stages it (the "
          "peers read its HCCL buffer before the copy)", "record before copy"),
+    # -- a CCU kernel in HCCL example 05's style (tests/ccu_programs.py) ----------------------------------
+    Mutant("ccu_missing_notify_wait", "CCU AllGather: " + CCU_FAULTS["missing_notify_wait"], ("race",),
+           ccu_allgather("missing_notify_wait"), product=A350),
+    Mutant("ccu_wrong_mask", "CCU AllGather: " + CCU_FAULTS["wrong_mask"], ("hang",), ccu_allgather("wrong_mask"),
+           product=A350),
+    Mutant("ccu_no_post_sync", "CCU AllGather: " + CCU_FAULTS["no_post_sync"], ("race",), ccu_allgather("no_post_sync"),
+           product=A350),
+    Mutant("ccu_write_before_pre_sync", "CCU AllGather: " + CCU_FAULTS["write_before_pre_sync"], ("race",),
+           ccu_allgather("write_before_pre_sync"), product=A350),
+    Mutant("ccu_loadarg_count_mismatch", "CCU AllGather: " + CCU_FAULTS["loadarg_count_mismatch"]
+           + " (HcommCcuKernelLaunch: CCU_E_INTERNAL)", ("error",), ccu_allgather("loadarg_count_mismatch"),
+           product=A350),
+    Mutant("ccu_event_wait_unrecorded", "CCU AllGather: " + CCU_FAULTS["event_wait_unrecorded"], ("hang",),
+           ccu_allgather("event_wait_unrecorded"), product=A350),
 ]
 
 #: The corrected AIV AllGather (a fresh tag per call), which must give no finding (with data).
@@ -525,4 +543,4 @@ AIV_CORRECT = aiv_allgather("fresh tag")
 
 #: Correct counterparts, which must give no finding.
 CORRECT = [("custom_allgather", custom_allgather(None), 4, A2), ("nbi_put_fenced", nbi_put(True), 2, A350),
-           ("nbi_get_fenced", nbi_get(True), 2, A350)]
+           ("nbi_get_fenced", nbi_get(True), 2, A350), ("ccu_allgather", ccu_allgather(None), 4, A350)]

@@ -6,6 +6,7 @@ import pyhcomm
 import pytest
 
 from pyhcomm.verify import check
+from ccu_programs import ccu_allgather
 from mutation_suite import A2, A3, A350, AIV_CORRECT, CORRECT, MUTANTS, Mutant, applied, rejected, verify
 from verify_programs import OPS, PRODUCTS, SUCCESS, collective, expected_code
 
@@ -116,6 +117,27 @@ def test_every_collective_is_clean_on_1_to_16_ranks(op, product, scheduler):
 @pytest.mark.parametrize("nranks", range(2, 17))
 def test_the_corrected_aiv_allgather_is_clean_on_2_to_16_ranks(nranks):
     _aiv_correct_is_clean(nranks, schedules=8)
+
+
+def test_the_suite_has_the_ccu_defects_the_issue_names():
+    ccu = {m.name for m in MUTANTS if m.name.startswith("ccu_")}
+    assert ccu >= {"ccu_missing_notify_wait", "ccu_wrong_mask", "ccu_no_post_sync", "ccu_write_before_pre_sync",
+                   "ccu_loadarg_count_mismatch", "ccu_event_wait_unrecorded"}
+
+
+@pytest.mark.parametrize("nranks", [2, 5])
+def test_the_ccu_allgather_is_clean_on_a_representative_subset(nranks):
+    report = check(ccu_allgather(None), nranks, product=A350, schedules=2, data=False, scheduler=_scheduler())
+    assert report.ok, report.text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheduler", ["coop", "threaded"])
+def test_the_ccu_allgather_is_clean_on_2_to_16_ranks(scheduler):
+    for n in range(2, 17):
+        report = check(ccu_allgather(None), n, product=A350, data=False, scheduler=scheduler,
+                       schedules=4 if scheduler == "coop" else 1)
+        assert report.ok, f"CCU AllGather on {n} ranks, {scheduler}:\n{report.text()}"
 
 
 LIBRARY = [m for m in MUTANTS if m.product == A2 and m.nranks >= 3 and not m.name.startswith("custom")]

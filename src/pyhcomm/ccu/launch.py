@@ -22,22 +22,22 @@ from ..sim import current_sim as _sim
 from ..sim import kinds, memory
 from ..sim.runtime import program_ctx
 from ..sim.task import SiteTask
+from .mission import Mission
 from .register import get_kernel
 
 
 class CcuLaunchTask(SiteTask):
     """A CCU kernel launch (CcuKernelLaunch) on the thread's stream: runs the kernel's mission."""
 
-    __slots__ = ("kernel", "values", "hthread", "name")
+    __slots__ = ("ccu_kernel", "values", "hthread", "name")   # (``kernel``: the launch's own, unset)
     kind = kinds.CCU_KERNEL_LAUNCH
 
     def __init__(self, t, kernel, values: tuple):
         self.on_thread(t, "host")
-        self.kernel, self.values, self.hthread, self.name = kernel, values, t, kernel.name
+        self.ccu_kernel, self.values, self.hthread, self.name = kernel, values, t, kernel.name
         self.set_site(4)    # set_site <- __init__ <- kernel_launch <- C tier <- user
 
     def run(self) -> None:
-        from .mission import Mission
         Mission(self).start()
 
 

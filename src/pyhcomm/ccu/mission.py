@@ -26,8 +26,9 @@ from contextlib import contextmanager
 
 from ..defs.ccu import CCU_MS_SIZE, CCU_REMOTE_MAX
 from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE
-from ..errors import HcclDeadlockError, HcclResult, HcclRuntimeError, HcclTimeoutError
-from ..hcomm.resources.ccu_pool import ccu_state, mem_token
+from ..errors import HcclDeadlockError, HcclError, HcclResult, HcclRuntimeError, HcclTimeoutError
+from ..hcomm.resources.ccu_pool import ccu_state, mem_token, slot_addr
+from ..hcomm.resources.channel import connected_peer
 from ..sched import ABORTED, DONE_OK, STUCK, TIMED_OUT
 from ..sim import current_sim, kinds, memory
 from ..sim.kernel import KernelContext
@@ -52,7 +53,7 @@ class Mission:
     """One launch of a kernel (see the module docstring)."""
 
     def __init__(self, task):
-        self.task, self.kernel, self.args = task, task.kernel, task.values
+        self.task, self.kernel, self.args = task, task.ccu_kernel, task.values
         self.thread = task.hthread
         self.sim = current_sim()
         self.state = ccu_state(self.sim)
@@ -78,7 +79,7 @@ class Mission:
         try:
             self.run_block(self.kernel.program)
             self.join(kinds.CCU_MISSION_END, "the mission's end", list(self.lanes.values()))
-        except MissionError as exc:
+        except HcclError as exc:     # (MissionError, or a wait that timed out or can never end)
             self.abandon(exc)
         except TransportError as exc:
             self.abandon(MissionError(HcclResult.HCCL_E_MEMORY, API, f"{self.who}: {exc}"))
@@ -114,7 +115,12 @@ class Mission:
         if isinstance(x, Reg):
             return (self.die.xn if x.space == XN else self.die.gsa).get(x.id, 0)
         if isinstance(x, ChanVar):
-            return x.channel.registers.variables[x.index]
+            end = x.channel
+            v = end.registers.variables[x.index]
+            self.effect(kinds.CCU_READ_VARIABLE, "ccu variable read", True, reads=((slot_addr(end.key, end.rank, x.index),
+                                                                                   8),),
+                        channel=end.handle, variable=x.index, value=v)
+            return v
         if isinstance(x, Expr):
             a = self.value(x.a)
             return (~a & MASK64) if x.op == "~" else BINARY[x.op](a, self.value(x.b))
@@ -175,18 +181,29 @@ class Mission:
 
     # -- signals and waits ---------------------------------------------------------------------------------
     def peer(self, end):
+        """The peer of ``end`` (waiting for it to connect, up to ``HCCL_CONNECT_TIMEOUT``: the channel
+        is set up before the kernel's first use of it)."""
         peer = end.peer
-        if peer is None or peer.closed or end.closed:
-            raise self.fail(f"channel 0x{end.handle:x} to rank {end.peer_rank} is not connected (the peer acquired "
-                            "no matching CCU channel, or destroyed its end)")
-        return peer
+        if peer is not None and not peer.closed and not end.closed:
+            return peer
+        if end.closed:
+            raise self.fail(f"channel 0x{end.handle:x} to rank {end.peer_rank} was destroyed")
+        try:
+            return connected_peer(end, API)
+        except HcclError as exc:
+            raise MissionError(exc.code, API, f"{self.who}: {exc}") from None
 
     def signal(self, op, kind, api: str, variable) -> None:
         end = op.channel
         results = self.sim.transport.ccu_signal(self.peer(end).ref, op.cke, op.mask, variable)
-        extra = {} if variable is None else {"variable": variable[0], "value": variable[1]}
+        extra, writes = {}, ()
+        if variable is not None:
+            extra = {"variable": variable[0], "value": variable[1]}
+            writes = ((slot_addr(end.key, end.peer_rank, variable[0]), 8),)
         for rn, gen in results or ((None, None),):
-            self.effect(kind, api, True, notify=rn, gen=gen, cke=op.cke, mask=op.mask, channel=end.handle, **extra)
+            self.effect(kind, api, True, writes=writes, notify=rn, gen=gen, cke=op.cke, mask=op.mask,
+                        channel=end.handle, **extra)
+            writes = ()
 
     def bits(self, event: Reg, shift: int, mask: int) -> list:
         reg = event.shifted(shift)
@@ -196,10 +213,10 @@ class Mission:
         row = self.die.cke(reg.id)
         return [row[b] for b in range(len(row)) if mask >> b & 1]
 
-    def effect(self, kind, api: str, ok: bool, **extra) -> None:
+    def effect(self, kind, api: str, ok: bool, reads=(), writes=(), **extra) -> None:
         t = self.thread
-        self.sim.record.effect(kind, api, ok, t.rank, t.device, t.engine, t.handle, t.stream.handle, (), (), extra,
-                               self.ctx)
+        self.sim.record.effect(kind, api, ok, t.rank, t.device, t.engine, t.handle, t.stream.handle, reads, writes,
+                               extra, self.ctx)
 
     def wait_bits(self, bits, kind, api: str, cke: int, mask: int, where: str, channel=None) -> None:
         """Block until every bit of ``bits`` is set (or a lane failed); record and clear them."""

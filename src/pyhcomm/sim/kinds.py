@@ -495,10 +495,10 @@ RENDEZVOUS = Kind("Rendezvous", HOST, role=Role.RENDEZVOUS, cost=Cost.FREE, unit
 
 # -- the CCU (pyhcomm.ccu): a mission's instructions are host effects of its program (it runs them in
 # order, blocking at waits); its data moves, the event bits they set and its loops run on lanes (streams)
-def _ccu_sync(name, role, notify, link=False):
+def _ccu_sync(name, role, notify, link=False, accesses=False):
     """A CCU mission's event / notify instruction (a host effect of its program): per bit of its mask,
     one entry with that bit's register (``notify``), ``cke`` (the register's number) and ``mask``."""
-    return Kind(name, HOST, role=role, notify=notify, link_signal=link,
+    return Kind(name, HOST, role=role, notify=notify, link_signal=link, accesses=accesses,
                 cost=Cost.NOTIFY_RECORD if role is Role.RECORD else Cost.NOTIFY_WAIT, unit=Unit.CCU,
                 trace=Trace.RECORD if role is Role.RECORD else Trace.WAIT, event=ev.CcuNotifyEvent)
 
@@ -529,13 +529,17 @@ CCU_EVENT_RECORD = _ccu_sync("CcuEventRecord", Role.RECORD, NotifyUse.RECORD)
 CCU_EVENT_WAIT = _ccu_sync("CcuEventWait", Role.WAIT, NotifyUse.WAIT)
 CCU_NOTIFY_RECORD = _ccu_sync("CcuNotifyRecord", Role.RECORD, NotifyUse.RECORD, link=True)
 CCU_NOTIFY_WAIT = _ccu_sync("CcuNotifyWait", Role.WAIT, NotifyUse.WAIT, link=True)
-CCU_WRITE_VARIABLE = _ccu_sync("CcuWriteVariableWithNotify", Role.RECORD, NotifyUse.RECORD, link=True)
+CCU_WRITE_VARIABLE = _ccu_sync("CcuWriteVariableWithNotify", Role.RECORD, NotifyUse.RECORD, link=True,
+                               accesses=True)      # (writes the peer's variable slot: a pseudo address)
+#: An instruction of a mission read a variable slot of a channel (what its peer writes): its ``reads``.
+CCU_READ_VARIABLE = Kind("CcuReadVariable", HOST, accesses=True, unit=Unit.CCU, trace=Trace.HOST,
+                         event=ev.CcuNotifyEvent)
 CCU_LOOP_GROUP = _ccu_join("CcuLoopGroup")
 CCU_MISSION_END = _ccu_join("CcuMissionEnd")
 #: The CCU's kinds (a CCU engine runs them).
 CCU_KINDS = (CCU_KERNEL_LAUNCH, CCU_LOCAL_COPY, CCU_LOCAL_REDUCE, CCU_WRITE, CCU_READ, CCU_WRITE_REDUCE,
              CCU_READ_REDUCE, CCU_EVENT_SET, CCU_LOOP_WAIT, CCU_EVENT_RECORD, CCU_EVENT_WAIT, CCU_NOTIFY_RECORD,
-             CCU_NOTIFY_WAIT, CCU_WRITE_VARIABLE, CCU_LOOP_GROUP, CCU_MISSION_END)
+             CCU_NOTIFY_WAIT, CCU_WRITE_VARIABLE, CCU_READ_VARIABLE, CCU_LOOP_GROUP, CCU_MISSION_END)
 
 #: Every kind, in the order of docs/record.md.
 KINDS = (TASK_KIND, LOCAL_COPY, LOCAL_REDUCE, WRITE, READ, WRITE_REDUCE, READ_REDUCE, WRITE_WITH_NOTIFY,

@@ -49,6 +49,8 @@ _DIE_SPAN = 4 << 30
 #: A cascade counter block: 1022 counters, then the total and the expected count (``ccu_res.h``).
 CASC_CNT_XN = 1024
 TOKEN_BASE = 0x70CE_0000_0000_0000
+#: Where the pseudo addresses of channel variable slots start (above every device's addresses).
+_SLOTS_BASE = 0x7C00_0000_0000
 #: The kernel registration running in this context (:mod:`pyhcomm.ccu`'s recorder), else None: host
 #: calls that a kernel function must not make ask it.
 recording_var: contextvars.ContextVar = contextvars.ContextVar("pyhcomm_ccu_recording", default=None)
@@ -63,6 +65,13 @@ class CcuError(HcclError):
 
 def ccu_error(code, api: str, message: str) -> CcuError:
     return CcuError(code, api, message)
+
+
+def slot_addr(key, owner_rank: int, slot: int) -> int:
+    """The pseudo address of variable slot ``slot`` of the end that rank ``owner_rank`` holds of the
+    channel ``key`` (the channel's pairing key: both ends name the same address): what the record and
+    the race detector see of a ``WriteVariableWithNotify`` and of a read of the slot."""
+    return _SLOTS_BASE + ((hash((key, owner_rank)) & 0xFF_FFFF_FFFF) << 6) + slot * 8
 
 
 def mem_token(device: int) -> int:
@@ -119,6 +128,9 @@ class Die:
         self._cke: dict = {}        # event id -> its 16 bit registers
         self.ms_storage = None      # the bytes of its CCU buffers (data mode), made on first use
         self.base = memory.DEVICE_VA_BASE + device * memory.DEVICE_VA_STRIDE + _WINDOW + die * _DIE_SPAN
+        ms = self.pools[R.HCOMM_CCU_RES_TYPE_CCU_BUF].total * CCU_MS_SIZE
+        if ms:          # (what race reports say of its buffers' pseudo addresses)
+            current_sim().record.note_allocation(_Noted(self.ms_addr(0), ms, device, f"CCU buffers (IO die {die})"))
 
     def cke(self, cid: int) -> list:
         """The bit registers of event ``cid`` (made on first use)."""
@@ -143,6 +155,15 @@ class Die:
             sim = current_sim()
             self.ms_storage = sim.backend.allocate(self.pools[R.HCOMM_CCU_RES_TYPE_CCU_BUF].total * CCU_MS_SIZE)
         return self.ms_storage
+
+
+class _Noted:
+    """A range the record notes as an allocation (for reports), though no memory backs it."""
+
+    __slots__ = ("addr", "size", "device", "owner")
+
+    def __init__(self, addr, size, device, owner):
+        self.addr, self.size, self.device, self.owner = addr, size, device, owner
 
 
 class ResDesc:
