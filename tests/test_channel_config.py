@@ -68,10 +68,10 @@ def test_destroy_closes_ccu_channels_only():
     assert pyhcomm.HcclChannelDestroy(c0, None) == R.HCCL_E_PTR
 
 
-def test_unmodelled_calls_return_not_support_and_say_why(caplog):
+def test_ccu_calls_off_atlas_350_return_not_support_and_say_why(caplog):
     with caplog.at_level(logging.ERROR, logger="pyhcomm"):
-        assert pyhcomm.HcommCcuInsCreateDefault([0]) == (R.HCCL_E_NOT_SUPPORT, 0)
-    assert "HcommCcuInsCreateDefault: the CCU (Collective Communication Unit) is not modelled" in caplog.text
+        assert pyhcomm.HcommCcuInsCreateDefault([0]) == (R.HCCL_E_NOT_SUPPORT, 0)     # (on Atlas 800T A2)
+    assert "HcommCcuInsCreateDefault: Atlas 800T A2 has no CCU (Atlas 350 only)" in caplog.text
     try:
         pyhcomm.HcommCcuInsDestroy(1, 2)
     except TypeError:

@@ -182,4 +182,4 @@ def test_the_products_listing_names_every_engine_of_every_product():
         assert p.name in text
     atlas_350 = text[text.index("Atlas 350:"):].split("\n")
     ccu = next(line for line in atlas_350 if line.strip().startswith("CCU "))
-    assert "stream (64 notifies)" in ccu and "UBC_TP,UB_CTP" in ccu and "host_submit" in ccu
+    assert "stream (64 notifies)" in ccu and "UBC_TP,UB_CTP" in ccu and "notify,channel,ccu" in ccu and "ccu_task" in ccu

@@ -41,7 +41,8 @@ def test_a_kind_is_immutable_and_unpickles_to_the_declaration():
 def test_traits_say_what_the_readers_ask():
     assert {k for k in KINDS if k.at_fence} == {"WriteNbi", "ReadNbi", "WriteWithNotifyNbi"}
     assert {k for k in KINDS if k.notify is kinds.NotifyUse.WAIT} == {
-        "ThreadNotifyWait", "AclrtNotifyWait", "ChannelNotifyWait", "ChannelNotifyWaitNow"}
+        "ThreadNotifyWait", "AclrtNotifyWait", "ChannelNotifyWait", "ChannelNotifyWaitNow", "CcuEventWait", "CcuNotifyWait",
+        "CcuLoopWait"}
     assert {k.sync_edge for k in KINDS if k.role is Role.HOST_SYNC} == {"sync", "join", "drain"}
     assert kinds.WRITE_WITH_NOTIFY.role is Role.TRANSFER and kinds.WRITE_WITH_NOTIFY.notify is kinds.NotifyUse.RECORD
     assert all(k.entry in ("task", "host") and k.event is not None for k in KINDS)
