@@ -17,6 +17,7 @@ import ex02_collectives as ex02
 import ex04_custom_ops_p2p as ex04
 import ex05_custom_allgather_aicpu as ex05
 import ex05_custom_allgather_aiv as ex05aiv
+import ex05_custom_allgather_ccu as ex05_ccu
 import example_main
 from example_main import ExampleError
 from pyhcomm.spmd import observe_launches
@@ -216,6 +217,43 @@ def test_05_custom_allgather_aiv_needs_an_ascend_950(runner, product):
     pyhcomm.set_product(product, device_count=2)
     with pytest.raises(ExampleError, match="HcclAllGatherCustom returned 5"):
         ex05aiv.run(entry=runner.entry)
+
+
+# -- 05_custom_ops_allgather (CCU) ---------------------------------------------------------------------------
+@pytest.mark.parametrize("nranks", [2, 4, 8, 16])
+def test_05_custom_allgather_ccu_registers_once_and_launches_again(runner, nranks):
+    """Every rank's output is each rank's value in rank order, after two calls on one communicator:
+    the first registers the kernel, the second finds the engine context and launches it again."""
+    pyhcomm.set_product(A350, device_count=nranks)
+    out = ex05_ccu.run(entry=runner.entry)
+    for d in range(nranks):
+        np.testing.assert_array_equal(out[d], np.arange(nranks, dtype=np.float32))
+    record = runner.record()
+    launches = record.tasks(kind="CcuKernelLaunch")
+    assert len(launches) == 2 * nranks and {t.name for t in launches} == {"CcuAllGatherMesh1DMem2MemKernel"}
+    for d in range(nranks):     # one kernel per rank, launched twice
+        assert len({id(t.ccu_kernel) for t in launches if t.rank == d}) == 1
+    assert len(record.tasks(kind="CcuWrite")) == 2 * nranks * (nranks - 1)
+
+
+@pytest.mark.parametrize("count", [10000, 300000])
+def test_05_custom_allgather_ccu_through_its_loop_groups(runner, count):
+    """Counts whose slices take the loop groups' paths: a residual and a full 32 KiB loop (10000
+    floats), and four iterations of eight cloned loops plus the rest (300000 floats)."""
+    pyhcomm.set_product(A350, device_count=4)
+    out = ex05_ccu.run(entry=runner.entry, count=count, calls=1)
+    want = np.repeat(np.arange(4, dtype=np.float32), count)
+    for d in range(4):
+        np.testing.assert_array_equal(out[d], want)
+    assert runner.record().tasks(kind="CcuLocalCopy")
+    assert {e.kind for e in runner.record().host_effects()} >= {"CcuLoopGroup", "CcuMissionEnd"}
+
+
+@pytest.mark.parametrize("product", [A3, A2])
+def test_05_custom_allgather_ccu_needs_an_ascend_950(eight_devices, runner, product):
+    eight_devices(product)
+    with pytest.raises(ExampleError, match="HcclAllGatherCustom returned 4"):   # HCCL_E_INTERNAL
+        ex05_ccu.run(entry=runner.entry)
 
 
 # -- what the ports use: pyhccl's names, pyACL's calls, acl's header values ------------------------------------
