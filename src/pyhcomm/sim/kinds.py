@@ -400,20 +400,22 @@ def _nbi(name, moves, notify=None):
                 event=ev.TransferEvent, get=_nbi_getters(moves == "write"))
 
 
-def _record(name, entry=TASK, link=False):
+def _record(name, entry=TASK, link=False, unit=Unit.STREAM):
     get = dict(_RECORD_GET) if entry == TASK else {}
     if link and entry == TASK:
         get.update(_CHANNEL_GET, peer=_target_peer)
     return Kind(name, entry, role=Role.RECORD, notify=NotifyUse.RECORD, link_signal=link, cost=Cost.NOTIFY_RECORD,
+                unit=unit,
                 trace=Trace.RECORD if entry == TASK else Trace.HOST, event=ev.NotifyEvent,
                 fields=_NOTIFY if entry == TASK else (), get=get)
 
 
-def _wait(name, entry=TASK, link=False):
+def _wait(name, entry=TASK, link=False, unit=Unit.STREAM):
     get = dict(_WAIT_GET) if entry == TASK else {}
     if link and entry == TASK:
         get.update(_CHANNEL_GET)
     return Kind(name, entry, role=Role.WAIT, notify=NotifyUse.WAIT, link_signal=link, cost=Cost.NOTIFY_WAIT,
+                unit=unit,
                 trace=Trace.WAIT if entry == TASK else Trace.HOST, event=ev.NotifyEvent,
                 fields=_NOTIFY + ("timeout",) if entry == TASK else (), get=get)
 
@@ -523,8 +525,8 @@ CCU_WRITE = _transfer("CcuWrite", "write")
 CCU_READ = _transfer("CcuRead", "read")
 CCU_WRITE_REDUCE = _transfer("CcuWriteReduce", "write")
 CCU_READ_REDUCE = _transfer("CcuReadReduce", "read")
-CCU_EVENT_SET = _record("CcuEventSet")
-CCU_LOOP_WAIT = _wait("CcuLoopWait")
+CCU_EVENT_SET = _record("CcuEventSet", unit=Unit.CCU)
+CCU_LOOP_WAIT = _wait("CcuLoopWait", unit=Unit.CCU)
 CCU_EVENT_RECORD = _ccu_sync("CcuEventRecord", Role.RECORD, NotifyUse.RECORD)
 CCU_EVENT_WAIT = _ccu_sync("CcuEventWait", Role.WAIT, NotifyUse.WAIT)
 CCU_NOTIFY_RECORD = _ccu_sync("CcuNotifyRecord", Role.RECORD, NotifyUse.RECORD, link=True)

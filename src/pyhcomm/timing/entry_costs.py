@@ -44,6 +44,9 @@ class EntryCosts:
         step = cols.step
         self.executed = (step > 0) | (cols.is_host & (step != 0))
         self.is_launch = self.of(lambda k: k.role is Role.LAUNCH)
+        #: per entry: how long after a launch its kernel's program starts (an AI CPU kernel's
+        #: ``kernel_launch``, a CCU mission's ``ccu_launch``; read at launches only)
+        self.launch_latency = np.where(self.of(lambda k: k.unit is Unit.CCU), model.ccu_launch, model.kernel_launch)
         self.body = np.zeros(n)
         self.siglat = np.zeros(n)
         self.nbytes = np.zeros(n, dtype=np.int64)
@@ -94,6 +97,8 @@ class EntryCosts:
             return m.copy_bandwidth
         if r[0] == "aiv":       # an AIV kernel's own limit: in its device's memory, or per device pair
             return m.aiv_copy_bandwidth if len(r) == 2 else m.aiv_link_bandwidth
+        if r[0] == "ccu":
+            return m.ccu_copy_bandwidth
         if r[0] == "pcie":
             return m.host_link.bandwidth
         return m.link(r[1]).bandwidth
@@ -232,29 +237,33 @@ class EntryCosts:
         self.route[i] = np.array(ids, dtype=i64)[which.reshape(-1)] if len(ids) else i
 
     def _on_memory(self, at, objs) -> None:
-        devices = list(map(_DEVICE, objs))
-        ids = {d: self.route_id((("mem", d),)) for d in dict.fromkeys(devices)}
-        self.route[at] = np.fromiter(map(ids.__getitem__, devices), np.int64, len(devices))
+        """Local operations' routes: the device's memory; a CCU's go through its CCU too."""
+        ccu = self.of(lambda k: k.unit is Unit.CCU)[at].tolist()
+        keys = [(("ccu", d), ("mem", d)) if c else (("mem", d),) for d, c in zip(map(_DEVICE, objs), ccu)]
+        ids = {k: self.route_id(k) for k in dict.fromkeys(keys)}
+        self.route[at] = np.fromiter(map(ids.__getitem__, keys), np.int64, len(keys))
 
     def _local(self) -> None:
         """Local operations: the device's memory (or the host link); copies and reduce tasks at
         once, the rest one by one (few). A copy or reduce task's fixed part (``copy_latency``,
-        ``reduce_latency``) follows its bytes, as a transfer's latency does."""
+        ``reduce_latency``) follows its bytes, as a transfer's latency does (a CCU's has none)."""
         m, i64 = self.m, np.int64
         mem_scale = m.copy_bandwidth / m.reduce_bandwidth
+        ccu = self.of(lambda k: k.unit is Unit.CCU)     # (a CCU's: no SDMA fixed part; its task cost is ccu_task)
         copies = np.flatnonzero(self.of(lambda k: k.cost is Cost.COPY))
         if len(copies):
             objs = self.objects(copies)
             self.nbytes[copies] = np.fromiter(self.graph.read(copies, "nbytes", objs), i64, len(objs))
-            self.body[copies] = m.copy_latency
+            self.body[copies] = np.where(ccu[copies], 0.0, m.copy_latency)
             self._on_memory(copies, objs)
         reduce_tasks = self.of(lambda k: k.cost is Cost.REDUCE) & ~self.cols.is_host
         reduces = np.flatnonzero(reduce_tasks)
         if len(reduces):        # a reduce task's bytes: its written span, at the reduce bandwidth
             objs = self.objects(reduces)
             written = np.array(self.graph.read(reduces, "nbytes", objs), dtype=i64)
-            self.nbytes[reduces] = (written * mem_scale).astype(i64)
-            self.body[reduces] = m.reduce_latency
+            scale = np.where(ccu[reduces], m.ccu_copy_bandwidth / m.ccu_reduce_bandwidth, mem_scale)
+            self.nbytes[reduces] = (written * scale).astype(i64)
+            self.body[reduces] = np.where(ccu[reduces], 0.0, m.reduce_latency)
             self._on_memory(reduces, objs)
         local = np.flatnonzero(self.of(lambda k: k.cost in (Cost.REDUCE, Cost.MEMCPY, Cost.MEMSET, Cost.HOST_COPY))
                                & ~reduce_tasks)

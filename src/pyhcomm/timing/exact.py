@@ -46,7 +46,7 @@ def exact_times(costs) -> tuple:
 
 def _graph_edges(plan, costs) -> None:
     """The graph's edges, by destination in its order: stream order into the start, program
-    order into the issue (a kernel's program starts ``kernel_launch`` after its launch started),
+    order into the issue (a kernel's program starts its launch latency after its launch started),
     signals into the end (a notify plus its record's signal latency)."""
     ptr, codes = costs.graph.pred_csr()
     dst = np.repeat(np.arange(costs.n, dtype=np.int64), np.diff(ptr))
@@ -60,7 +60,7 @@ def _graph_edges(plan, costs) -> None:
     by_launch = order & costs.is_launch[src]
     ek[order] = END_TO_ISSUE
     ek[by_launch] = START_TO_ISSUE
-    lat[by_launch] = costs.m.kernel_launch
+    lat[by_launch] = costs.launch_latency[src[by_launch]]
     del kind, sig, order, by_launch
     plan.add_edges(src, dst, ek, lat)
 

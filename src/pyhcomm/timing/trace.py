@@ -4,8 +4,9 @@ Layout (the Trace Event Format that ui.perfetto.dev and chrome://tracing open):
 
 * a process per rank (``rank 3 (device 3)``; entries tied to no rank: a process per device);
 * a track (thread) per stream, named after the HCOMM thread that issued on it when there is one
-  (``thread 0x7410... / stream 0x5710...``), a track per block of each AIV kernel (``AIV kernel
-  #41 block 0``: its loads, stores, flags and barriers), a ``host`` track per rank for host effects (a
+  (``thread 0x7410... / stream 0x5710...``; a CCU mission's lanes say ``(CCU)``), a track per block
+  of each AIV kernel (``AIV kernel #41 block 0``: its loads, stores, flags and barriers), a track per
+  CCU mission for its instructions (``CCU mission (launch #k)``), a ``host`` track per rank for host effects (a
   synchronize spans from its call to its return), an ``incoming`` track per rank where every
   write that lands in the rank's memory shows up, and an ``outgoing`` track where every read
   another rank makes of its memory shows up;
@@ -105,9 +106,13 @@ class _Trace:
         tl = self.tl
         rank = ev.rank if ev.rank is not None else self.rank_of.get(ev.device)
         pid = self.proc(rank, ev.device)
+        ccu = ev.kind.unit is Unit.CCU
         if ev.kind.unit is Unit.AIV and ev.entry == "host":     # a block of an AIV kernel: a track each
             block = getattr(ev, "block", None)
             tid = self.track(pid, ("aiv", ev.kernel, block), f"AIV kernel #{ev.kernel} block {block}")
+            begin = tl.issue[i]
+        elif ev.entry == "host" and ccu and ev.kernel:     # a CCU mission's instructions: its own track
+            tid = self.track(pid, ("ccu", ev.kernel), f"CCU mission (launch #{ev.kernel})")
             begin = tl.issue[i]
         elif ev.entry == "host":
             tid = self.fixed_track(pid, HOST_TID, "host")
@@ -116,7 +121,7 @@ class _Trace:
             label = (f"thread 0x{ev.thread:x} / stream 0x{ev.stream:x}" if ev.thread
                      else f"stream 0x{(ev.stream or 0):x}")
             if ev.side == "device":
-                label += " (AI CPU)"
+                label += " (CCU)" if ccu else " (AI CPU)"
             tid = self.track(pid, ev.stream, label)
             begin = tl.start[i]
         ts, dur = _span(begin, end)

@@ -44,7 +44,7 @@ class _Walk:
         self.it = index_type(3 * self.n + 2, len(codes))
         # value arrays have two more slots: ZERO (issue 0.0: the issue of a program's first entry is
         # its predecessor's 0.0 + 0.0) and NONE (-inf: an absent predecessor); ``end`` has one more
-        # slot per KernelLaunch: its start plus ``kernel_launch`` (what its kernel waits for)
+        # slot per launch: its start plus its launch latency (what its kernel waits for)
         self.ZERO, self.NONE = self.n, self.n + 1
 
     def constraints(self) -> None:
@@ -167,7 +167,7 @@ class _Walk:
         slot, any_launch, indeg, sptr, succ = self.slot, self.any_launch, self.indeg, self.sptr, self.succ
         dec = one(indeg)
         body, duration, is_host, task_dispatch = c.body, c.duration, c.cols.is_host, m.task_dispatch
-        kernel_launch, release = m.kernel_launch, m.batch_submit + m.batch_fixed
+        launch_lat, release = c.launch_latency, m.batch_submit + m.batch_fixed
         fmax, cumsum = np.fmax, np.cumsum
         front = np.flatnonzero((indeg[:n] == 0) & self.head)
         done = 0
@@ -201,7 +201,7 @@ class _Walk:
                     sl = slot[E]
                     if sl.max() >= 0:
                         at = sl >= 0
-                        end[sl[at]] = start[E[at]] + kernel_launch
+                        end[sl[at]] = start[E[at]] + launch_lat[E[at]]
             lo = sptr[front]
             cnt = sptr[front + 1] - lo
             total = int(cnt.sum())
