@@ -10,7 +10,7 @@
   (its descriptor's ``CASC_CNT``; 1024 variables each, at most 4 per die); ``...GetMem(handle)`` the
   memory of its 1022 counters (``CommMem``).
 * ``HcommCcuGetMemToken(va, size)``: the token of the device memory ``[va, va + size)`` lies in (0 or
-  empty ``CCU_E_PARA``, not device memory ``CCU_E_RUNTIME``); host only: inside an AI CPU kernel or a
+  empty ``CCU_E_PARA``, not memory of the current device ``CCU_E_RUNTIME``); host only: inside an AI CPU kernel or a
   CCU kernel's registration ``CCU_E_NOT_SUPPORT``. ``HcommCcuGetRmtMemToken(channel, va)``: the token
   of the peer's memory at ``va`` (a CCU channel; a bad channel or address ``CCU_E_PARA``).
 """
@@ -128,8 +128,9 @@ def mem_token_of(va, size) -> int:
     va, size = args.integer(va, api, "srcVa", 0, args.UINT64_MAX), args.integer(size, api, "size", 0, args.UINT64_MAX)
     if not va or not size:
         raise ccu_error(C.CCU_E_PARA, api, "srcVa and size must not be 0")
+    dev = _sim().runtime.current_device()
     try:
-        alloc = memory.resolve(va, size, memory.DEVICE)
+        alloc = memory.resolve(va, size, memory.DEVICE, dev.id if dev is not None else None)
     except memory.BadRange as why:
         raise ccu_error(C.CCU_E_RUNTIME, api, f"srcVa: {why}") from None
     return mem_token(alloc.device)
