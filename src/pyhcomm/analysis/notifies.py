@@ -344,7 +344,9 @@ def hang_findings(graph, describer: Describer, uses=None, report: str | None = N
     lines = []
     waits_for = {}
     for w, n, records, waits in stuck:
-        lines.append(f"{d.entry(w.e)} waits for {_name(n)}: {_why(w, n, records, waits, d, blocked_by, waits_for)}")
+        mask = w.e.kind.get(w.e, "mask")       # (a CCU wait: one entry per bit of its mask)
+        of = f" (its mask 0x{mask:04x})" if mask is not None else ""
+        lines.append(f"{d.entry(w.e)} waits for {_name(n)}{of}: {_why(w, n, records, waits, d, blocked_by, waits_for)}")
     cycle = _cycle([s[0] for s in stuck], waits_for)
     if cycle:
         lines.append("wait-for cycle: " + " -> ".join(f"{d.who(x.e)} waits at {d.where(x.e)}" for x in cycle)

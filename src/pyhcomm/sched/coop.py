@@ -528,8 +528,9 @@ class CoopScheduler(Scheduler):
         return False
 
     def _release_all(self, status) -> bool:
-        """Resume every blocked actor with ``status`` (stuck or aborted); False when none was."""
-        blocked = self._blocked_actors()
+        """Resume every blocked actor with ``status`` (stuck or aborted), the kernels first (a kernel
+        that gives up fails its stream: the host programs then see why); False when none was."""
+        blocked = sorted(self._blocked_actors(), key=lambda a: not a.kernel)
         for a in blocked:
             self._give(a, status)
         return bool(blocked)
