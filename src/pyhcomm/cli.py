@@ -40,6 +40,10 @@ def main(argv=None) -> int:
         print("of other engines' threads only; context: where its engine contexts live; runs: the task kinds it")
         print("executes; submit cost: the timing-model parameter per entry issued):")
         print(engines_text(PRODUCTS))
+        from .hcomm.resources.engines.ccu import resources_text
+        print()
+        print("CCU resources per IO die (HcommCcuQueryRemainResDesc; docs/ccu.md: their sources):")
+        print(resources_text(PRODUCTS))
         return 0
     if args.command == "version":
         from . import __version__

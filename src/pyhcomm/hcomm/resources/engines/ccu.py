@@ -19,9 +19,10 @@ Facts on Atlas 350 and their sources:
   missions (``CCU_THREAD``), loops, variables (XN), addresses (GSA), events (CKE), CCU buffers (MS,
   4 KiB slices), instructions and cascade counters. Example 05 presets "a fifth of the total" of each
   (``CCU_DEFAULT_RES_FRACTION_*`` in ``ccu/inc/common.h``: 400 addresses, 16 loops, 128 buffers, 400
-  variables, 48 events, 2 missions), so a die has five times that. No public source gives the
-  instructions (pyhcomm: 32768 per die), the cascade counters (16) or the allocation granules the
-  docs say counts are rounded up to (``HcommCcuInsCreate``; pyhcomm's in :data:`GRANULES`);
+  variables, 48 events, 2 missions), so a die has five times that; cascade counter blocks: 4 per die
+  (``ccu_res.h``, ``HcommCcuCascCntAlloc``: "每 die 上限 4 块", each 1024 variables). No public source
+  gives the instructions (pyhcomm: 32768 per die) or the allocation granules the docs say counts are
+  rounded up to (``HcommCcuInsCreate``; pyhcomm's in :data:`GRANULES`);
 * timing (``cost_model.cc``): a CCU task costs 2 us to issue (``CalcLatencyParams``: "和ccu一致",
   the same as an AI CPU task), the CCU copies at 200 GB/s and reduces at 160 GB/s
   (``ccuLocalCopyBw_``, ``ccuLocalReduceBw_``): the parameters ``ccu_task``, ``ccu_copy_bandwidth``,
@@ -48,7 +49,7 @@ EXAMPLE_PRESETS = {R.HCOMM_CCU_RES_TYPE_ADDRESS: 400, R.HCOMM_CCU_RES_TYPE_LOOP:
                    R.HCOMM_CCU_RES_TYPE_CCU_THREAD: 2}
 #: Per die and type: how many there are (Atlas 350).
 _TOTALS = {**{t: 5 * n for t, n in EXAMPLE_PRESETS.items()}, R.HCOMM_CCU_RES_TYPE_INSTRUCTION: 32768,
-           R.HCOMM_CCU_RES_TYPE_CASC_CNT: 16}
+           R.HCOMM_CCU_RES_TYPE_CASC_CNT: 4}
 #: Per type: the allocation granule counts are rounded up to (pyhcomm's choice; no public figure).
 GRANULES = {R.HCOMM_CCU_RES_TYPE_LOOP: 4, R.HCOMM_CCU_RES_TYPE_CCU_BUF: 8, R.HCOMM_CCU_RES_TYPE_VARIABLE: 8,
             R.HCOMM_CCU_RES_TYPE_ADDRESS: 8, R.HCOMM_CCU_RES_TYPE_EVENT: 4, R.HCOMM_CCU_RES_TYPE_CCU_THREAD: 1,
@@ -63,6 +64,18 @@ def die_count(product) -> int:
 def die_totals(product) -> dict:
     """``HcommCcuResType`` -> how many one IO die of ``product`` has (empty: no CCU)."""
     return dict(_TOTALS) if die_count(product) else {}
+
+
+def resources_text(products) -> str:
+    """The CCU resources of each product that has a CCU, for ``python -m pyhcomm products``."""
+    lines = []
+    for p in products:
+        totals = die_totals(p)
+        if totals:
+            each = ", ".join(f"{R(t).name[len('HCOMM_CCU_RES_TYPE_'):].lower()} {n} (granule {GRANULES[t]})"
+                             for t, n in totals.items())
+            lines.append(f"{p.name}: {die_count(p)} IO dies, each: {each}")
+    return "\n".join(lines)
 
 
 def engines(product) -> tuple:
