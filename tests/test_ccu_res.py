@@ -344,6 +344,19 @@ def test_the_environment_names_the_expansion_mode(monkeypatch):
     assert first[0] == 0 and size == 400
 
 
+def test_a_bad_expansion_mode_in_the_environment_is_a_parameter_error(monkeypatch):
+    monkeypatch.setenv("HCCL_OP_EXPANSION_MODE", "SOMETIMES")
+    first, _second, _size = _own_instance(0)
+    assert first == (pyhcomm.HCCL_E_PARA, [])
+
+
+def test_the_products_listing_gives_the_ccu_resources_per_die():
+    from pyhcomm.products import PRODUCTS
+    text = ccu_engine.resources_text(PRODUCTS)
+    assert text.splitlines() == [line for line in text.splitlines() if line.startswith("Atlas 350: 2 IO dies")]
+    assert "event 240 (granule 4)" in text and "ccu_thread 10 (granule 1)" in text
+
+
 # -- the products without a CCU ---------------------------------------------------------------------------------
 def _typed(params):
     def one(kind):

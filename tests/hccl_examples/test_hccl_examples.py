@@ -249,6 +249,28 @@ def test_05_custom_allgather_ccu_through_its_loop_groups(runner, count):
     assert {e.kind for e in runner.record().host_effects()} >= {"CcuLoopGroup", "CcuMissionEnd"}
 
 
+def test_05_custom_allgather_ccu_on_the_timing_model(runner):
+    """The timing model replays the CCU example: every entry that ran gets a time, the missions'
+    issue costs are the CCU's (``ccu_task``, docs/timing.md), its copies take the CCU's bandwidth."""
+    from pyhcomm.timing import cost_model
+    from pyhcomm.timing.replay import replay
+    pyhcomm.set_product(A350, device_count=4)
+    ex05_ccu.run(entry=runner.entry, count=65536, calls=1)
+    sim = runner.sims[0] if runner.sims else pyhcomm.current_sim()
+    tl = replay(sim)
+    ran = [i for i, ev in enumerate(tl.events) if ev.state == "done"]
+    assert ran and all(tl.end[i] == tl.end[i] for i in ran)
+    span = max(tl.end[i] for i in ran)
+    m = cost_model(sim=sim)
+    assert span < max(replay(sim, m.with_values(ccu_task=4e-6)).end)
+    copies = [i for i in ran if tl.events[i].kind == "CcuLocalCopy"]
+    faster = replay(sim, m.with_values(ccu_copy_bandwidth=400e9))
+
+    def flows(t):
+        return sum(t.end[i] - t.start[i] - m.task_dispatch for i in copies)
+    assert copies and flows(faster) == pytest.approx(flows(tl) / 2)
+
+
 @pytest.mark.parametrize("product", [A3, A2])
 def test_05_custom_allgather_ccu_needs_an_ascend_950(eight_devices, runner, product):
     eight_devices(product)

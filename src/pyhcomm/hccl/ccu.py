@@ -100,6 +100,7 @@ def query_own(comm_handle) -> list:
     found = _instances(comm, True)
     if found:
         return [found[0].handle]
+    _sim().config.check("HCCL_OP_EXPANSION_MODE", api)
     mode = expansion_mode(comm)
     if mode not in _CCU_MODES:
         raise hccl_error(HcclResult.HCCL_E_UNAVAIL, api, f"communicator {comm.name}'s operator expansion mode "
