@@ -83,6 +83,8 @@ class Mission:
             self.abandon(exc)
         except TransportError as exc:
             self.abandon(MissionError(HcclResult.HCCL_E_MEMORY, API, f"{self.who}: {exc}"))
+        except Exception as exc:    # (a transport without CCU support, a defect: the stream fails, not the scheduler)
+            self.abandon(MissionError(HcclResult.HCCL_E_INTERNAL, API, f"{self.who} failed: {exc!r}"))
         finally:
             self.kctx.end()
 
