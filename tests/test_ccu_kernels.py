@@ -374,7 +374,7 @@ def test_a_wait_clears_its_bits_and_needs_all_of_them(flag, missing):
     else:
         assert ret[0] == 0 and ret[1] != 0
         mask = "0x0001" if flag == 1 else "0x0003"
-        assert f"on CKE" in msg and f"waits for mask {mask}; bits {missing} were never set" in msg
+        assert "on CKE" in msg and f"waits for mask {mask}; bits {missing} were never set" in msg
 
 
 def test_a_hang_names_the_sync_register_and_its_mask():

@@ -37,7 +37,7 @@ from ..sim.task import PENDING, attribute_to, end_attribution
 from ..transport.base import TransportError
 from .program import BINARY, COMPARE, MASK64, XN, Buf, ChanVar, Expr, Reg
 from .loops import run_group
-from .tasks import BufferStore, CcuLocalTask, CcuTransferTask, EventSetTask, LoopWaitTask, Place
+from .tasks import BufferStore, CcuLocalTask, CcuTransferTask, EventSetTask, Place
 
 API = "HcommCcuKernelLaunch"
 _KINDS = {"local_copy": kinds.CCU_LOCAL_COPY, "local_reduce": kinds.CCU_LOCAL_REDUCE,
