@@ -203,16 +203,30 @@ def sample(ctx, count: int = 1, calls: int = 2):
     device, n = ctx.device, ctx.dev_count
     check(acl.rt.set_device(device), "aclrtSetDevice")
     comm = output(HcclCommInitRootInfo(n, ctx.root_info, device), "HcclCommInitRootInfo")
+    stream, bufs, out = gather(comm, device, n, count, calls)
+    release(ctx, comm, stream, bufs)
+    return out
+
+
+def gather(comm, rank: int, n: int, count: int = 1, calls: int = 2):
+    """The testcase's data and calls on ``comm``: ``(stream, (send, recv), what recv holds)``."""
     stream = value(acl.rt.create_stream(), "aclrtCreateStream")
     send = value(acl.rt.malloc(count * 4, ACL_MEM_MALLOC_HUGE_ONLY), "aclrtMalloc")
     recv = value(acl.rt.malloc(count * 4 * n, ACL_MEM_MALLOC_HUGE_ONLY), "aclrtMalloc")
-    fill_device(send, count, float(device))
+    fill_device(send, count, float(rank))
     for _ in range(calls):
         check(HcclAllGatherCustom(send, recv, count, HCCL_DATA_TYPE_FP32, comm, stream), "HcclAllGatherCustom")
         check(acl.rt.synchronize_stream(stream), "aclrtSynchronizeStream")
-    out = read_device(recv, count * n)
-    release(ctx, comm, stream, (send, recv))
-    return out
+    return stream, (send, recv), read_device(recv, count * n)
+
+
+def rank_program(count: int = 1, calls: int = 2):
+    """A rank body for ``pyhcomm.launch`` / ``pyhcomm.verify.check``: :func:`gather` on the
+    communicator the launch hands the rank; returns what its output holds."""
+    def body(comm):
+        return gather(comm.handle, comm.rank, comm.size, count, calls)[2]
+    body.__qualname__ = body.__name__ = f"ex05_custom_allgather_ccu_x{calls}"
+    return body
 
 
 def run(entry=main, count: int = 1, calls: int = 2) -> list:

@@ -1,6 +1,7 @@
 """HCCL's own examples, ported call for call, with numpy checks of what they print, at 8 ranks on
-the products their READMEs list; each runs twice: with host threads as the C programs start them,
-and with ``pyhcomm.launch`` starting the ranks, the root info made in ``main()`` before it."""
+the products their READMEs list (example 05, in its three variants, at 2, 4, 8 and 16 ranks on
+Atlas 350); each runs twice: with host threads as the C programs start them, and with
+``pyhcomm.launch`` starting the ranks, the root info made in ``main()`` before it."""
 from __future__ import annotations
 
 import ast
@@ -137,18 +138,19 @@ def test_04_custom_ops_p2p(eight_devices, runner, product):
 
 
 # -- 05_custom_ops_allgather (AI CPU) -------------------------------------------------------------------------
-def test_05_custom_allgather_aicpu_twice_reusing_its_resources(eight_devices, runner):
-    eight_devices(A350)
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+def test_05_custom_allgather_aicpu_twice_reusing_its_resources(runner, n):
+    pyhcomm.set_product(A350, device_count=n)
     out = ex05.run(entry=runner.entry)
-    want = np.repeat(np.arange(N, dtype=np.float32), N)   # device r's N copies of r, in rank order
-    for d in range(N):
+    want = np.repeat(np.arange(n, dtype=np.float32), n)   # device r's n copies of r, in rank order
+    for d in range(n):
         np.testing.assert_array_equal(out[d], want)
     record = runner.record()
-    assert len(record.tasks(kind="KernelLaunch")) == 2 * N
-    assert len(record.tasks(kind="Write")) == 2 * N * (N - 1)   # each call: every pair, once
-    # the second call found the engine contexts and reused their threads: N - 1 per rank, not 2 (N - 1)
-    for d in range(N):
-        assert len({t.thread for t in record.tasks(rank=d, kind="Write")}) == N - 1
+    assert len(record.tasks(kind="KernelLaunch")) == 2 * n
+    assert len(record.tasks(kind="Write")) == 2 * n * (n - 1)   # each call: every pair, once
+    # the second call found the engine contexts and reused their threads: n - 1 per rank, not 2 (n - 1)
+    for d in range(n):
+        assert len({t.thread for t in record.tasks(rank=d, kind="Write")}) == n - 1
 
 
 @pytest.mark.parametrize("product", [A3, A2])
@@ -269,6 +271,53 @@ def test_05_custom_allgather_ccu_on_the_timing_model(runner):
     def flows(t):
         return sum(t.end[i] - t.start[i] - m.task_dispatch for i in copies)
     assert copies and flows(faster) == pytest.approx(flows(tl) / 2)
+
+
+def _ccu_port_is_clean(n: int, schedules: int) -> None:
+    """The port as written, two calls on one communicator (the kernel registered once): no finding,
+    with data, and every rank gathers."""
+    body, outs = ex05_ccu.rank_program(count=256, calls=2), {}
+
+    def gathered(comm):
+        outs[comm.rank] = body(comm)
+    gathered.__qualname__ = body.__qualname__
+    report = check(gathered, n, product=A350, schedules=schedules, data=True)
+    assert report.ok, f"example 05 (CCU) on {n} ranks:\n{report.text()}"
+    want = np.repeat(np.arange(n, dtype=np.float32), 256)
+    for r in range(n):
+        np.testing.assert_array_equal(outs[r], want)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_05_custom_allgather_ccu_verifies_clean_twice_in_a_row(n):
+    _ccu_port_is_clean(n, schedules=4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", range(2, 17))
+def test_05_custom_allgather_ccu_verifies_clean_on_2_to_16_ranks(n):
+    _ccu_port_is_clean(n, schedules=8)
+
+
+def test_05_custom_allgather_ccu_without_its_post_sync_wait_is_a_race(monkeypatch):
+    """The same check fails when the kernel's post-sync wait is dropped: a rank's kernel ends, and
+    its host reads the output, while a peer's Write into it may be in flight."""
+    import ex05_allgather_ccu_kernel as kernel
+    real = kernel.ccu
+
+    class NoPostSyncWait:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        @staticmethod
+        def NotifyWait(channel, index, mask):  # noqa: N802
+            if mask != 1 << kernel.POST_SYNC_ID:
+                real.NotifyWait(channel, index, mask)
+
+    monkeypatch.setattr(kernel, "ccu", NoPostSyncWait())
+    report = check(ex05_ccu.rank_program(count=256, calls=2), 2, product=A350, schedules=8, data=True,
+                   stop_when=lambda r: "race" in r.kinds())
+    assert "race" in report.kinds(), report.text()
 
 
 @pytest.mark.parametrize("product", [A3, A2])
