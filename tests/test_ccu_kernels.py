@@ -221,6 +221,43 @@ def test_launch_codes():
     assert got[7] == C.CCU_E_PTR and got[9:] == (C.CCU_SUCCESS, 0)   # NULL taskArgs; a host pointer works
 
 
+def _device_setup(device, root):
+    """A one-rank communicator on ``device`` with a stream, its CCU thread, an instance and a kernel
+    loading one argument: ``(stream, thread, kernel)``."""
+    assert acl.rt.set_device(device) == 0
+    comm = _ok(pyhcomm.HcclCommInitRootInfo(1, root, 0))
+    stream = _ok(acl.rt.create_stream()[::-1])
+    thread = _ok(pyhcomm.HcclThreadAcquireWithStream(comm, pyhcomm.COMM_ENGINE_CCU, stream, 0))
+    desc = _ok(pyhcomm.HcommCcuInsResDescCreate(0))
+    _ok(pyhcomm.HcommCcuInsResDescSetNum(desc, T.HCOMM_CCU_RES_TYPE_VARIABLE, 8))
+    ins = _ok(pyhcomm.HcommCcuInsCreate([desc]))
+
+    def kernel():
+        ccu.LoadArg(ccu.Variable(), 0)
+    _ok(pyhcomm.HcommCcuKernelRegisterStart(ins))
+    k = _ok(pyhcomm.HcommCcuKernelRegister(ins, 0, "one_arg", kernel, [], 0))
+    _ok(pyhcomm.HcommCcuKernelRegisterEnd(ins))
+    return stream, thread, k
+
+
+def test_launch_codes_across_devices_streams_and_kernels():
+    """A kernel of another device than the thread's: CCU_E_PARA; a thread whose stream is destroyed:
+    CCU_E_PTR; a launch inside an AI CPU kernel (a host call): CCU_E_NOT_SUPPORT."""
+    from pyhcomm.aclrt.kernel import launch_function
+    from pyhcomm.aclrt.stream import get_stream
+    pyhcomm.set_product(A350, device_count=2)
+    s1, t1, k1 = _device_setup(1, _ok(pyhcomm.HcclGetRootInfo()))
+    s0, t0, k0 = _device_setup(0, _ok(pyhcomm.HcclGetRootInfo()))
+    launch = pyhcomm.HcommCcuKernelLaunch
+    assert launch(t0, k1, [1], 1) == C.CCU_E_PARA
+    inside = []
+    launch_function(lambda: inside.append(launch(t0, k0, [1], 1)) or 0, get_stream(s0, "test"), ())
+    assert acl.rt.synchronize_stream(s0) == 0 and inside == [C.CCU_E_NOT_SUPPORT]
+    assert launch(t0, k0, [1], 1) == C.CCU_SUCCESS and acl.rt.synchronize_stream(s0) == 0
+    assert acl.rt.set_device(1) == 0 and acl.rt.destroy_stream(s1) == 0
+    assert launch(t1, k1, [1], 1) == C.CCU_E_PTR
+
+
 # -- the DSL's rules ---------------------------------------------------------------------------------------------
 def _arg(i=0):
     v = ccu.Variable()

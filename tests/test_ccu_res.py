@@ -280,6 +280,23 @@ def test_assign_query_and_their_codes():
     assert out["destroy_owned"] == C.CCU_E_PARA and out["destroy_second"] == C.CCU_SUCCESS
 
 
+def test_an_instance_is_assigned_to_one_communicator_of_its_own_device(a350):
+    """Another communicator's instance: HCCL_E_PARA; an instance of another device: HCCL_E_NOT_FOUND."""
+    def comm_on(device):
+        assert acl.rt.set_device(device) == 0
+        ret, comm = pyhcomm.HcclCommInitRootInfo(1, pyhcomm.HcclGetRootInfo()[1], 0)
+        assert ret == 0
+        return comm
+    first, second, third = comm_on(0), comm_on(0), comm_on(1)
+    assert acl.rt.set_device(0) == 0
+    ins = _ins(_desc(0, VARIABLE=8))
+    assert pyhcomm.HcclCommAssignCcuIns(first, ins) == pyhcomm.HCCL_SUCCESS
+    assert pyhcomm.HcclCommAssignCcuIns(second, ins) == pyhcomm.HCCL_E_PARA
+    assert pyhcomm.HcclCommAssignCcuIns(third, ins) == pyhcomm.HCCL_E_NOT_FOUND
+    for comm in (first, second, third):
+        assert pyhcomm.HcclCommDestroy(comm) == 0
+
+
 def test_the_communicator_destroys_the_instance_it_owns():
     pyhcomm.set_product(A350, device_count=1)
     root = pyhcomm.HcclGetRootInfo()[1]
@@ -355,6 +372,21 @@ def test_the_products_listing_gives_the_ccu_resources_per_die():
     text = ccu_engine.resources_text(PRODUCTS)
     assert text.splitlines() == [line for line in text.splitlines() if line.startswith("Atlas 350: 2 IO dies")]
     assert "event 240 (granule 4)" in text and "ccu_thread 10 (granule 1)" in text
+
+
+def test_the_products_listing_describes_the_ccu_engine_per_product():
+    from pyhcomm.hcomm.resources.engines import engines_text
+    from pyhcomm.products import find_product
+
+    def row(product):
+        text = engines_text([find_product(product)])
+        return next(line for line in text.splitlines() if line.strip().startswith("CCU "))
+    a350 = row(A350)
+    for part in ("stream (64 notifies)", "UBC_TP,UB_CTP", "ccu", "ccu_task", "microcode kernels: pyhcomm.ccu"):
+        assert part in a350, a350
+    for product in ("Atlas 800T A2", "Atlas A3"):
+        other = row(product)
+        assert "none here (its calls: HCCL_E_NOT_SUPPORT)" in other and "ccu_task" not in other, other
 
 
 # -- the products without a CCU ---------------------------------------------------------------------------------
