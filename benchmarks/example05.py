@@ -2,13 +2,15 @@
 
 Each variant is the port in ``tests/hccl_examples`` (``ex05_custom_allgather_<variant>``), called
 once per size on every rank with real bytes (the AIV kernel reads its flags), the record replayed
-on the product's cost model (:mod:`pyhcomm.timing`; AIV parameters from HCCL's ``cost_model.cc``,
-docs/timing.md). The columns are hccl_test's for an AllGather: ``data_size(Bytes)`` is the
+on the product's cost model (:mod:`pyhcomm.timing`; the AIV and CCU parameters from HCCL's
+``cost_model.cc``, docs/timing.md). The variants: ``aicpu`` (an AI CPU kernel driving AICPU_TS
+threads), ``aiv`` (an AIV kernel's blocks, flags in memory), ``ccu`` (a CCU kernel registered once
+per communicator, launched on a CCU thread). The columns are hccl_test's for an AllGather: ``data_size(Bytes)`` is the
 gathered output per NPU; ``aveg_time(us)`` the modeled time of the call on the slowest rank, from
 its first entry to the return of the stream synchronize after it; ``alg_bandwidth(GB/s)``
 ``data_size / aveg_time``; ``check_result`` whether every rank gathered what it should.
 
-    python benchmarks/example05.py [--ranks 8] [-b 8K] [-e 16M] [-f 4] [--variant aicpu,aiv]
+    python benchmarks/example05.py [--ranks 8] [-b 8K] [-e 16M] [-f 4] [--variant aicpu,aiv,ccu]
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from pyhcomm.timing.replay import replay
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORTS = os.path.join(HERE, "..", "tests", "hccl_examples")
-VARIANTS = ("aicpu", "aiv")
+VARIANTS = ("aicpu", "aiv", "ccu")
 FP32, H2D, D2H = 4, 1, 2
 
 
@@ -54,7 +56,7 @@ def _body(variant: str, count: int, spans: dict):
         acl.rt.memcpy(send, x.nbytes, acl.util.numpy_to_ptr(x), x.nbytes, H2D)
         record = pyhcomm.current_sim().record
         first = record.next_seq()
-        nbytes = count * 4 if variant == "aiv" else count     # the AIV port takes bytes, the AI CPU one a count
+        nbytes = count * 4 if variant == "aiv" else count     # the AIV port takes bytes, the others a count
         assert port.HcclAllGatherCustom(send, recv, nbytes, FP32, comm.handle, stream) == 0
         assert acl.rt.synchronize_stream(stream) == 0
         last = record.next_seq() - 1

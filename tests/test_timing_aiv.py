@@ -1,7 +1,7 @@
 """The timing model of AIV kernels: per-entry cost ``aiv_task``, moves at ``aiv_copy_bandwidth``
 (its device's memory) or ``aiv_link_bandwidth`` over an AIV channel after the link's latency, flag
 loads after the store they read, a trace track per block; and example 05's AIV AllGather on it
-(``benchmarks/example05.py``)."""
+(``benchmarks/example05.py``, with the AI CPU and CCU variants)."""
 import os
 import sys
 
@@ -90,17 +90,20 @@ def test_a_flag_load_starts_after_the_store_it_read():
         assert tl.end[i] >= tl.end[seq_at[store]]      # its flow starts once the store ended
 
 
-def test_example_05_aiv_on_the_timing_model(capsys):
+def test_example_05_on_the_timing_model_side_by_side(capsys):
+    """The three variants of example 05 (AI CPU, AIV, CCU) by default, each size in turn; every
+    rank gathers, and a larger size takes longer."""
     bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks")
     sys.path.insert(0, bench)
     try:
         import example05
     finally:
         sys.path.remove(bench)
-    assert example05.main(["--ranks", "2", "-b", "8K", "-e", "512K", "-f", "64", "--variant", "aicpu,aiv"]) == 0
+    assert example05.main(["--ranks", "2", "-b", "8K", "-e", "512K", "-f", "64"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
-    assert [(r[0], int(r[1]), r[4]) for r in rows] == [("aicpu", 8192, "success"), ("aiv", 8192, "success"),
-                                                        ("aicpu", 524288, "success"), ("aiv", 524288, "success")]
-    aiv = {int(r[1]): float(r[2]) for r in rows if r[0] == "aiv"}
-    assert 0 < aiv[8192] < aiv[524288]
-    assert np.isfinite(list(aiv.values())).all()
+    assert [(r[0], int(r[1]), r[4]) for r in rows] == [(v, size, "success") for size in (8192, 524288)
+                                                        for v in ("aicpu", "aiv", "ccu")]
+    for variant in ("aicpu", "aiv", "ccu"):
+        t = {int(r[1]): float(r[2]) for r in rows if r[0] == variant}
+        assert 0 < t[8192] < t[524288], variant
+        assert np.isfinite(list(t.values())).all()
