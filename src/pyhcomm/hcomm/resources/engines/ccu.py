@@ -90,4 +90,5 @@ def engines(product) -> tuple:
         runs=base | CCU_OPS if is_950 else base,
         expansion=(X.HCCL_OP_EXPANSION_MODE_CCU_MS, X.HCCL_OP_EXPANSION_MODE_CCU_SCHED),
         expansion_refused="" if is_950 else f"{product.name} has no CCU (Atlas 350 only)",
-        family=__name__, doc="the collective communication unit (microcode kernels: pyhcomm.ccu)"),)
+        family=__name__, doc=("the collective communication unit (microcode kernels: pyhcomm.ccu)" if is_950
+                              else "the collective communication unit: none here (its calls: HCCL_E_NOT_SUPPORT)")),)
