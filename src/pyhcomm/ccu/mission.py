@@ -29,7 +29,7 @@ from ..enums import DATA_TYPE_SIZE, NUMPY_DTYPE
 from ..errors import HcclDeadlockError, HcclError, HcclResult, HcclRuntimeError, HcclTimeoutError
 from ..hcomm.resources.ccu_pool import ccu_state, mem_token, slot_addr
 from ..hcomm.resources.channel import connected_peer
-from ..sched import ABORTED, DONE_OK, STUCK, TIMED_OUT
+from ..sched import ABORTED, DONE_OK, STUCK, TIMED_OUT, DeviceWait
 from ..sim import current_sim, kinds, memory
 from ..sim.kernel import KernelContext
 from ..sim.runtime import ProgramContext, set_program_ctx
@@ -228,7 +228,7 @@ class Mission:
             return all(b.value > 0 for b in bits) or any(lane.error is not None for lane in lanes)
 
         what = f"{self.who} {api}({where}, CKE {cke}, mask 0x{mask:04x})"
-        status = self.sim.scheduler.run_until(done, self.timeout, what, list(bits) + lanes)
+        status = self.device_wait(done, what, list(bits) + lanes)
         ok = status == DONE_OK and all(b.value > 0 for b in bits)
         for b in bits:
             self.effect(kind, api, ok, waits=True, notify=b, gen=b.gen if ok else None, timeout=self.timeout or 0.0,
@@ -241,6 +241,19 @@ class Mission:
         missing = sum(1 << b.index for b in bits if b.value <= 0)
         raise self.wait_failure(status, f"{api} on CKE {cke} of {where} waits for mask 0x{mask:04x}; bits "
                                         f"0x{missing:04x} were never set")
+
+    def device_wait(self, done, what: str, watched: list) -> str:
+        """``run_until(done)`` for a wait of the mission: the device's (``HCCL_EXEC_TIMEOUT``), not a
+        timeout a host caller chose, so a hang ends it at once (``expire_on_hang``: ``STUCK``), as an
+        AIV kernel's, before the streams and host programs waiting for the mission."""
+        sched = self.sim.scheduler
+        expiry = DeviceWait(what)
+        sched.expire_on_hang(expiry)
+        try:
+            status = sched.run_until(lambda: expiry.expired or done(), self.timeout, what, watched + [expiry])
+        finally:
+            sched.expire_on_hang(expiry, False)
+        return STUCK if status == DONE_OK and expiry.expired and not done() else status
 
     def wait_failure(self, status, message: str):
         if status == TIMED_OUT:
@@ -266,7 +279,7 @@ class Mission:
         def done():
             return all(lane.idle or lane.error is not None for lane in lanes)
 
-        status = self.sim.scheduler.run_until(done, self.timeout, f"{self.who} ({what})", lanes)
+        status = self.device_wait(done, f"{self.who} ({what})", lanes)
         ok = status == DONE_OK and not any(lane.error is not None for lane in lanes)
         self.effect(kind, API, ok, streams=tuple(lane.handle for lane in lanes),
                     result="done" if ok else ("failed" if status == DONE_OK else status))
