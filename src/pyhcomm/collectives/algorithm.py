@@ -153,14 +153,57 @@ class Implementation:
     schedule: Optional[Callable] = None
 
 
+def all_peers(rank: int, nranks: int) -> list:
+    """Every other rank of a level."""
+    return [q for q in range(nranks) if q != rank]
+
+
+def one_thread(nranks: int) -> int:
+    """A level that runs on the main thread only: no slave."""
+    return 0
+
+
+@dataclass(frozen=True)
+class Level:
+    """An algorithm as one level of a collective runs it: one loop, among the ranks of a
+    :class:`~.segments.Group` ``g``, on segments (:mod:`.segments`), landing what it receives at
+    offset ``land`` of the HCCL buffers. The drivers (:mod:`.drive`) run a flat collective with it;
+    the hierarchy (:mod:`.algorithms.hierarchy`) composes levels of different algorithms.
+
+    * ``rs(g, slices, red, land)``: ``slices[i]`` (one segment per rank, modifiable) end reduced
+      over the group in ``slices[g.rank]``;
+    * ``ag(g, slices, land)``: ``slices[g.rank]`` ends in every rank's ``slices[g.rank]``;
+    * ``ar(g, seg, red, land)``: ``seg`` ends reduced over the group on every rank;
+    * ``bcast(g, seg, root, land)``, ``scatter(g, slices, root, land)`` (the root's slices are read
+      only; the others' are work space), ``gather(g, slices, root, land)``,
+      ``reduce(g, seg, root, red, land)`` (``seg`` modifiable work space; the result on the root).
+
+    ``peers(rank, nranks)``: the local ranks it talks to; ``slaves(nranks)``: slave threads it
+    runs on; ``land_per_byte(nranks)``: landing bytes it needs per byte of the vector."""
+
+    name: str
+    rs: Optional[Callable] = None
+    ag: Optional[Callable] = None
+    ar: Optional[Callable] = None
+    bcast: Optional[Callable] = None
+    scatter: Optional[Callable] = None
+    gather: Optional[Callable] = None
+    reduce: Optional[Callable] = None
+    peers: Callable = all_peers
+    slaves: Callable = one_thread
+    land_per_byte: Callable = lambda nranks: 1.0
+
+
 @dataclass(frozen=True)
 class Algorithm:
     """A family of implementations under one name (the name goes into the record: the
-    ``algorithm`` of a ``Collective`` marker)."""
+    ``algorithm`` of a ``Collective`` marker); ``level``: how it runs as one level of a
+    hierarchical collective (None: it does not)."""
 
     name: str
     summary: str
     implementations: tuple
+    level: Optional[Level] = None
 
     def __post_init__(self):
         ops = [i.op for i in self.implementations]

@@ -8,13 +8,17 @@ descriptor, pointing at the functions that issue it); adding one is that module 
 from __future__ import annotations
 
 from ..algorithm import Algorithm
-from .mesh import MESH
+from .double_ring import DOUBLE_RING
+from .hdr import HDR
+from .mesh import MESH, MESH_ONESHOT
+from .nb import NB
+from .nhr import NHR
 from .p2p import P2P
 from .ring import RING
 from .star import STAR
 
 #: Every algorithm, by family.
-CATALOGUE = (RING, MESH, STAR, P2P)
+CATALOGUE = (RING, MESH, MESH_ONESHOT, DOUBLE_RING, HDR, NHR, NB, STAR, P2P)
 
 
 def find(name: str) -> Algorithm:

@@ -9,12 +9,14 @@ buffer; the width of a pass is the threads the implementation asks for.
 """
 from __future__ import annotations
 
-from ..algorithm import Algorithm, Call, Implementation, Local, MeshPass, Op, slot_size
+from .. import drive, patterns
+from ..algorithm import Algorithm, Call, Implementation, Level, Local, MeshPass, Op, slot_size
 from ..allgather import allgather_mesh
 from ..context import MAX_SLAVES
 from ..pairwise import alltoall, alltoallv
 from ..reduce import barrier
 from ..reduce_scatter import reduce_scatter_mesh
+from ..segments import EMPTY, exchange, reduce_into, seg, size, split
 
 
 def all_but_two(call) -> int:
@@ -69,6 +71,100 @@ def barrier_schedule(nranks: int, nbytes: int = 0, ccl: int = 0, elem: int = 1):
         yield MeshPass(0, _threads(nranks, True))
 
 
+
+
+# -- the mesh as a level (segments; one exchange with every peer at once) ------------------------------
+def _offsets(slices) -> list:
+    """Where each rank's slice lands in a peer's landing area: the slices packed in rank order."""
+    out, pos = [], 0
+    for s in slices:
+        out.append(pos)
+        pos += size(s)
+    return out
+
+
+def level_rs(g, slices, red, land):
+    """Every rank writes each peer its input of the peer's slice (into the peer's landing area, at
+    the writer's place), then the main thread reduces the landed slices into its own, in rank
+    order (HCCL's mesh ReduceScatter, S5)."""
+    r = g.rank
+    mine = size(slices[r])
+    patterns.mesh(g, lambda t, q: exchange(g, t, q, q, slices[q], EMPTY, land + r * size(slices[q]),
+                                           land_rx=land + q * mine))
+    for q in range(g.nranks):
+        if q != r:
+            reduce_into(g.main, slices[r], seg(g.ccl + land + q * mine, mine), red)
+
+
+def level_ag(g, slices, land):
+    """Every rank writes its slice to every peer, each thread copying out what its peer wrote (S3)."""
+    r = g.rank
+    at = _offsets(slices)
+    patterns.mesh(g, lambda t, q: exchange(g, t, q, q, slices[r], slices[q], land + at[r], land_rx=land + at[q]))
+
+
+def level_ar(g, s, red, land):
+    """ReduceScatter then AllGather of ``p`` slices (two shots)."""
+    slices = split(s, g.nranks, red.elem)
+    level_rs(g, slices, red, land)
+    level_ag(g, slices, land)
+
+
+def level_scatter(g, slices, root, land):
+    """The root writes each peer its slice, every peer at once (one step)."""
+    r = g.rank
+    if r == root:
+        patterns.mesh(g, lambda t, q: exchange(g, t, q, None, slices[q], EMPTY, land),
+                      peers=[q for q in range(g.nranks) if q != root])
+    else:
+        patterns.mesh(g, lambda t, q: exchange(g, t, None, q, EMPTY, slices[r], land), peers=[root])
+
+
+def level_gather(g, slices, root, land):
+    """Every peer writes the root its slice (at its place of the root's landing area), at once."""
+    r = g.rank
+    at = _offsets(slices)
+    if r == root:
+        patterns.mesh(g, lambda t, q: exchange(g, t, None, q, EMPTY, slices[q], land, land_rx=land + at[q]),
+                      peers=[q for q in range(g.nranks) if q != root])
+    else:
+        patterns.mesh(g, lambda t, q: exchange(g, t, q, None, slices[r], EMPTY, land + at[r]), peers=[root])
+
+
+def level_bcast(g, s, root, land):
+    """Scatter then AllGather (HCCL's BroadCastMeshExecutor inside a server)."""
+    slices = split(s, g.nranks)
+    level_scatter(g, slices, root, land)
+    level_ag(g, slices, land)
+
+
+def level_reduce(g, s, root, red, land):
+    """ReduceScatter then the slices gathered to the root."""
+    slices = split(s, g.nranks, red.elem)
+    level_rs(g, slices, red, land)
+    level_gather(g, slices, root, land)
+
+
+def oneshot_ar(g, s, red, land):
+    """Every rank writes its whole vector to every peer, then reduces the ``p - 1`` it received
+    (HCCL's small-count mesh AllReduce: one step of ``n``)."""
+    r, n = g.rank, size(s)
+    patterns.mesh(g, lambda t, q: exchange(g, t, q, q, s, EMPTY, land + r * n, land_rx=land + q * n))
+    for q in range(g.nranks):
+        if q != r:
+            reduce_into(g.main, s, seg(g.ccl + land + q * n, n), red)
+
+
+def mesh_slaves(nranks: int) -> int:
+    """The main thread and a slave serve one peer each (at most 63 slaves: groups past 65 ranks)."""
+    return max(0, nranks - 2)
+
+
+LEVEL = Level("mesh", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, scatter=level_scatter,
+              gather=level_gather, reduce=level_reduce, slaves=mesh_slaves)
+ONESHOT = Level("mesh_oneshot", ar=oneshot_ar, slaves=mesh_slaves, land_per_byte=lambda p: float(p))
+
+
 MESH = Algorithm("mesh", "every rank exchanges with every peer at once, a thread per peer (groups of 64 past 65 ranks)", (
     Implementation(Op.HCCL_CMD_ALLGATHER, allgather_mesh, slaves=all_but_two, schedule=allgather_schedule),
     Implementation(Op.HCCL_CMD_REDUCE_SCATTER, reduce_scatter_mesh, slaves=all_but_one,
@@ -77,4 +173,9 @@ MESH = Algorithm("mesh", "every rank exchanges with every peer at once, a thread
     Implementation(Op.HCCL_CMD_ALLTOALLV, alltoallv, slaves=all_but_two),
     Implementation(Op.HCCL_CMD_ALLTOALLVC, alltoallv, slaves=all_but_two),
     Implementation(Op.HCCL_CMD_BARRIER, barrier, slaves=all_but_two, schedule=barrier_schedule),
-))
+) + drive.implementations(LEVEL, {Op.HCCL_CMD_ALLREDUCE, Op.HCCL_CMD_ALLGATHER_V, Op.HCCL_CMD_REDUCE_SCATTER_V,
+                                   Op.HCCL_CMD_BROADCAST, Op.HCCL_CMD_SCATTER, Op.HCCL_CMD_REDUCE}), level=LEVEL)
+
+MESH_ONESHOT = Algorithm("mesh_oneshot", "small-message mesh AllReduce: every rank writes its whole vector to "
+                         "every peer and reduces what it received (one step)", drive.implementations(ONESHOT),
+                         level=ONESHOT)

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..algorithm import Algorithm, Implementation, Local, Op, RingStep, ring_peers, slot_size
+from .. import drive, patterns
+from ..algorithm import Algorithm, Implementation, Level, Local, Op, RingStep, ring_peers, slot_size
 from ..all_reduce import all_reduce_ring, slices
 from ..allgather import allgather_ring, allgatherv_ring
 from ..reduce_scatter import reduce_scatter_ring, reduce_scatterv_ring
 from ..scatter import scatter_ring
+from ..segments import EMPTY, exchange, split
 
 
 class _Pieces:
@@ -82,6 +84,90 @@ def all_reduce_schedule(nranks: int, nbytes: int, ccl: int, elem: int = 4):
     yield from gather_steps(counts * elem, ccl, in_place=True)
 
 
+
+
+# -- the ring as a level (segments; any slice sizes) ----------------------------------------------------
+def ring_neighbours(rank: int, nranks: int) -> list:
+    return patterns.ring_peers(rank, nranks)
+
+
+def level_rs(g, slices, red, land, t=None):
+    """``p - 1`` steps: send the partial of slice ``r - s - 1`` right, reduce the left one's partial
+    of slice ``r - s - 2`` into this rank's; the last one received is this rank's, complete."""
+    p, r = g.nranks, g.rank
+    t = g.main if t is None else t
+    for s in range(p - 1):
+        exchange(g, t, (r + 1) % p, (r - 1) % p, slices[(r - s - 1) % p], slices[(r - s - 2) % p], land, red)
+
+
+def level_ag(g, slices, land, t=None):
+    """``p - 1`` steps: forward slice ``r - s`` right, receive slice ``r - s - 1`` from the left."""
+    p, r = g.nranks, g.rank
+    t = g.main if t is None else t
+    for s in range(p - 1):
+        exchange(g, t, (r + 1) % p, (r - 1) % p, slices[(r - s) % p], slices[(r - s - 1) % p], land)
+
+
+def level_ar(g, s, red, land):
+    """ReduceScatter then AllGather of ``p`` slices of ``s`` (HCCL's ring AllReduce)."""
+    slices = split(s, g.nranks, red.elem)
+    level_rs(g, slices, red, land)
+    level_ag(g, slices, land)
+
+
+def level_scatter(g, slices, root, land):
+    """The slices leave the root along the ring, the farthest one first, each rank forwarding what
+    is not its own (HCCL's ring scatter): ``p - 1`` steps; at step ``j`` the rank ``k`` hops from
+    the root sends the slice of the rank ``p - 1 + k - j`` hops away (when ``k <= j``) and receives
+    the slice of the rank ``p - 2 + k - j`` hops away (when ``k >= 1`` and ``j >= k - 1``)."""
+    p, r = g.nranks, g.rank
+    k = (r - root) % p
+    for j in range(p - 1):
+        send = k <= j and k <= p - 2
+        recv = k >= 1 and j >= k - 1
+        exchange(g, g.main, (r + 1) % p if send else None, (r - 1) % p if recv else None,
+                 slices[(root + p - 1 + k - j) % p] if send else EMPTY,
+                 slices[(root + p - 2 + k - j) % p] if recv else EMPTY, land)
+
+
+def level_gather(g, slices, root, land):
+    """The scatter reversed: the slice of the rank ``D`` hops from the root leaves it at step 0 and
+    reaches the root at step ``D - 1``, one hop towards the root per step (``p - 1`` steps)."""
+    p, r = g.nranks, g.rank
+    k = (r - root) % p
+    for j in range(p - 1):
+        send = k >= 1 and k + j <= p - 1
+        recv = k + 1 + j <= p - 1
+        exchange(g, g.main, (r - 1) % p if send else None, (r + 1) % p if recv else None,
+                 slices[(root + k + j) % p] if send else EMPTY,
+                 slices[(root + k + 1 + j) % p] if recv else EMPTY, land)
+
+
+def level_bcast(g, s, root, land):
+    """A pipelined chain from the root (HCCL's ring broadcast): ``s`` cut into ``p`` pieces; piece
+    ``i`` leaves the root at step ``i`` and moves one hop per step (``2p - 2`` steps)."""
+    p, r = g.nranks, g.rank
+    k = (r - root) % p
+    pieces = split(s, p)
+    for j in range(2 * p - 2):
+        i_send, i_recv = j - k, j - k + 1
+        send = k <= p - 2 and 0 <= i_send < p
+        recv = k >= 1 and 0 <= i_recv < p
+        exchange(g, g.main, (r + 1) % p if send else None, (r - 1) % p if recv else None,
+                 pieces[i_send] if send else EMPTY, pieces[i_recv] if recv else EMPTY, land)
+
+
+def level_reduce(g, s, root, red, land):
+    """ReduceScatter of ``p`` slices, then the slices gathered to the root."""
+    slices = split(s, g.nranks, red.elem)
+    level_rs(g, slices, red, land)
+    level_gather(g, slices, root, land)
+
+
+LEVEL = Level("ring", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, scatter=level_scatter,
+              gather=level_gather, reduce=level_reduce, peers=ring_neighbours)
+
+
 RING = Algorithm("ring", "each slice travels round the ring of ranks: one thread, the two neighbours, p - 1 steps", (
     Implementation(Op.HCCL_CMD_ALLGATHER, allgather_ring, peers=ring_peers, schedule=allgather_schedule),
     Implementation(Op.HCCL_CMD_ALLGATHER_V, allgatherv_ring, peers=ring_peers, schedule=allgather_schedule),
@@ -91,4 +177,4 @@ RING = Algorithm("ring", "each slice travels round the ring of ranks: one thread
                    schedule=reduce_scatter_schedule),
     Implementation(Op.HCCL_CMD_ALLREDUCE, all_reduce_ring, peers=ring_peers, schedule=all_reduce_schedule),
     Implementation(Op.HCCL_CMD_SCATTER, scatter_ring, peers=ring_peers),
-))
+) + drive.implementations(LEVEL, {Op.HCCL_CMD_BROADCAST, Op.HCCL_CMD_REDUCE}), level=LEVEL)

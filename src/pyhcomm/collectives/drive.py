@@ -1,0 +1,199 @@
+"""Flat collectives from a :class:`~.algorithm.Level`: the loops over the HCCL buffer, the copies
+between the user's buffers and the work space, the level's one-loop form on every rank.
+
+Each ``driver(level)`` returns the issue function of one collective (the arguments of
+:data:`~.algorithm.ARGUMENTS`) and :func:`implementations` the descriptor's implementations of
+every collective a level runs. Where the data goes:
+
+* AllReduce, Broadcast, AllGather(V): in place in the user's output buffer (the input copied there
+  first), the HCCL buffer a landing area. HCCL copies the input into its CCL buffer and works
+  there; here the output buffer is the work space (the same steps, one copy fewer per loop).
+* ReduceScatter(V), Reduce, Scatter: the HCCL buffer holds the work vector (every slice's piece of
+  this loop) and, after it, the landing area; the rank's slice is copied out at the end of a loop.
+
+A loop is as large as the HCCL buffer allows (the level's landing bytes per vector byte,
+:attr:`~.algorithm.Level.land_per_byte`); a buffer that cannot hold one element per rank is
+``HCCL_E_MEMORY`` before anything is enqueued.
+"""
+from __future__ import annotations
+
+from ..enums import DATA_TYPE_SIZE
+from ..errors import HcclResult, hccl_error
+from ..hcomm.local import local_copy
+from ..sim import current_sim as _sim
+from .algorithm import MIN_SLOT, Implementation, Level, Op
+from .context import buffer_parts
+from .segments import Red, concat, copy_into, seg, whole
+
+SLACK = 4 * MIN_SLOT
+
+
+def fit(ctx, factor: float, unit: int, api: str = "collective") -> int:
+    """The largest chunk (a multiple of ``unit`` bytes) whose ``factor`` bytes of HCCL buffer per
+    byte fit the buffer (less a few slots of slack for per-rank rounding)."""
+    avail = ctx.ccl_size - SLACK * max(1, ctx.nranks)
+    c = int(avail / factor) // unit * unit if avail > 0 else 0
+    if c < unit:
+        raise hccl_error(HcclResult.HCCL_E_MEMORY, api,
+                         f"the HCCL buffer of {ctx.ccl_size} bytes (2 x HCCL_BUFFSIZE MB; HCCL_BUFFSIZE="
+                         f"{_sim().config.buffsize_mb} now) cannot hold one loop of this algorithm with "
+                         f"{ctx.nranks} ranks; set HCCL_BUFFSIZE higher")
+    return c
+
+
+def _named(fn, level: Level, what: str):
+    fn.__name__ = fn.__qualname__ = f"{level.name}_{what}"
+    return buffer_parts(lambda n: 2 * n)(fn)
+
+
+# -- the drivers -----------------------------------------------------------------------------------
+def all_reduce(level: Level):
+    def issue(ctx, send, recv, count, data_type, op):
+        elem = DATA_TYPE_SIZE[data_type]
+        n = count * elem
+        if send != recv and n:
+            local_copy(ctx.main, recv, send, n)
+        if ctx.nranks == 1 or not n:
+            return
+        g, red = whole(ctx), Red(data_type, op, elem)
+        c = fit(ctx, level.land_per_byte(ctx.nranks), elem)
+        for o in range(0, n, c):
+            level.ar(g, seg(recv + o, min(c, n - o)), red, 0)
+    return _named(issue, level, "all_reduce")
+
+
+def reduce_scatter_v(level: Level):
+    def issue(ctx, send, recv, counts, displs, data_type, op):
+        p, me = ctx.nranks, ctx.rank
+        elem = DATA_TYPE_SIZE[data_type]
+        if p == 1:
+            if counts[0] and recv != send + displs[0] * elem:
+                local_copy(ctx.main, recv, send + displs[0] * elem, counts[0] * elem)
+            return
+        g, red = whole(ctx), Red(data_type, op, elem)
+        c = fit(ctx, p * (1 + level.land_per_byte(p)), elem) // elem
+        work, land = ctx.ccl, p * c * elem
+        for done in range(0, max(counts), c):
+            piece = [max(0, min(c, k - done)) * elem for k in counts]
+            slices = [seg(work + i * c * elem, piece[i]) for i in range(p)]
+            copy_into(ctx.main, concat(slices), concat(seg(send + (displs[i] + done) * elem, piece[i])
+                                                       for i in range(p)))
+            level.rs(g, slices, red, land)
+            if piece[me]:
+                local_copy(ctx.main, recv + done * elem, work + me * c * elem, piece[me])
+    return _named(issue, level, "reduce_scatter_v")
+
+
+def reduce_scatter(level: Level):
+    rsv = reduce_scatter_v(level)
+
+    def issue(ctx, send, recv, count, data_type, op):
+        p = ctx.nranks
+        rsv(ctx, send, recv, [count] * p, [i * count for i in range(p)], data_type, op)
+    return _named(issue, level, "reduce_scatter")
+
+
+def all_gather_v(level: Level):
+    def issue(ctx, send, recv, sizes, displs):
+        p, me = ctx.nranks, ctx.rank
+        mine = recv + displs[me]
+        if p == 1:
+            if sizes[0] and mine != send:
+                local_copy(ctx.main, mine, send, sizes[0])
+            return
+        g = whole(ctx)
+        c = fit(ctx, p * level.land_per_byte(p), MIN_SLOT)
+        for done in range(0, max(sizes), c):
+            piece = [max(0, min(c, k - done)) for k in sizes]
+            if piece[me] and mine != send:
+                local_copy(ctx.main, mine + done, send + done, piece[me])
+            level.ag(g, [seg(recv + displs[i] + done, piece[i]) for i in range(p)], 0)
+    return _named(issue, level, "all_gather_v")
+
+
+def all_gather(level: Level):
+    agv = all_gather_v(level)
+
+    def issue(ctx, send, recv, nbytes):
+        p = ctx.nranks
+        agv(ctx, send, recv, [nbytes] * p, [i * nbytes for i in range(p)])
+    return _named(issue, level, "all_gather")
+
+
+def broadcast(level: Level):
+    def issue(ctx, buf, nbytes, root):
+        if ctx.nranks == 1 or not nbytes:
+            return
+        g = whole(ctx)
+        c = fit(ctx, level.land_per_byte(ctx.nranks), MIN_SLOT)
+        for o in range(0, nbytes, c):
+            level.bcast(g, seg(buf + o, min(c, nbytes - o)), root, 0)
+    return _named(issue, level, "broadcast")
+
+
+def scatter(level: Level):
+    def issue(ctx, send, recv, nbytes, root):
+        p, me = ctx.nranks, ctx.rank
+        if p == 1:
+            if nbytes and recv != send:
+                local_copy(ctx.main, recv, send, nbytes)
+            return
+        g = whole(ctx)
+        c = fit(ctx, p * (1 + level.land_per_byte(p)), MIN_SLOT)
+        work, land = ctx.ccl, p * c
+        for done in range(0, nbytes, c):
+            cur = min(c, nbytes - done)
+            base, stride = (send + done, nbytes) if me == root else (work, c)
+            slices = [seg(base + i * stride, cur) for i in range(p)]
+            level.scatter(g, slices, root, land)
+            src = base + me * stride
+            if src != recv + done:
+                local_copy(ctx.main, recv + done, src, cur)
+    return _named(issue, level, "scatter")
+
+
+def reduce(level: Level):
+    def issue(ctx, send, recv, count, data_type, op, root):
+        elem = DATA_TYPE_SIZE[data_type]
+        n = count * elem
+        if ctx.nranks == 1:
+            if n and recv != send:
+                local_copy(ctx.main, recv, send, n)
+            return
+        g, red = whole(ctx), Red(data_type, op, elem)
+        c = fit(ctx, 1 + level.land_per_byte(ctx.nranks), elem)
+        work = ctx.ccl
+        for o in range(0, n, c):
+            cur = min(c, n - o)
+            local_copy(ctx.main, work, send + o, cur)
+            level.reduce(g, seg(work, cur), root, red, c)
+            if ctx.rank == root:
+                local_copy(ctx.main, recv + o, work, cur)
+    return _named(issue, level, "reduce")
+
+
+#: collective -> (the level's core it needs, the driver)
+DRIVERS = {
+    Op.HCCL_CMD_ALLREDUCE: ("ar", all_reduce),
+    Op.HCCL_CMD_REDUCE_SCATTER: ("rs", reduce_scatter),
+    Op.HCCL_CMD_REDUCE_SCATTER_V: ("rs", reduce_scatter_v),
+    Op.HCCL_CMD_ALLGATHER: ("ag", all_gather),
+    Op.HCCL_CMD_ALLGATHER_V: ("ag", all_gather_v),
+    Op.HCCL_CMD_BROADCAST: ("bcast", broadcast),
+    Op.HCCL_CMD_SCATTER: ("scatter", scatter),
+    Op.HCCL_CMD_REDUCE: ("reduce", reduce),
+}
+
+
+def implementations(level: Level, ops=None, schedules=None) -> tuple:
+    """The :class:`~.algorithm.Implementation` of every collective of ``ops`` (default: every one
+    the level has a core for) driven by ``level``; ``schedules``: op -> schedule."""
+    schedules = schedules or {}
+    out = []
+    for op, (core, driver) in DRIVERS.items():
+        if getattr(level, core) is None or (ops is not None and op not in ops):
+            continue
+        out.append(Implementation(op, driver(level), slaves=lambda call, lv=level: lv.slaves(call.nranks),
+                                  peers=lambda call, lv=level: sorted(set(lv.peers(call.rank, call.nranks))),
+                                  schedule=schedules.get(op)))
+    return tuple(out)
