@@ -21,6 +21,7 @@ docs/algorithms.md shows how to add an algorithm and a rule.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -52,43 +53,98 @@ ARGUMENTS = {
 }
 
 
+class Layout:
+    """Where a communicator's ranks sit, as the algorithms group them: ``servers`` (each a tuple
+    of its ranks, ascending; servers ordered by super pod, then server), ``pods`` (each a tuple of
+    server indices). ``server_of[r]`` and ``pos[r]``: rank ``r``'s server and its position there;
+    ``pod_of[s]`` and ``spos[s]``: server ``s``'s super pod and its position there."""
+
+    def __init__(self, places):
+        groups: dict = {}
+        for r, pl in enumerate(places):
+            key = (pl.super_pod, pl.server) if pl is not None else (0, -1 - r)
+            groups.setdefault(key, []).append(r)
+        keys = sorted(groups)
+        self.servers = tuple(tuple(groups[k]) for k in keys)
+        pods: dict = {}
+        for i, k in enumerate(keys):
+            pods.setdefault(k[0], []).append(i)
+        self.pods = tuple(tuple(v) for _k, v in sorted(pods.items()))
+        self.server_of, self.pos = {}, {}
+        for i, ranks in enumerate(self.servers):
+            for j, r in enumerate(ranks):
+                self.server_of[r], self.pos[r] = i, j
+        self.pod_of, self.spos = {}, {}
+        for i, servers in enumerate(self.pods):
+            for j, s in enumerate(servers):
+                self.pod_of[s], self.spos[s] = i, j
+
+    @classmethod
+    def regular(cls, servers: int, per_server: int, super_pods: int = 1) -> "Layout":
+        """Ranks filled server by server (``servers`` split evenly among ``super_pods``)."""
+        per_pod = max(1, -(-servers // super_pods))
+
+        class _P:
+            def __init__(self, server):
+                self.server, self.super_pod = server, server // per_pod
+        return cls([_P(r // per_server) for r in range(servers * per_server)])
+
+    @property
+    def symmetric(self) -> bool:
+        """Every server holds as many ranks, every super pod as many servers."""
+        return len({len(s) for s in self.servers}) <= 1 and len({len(p) for p in self.pods}) <= 1
+
+
+_LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def layout_of(world, nranks: int) -> Layout:
+    """The :class:`Layout` of a communicator's world (computed once per world: its ranks' places
+    do not change)."""
+    got = _LAYOUTS.get(world)
+    if got is None or len(got.server_of) != nranks:
+        got = _LAYOUTS[world] = Layout([world.place(r) for r in range(nranks)])
+    return got
+
+
 class Topology:
-    """Where a communicator's ranks sit, as selection rules read it: ``servers``, ``super_pods``
-    and ``per_server`` (the most ranks in one server). Built from a ``place(rank)`` function
-    (:meth:`pyhcomm.hccl.comm.World.place`) and computed on first read, or given outright
-    (:meth:`fixed`, for tables and tests)."""
+    """Where a communicator's ranks sit, as selection rules read it: ``servers``, ``super_pods``,
+    ``per_server`` (the most ranks in one server), ``symmetric`` and the :class:`Layout`. Built
+    from a communicator's world (computed on first read), or given outright (:meth:`fixed`, for
+    tables and tests)."""
 
-    __slots__ = ("_place", "_nranks", "_facts")
+    __slots__ = ("_world", "_nranks", "_layout")
 
-    def __init__(self, place: Callable, nranks: int):
-        self._place, self._nranks, self._facts = place, nranks, None
+    def __init__(self, world, nranks: int):
+        self._world, self._nranks, self._layout = world, nranks, None
 
     @classmethod
     def fixed(cls, servers: int = 1, per_server: int = 1, super_pods: int = 1) -> "Topology":
         t = cls(None, 0)
-        t._facts = (servers, per_server, super_pods)
+        t._layout = Layout.regular(servers, per_server, super_pods)
         return t
 
-    def _get(self) -> tuple:
-        if self._facts is None:
-            places = [p for p in map(self._place, range(self._nranks)) if p is not None]
-            per: dict = {}
-            for p in places:
-                per[p.server] = per.get(p.server, 0) + 1
-            self._facts = (len(per), max(per.values(), default=0), len({p.super_pod for p in places}))
-        return self._facts
+    @property
+    def layout(self) -> Layout:
+        if self._layout is None:
+            self._layout = layout_of(self._world, self._nranks)
+        return self._layout
 
     @property
     def servers(self) -> int:
-        return self._get()[0]
+        return len(self.layout.servers)
 
     @property
     def per_server(self) -> int:
-        return self._get()[1]
+        return max((len(s) for s in self.layout.servers), default=0)
 
     @property
     def super_pods(self) -> int:
-        return self._get()[2]
+        return len(self.layout.pods)
+
+    @property
+    def symmetric(self) -> bool:
+        return self.layout.symmetric
 
     def __repr__(self):
         return f"Topology(servers={self.servers}, per_server={self.per_server}, super_pods={self.super_pods})"

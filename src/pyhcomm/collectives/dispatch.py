@@ -24,7 +24,7 @@ def describe(comm_handle, op, nbytes: int = 0, *, api: str = "collective", root=
     settings = getattr(comm, "settings", None)
     return Call(op=Op(op), nranks=comm.nranks, nbytes=nbytes, rank=comm.rank, root=root, peers=tuple(peers),
                 family=product.family, product=product.name, expansion=AI_CPU if device_mode() else HOST,
-                topology=Topology(comm.world.place, comm.nranks), data_type=data_type, reduce_op=reduce_op,
+                topology=Topology(comm.world, comm.nranks), data_type=data_type, reduce_op=reduce_op,
                 deterministic=deterministic(comm),
                 algo_config=settings.fields.get("hcclAlgo", "") if settings is not None else "")
 

@@ -7,7 +7,10 @@ descriptor, pointing at the functions that issue it); adding one is that module 
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..algorithm import Algorithm
+from . import hierarchy
 from .double_ring import DOUBLE_RING
 from .hdr import HDR
 from .mesh import MESH, MESH_ONESHOT
@@ -22,8 +25,19 @@ CATALOGUE = (RING, MESH, MESH_ONESHOT, DOUBLE_RING, HDR, NHR, NB, STAR, P2P)
 
 
 def find(name: str) -> Algorithm:
-    """The algorithm called ``name`` (``KeyError`` naming the known ones when there is none)."""
+    """The algorithm called ``name``: one of the catalogue, or a hierarchy of them
+    (``"level0:mesh;level1:nhr"``, :mod:`.hierarchy`). ``KeyError`` naming the known ones when
+    there is none."""
     for a in CATALOGUE:
         if a.name == name:
             return a
-    raise KeyError(f"no collective algorithm {name!r} (known: {', '.join(a.name for a in CATALOGUE)})")
+    levels = hierarchy.parse(name)
+    if levels is not None:
+        return _composed(tuple(levels))
+    raise KeyError(f"no collective algorithm {name!r} (known: {', '.join(a.name for a in CATALOGUE)}, "
+                   f"and hierarchies of them: 'level0:<name>;level1:<name>[;level2:<name>]')")
+
+
+@lru_cache(maxsize=None)
+def _composed(levels: tuple) -> Algorithm:
+    return hierarchy.compose([find(n) for n in levels])
