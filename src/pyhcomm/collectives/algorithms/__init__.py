@@ -11,17 +11,21 @@ from functools import lru_cache
 
 from ..algorithm import Algorithm
 from . import hierarchy
+from .ahc import AHC, AHC_BROKE
 from .double_ring import DOUBLE_RING
 from .hdr import HDR
 from .mesh import MESH, MESH_ONESHOT
 from .nb import NB
 from .nhr import NHR
+from .nhr_v1 import NHR_V1
 from .p2p import P2P
+from .pairwise import PAIRWISE
+from .pipeline import PIPELINE
 from .ring import RING
 from .star import STAR
 
 #: Every algorithm, by family.
-CATALOGUE = (RING, MESH, MESH_ONESHOT, DOUBLE_RING, HDR, NHR, NB, STAR, P2P)
+CATALOGUE = (RING, MESH, MESH_ONESHOT, DOUBLE_RING, HDR, NHR, NHR_V1, NB, PIPELINE, PAIRWISE, AHC, AHC_BROKE, STAR, P2P)
 
 
 def find(name: str) -> Algorithm:
