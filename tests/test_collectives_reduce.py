@@ -8,8 +8,12 @@ width, FP16/BFP16 computed in FP32 and rounded once per step):
 * mesh ReduceScatter, rank r: ``x[r]``, then ``op`` with ``x[t]`` for t = 0, 1, ... skipping r;
 * ring AllReduce, slice c: ``x[c+1]``, then ``op`` with ``x[c+2]``, ..., ``x[c]`` (ranks mod N).
 
-The inputs are random (floats too), so a different order would show up in FP16/BFP16/FP32 sums.
-PROD inputs stay near 1 (no overflow to inf); integers use their whole range (wrapping).
+The Hccl* calls run the algorithm HCCL's selection chooses (collectives/selector.py: the mesh, its
+one-shot form, hierarchies of levels, ...), each reducing in its own order: their float inputs
+are exact in every order (small integers, products of +-1 and +-0.5), MAX and MIN any floats,
+integers their whole range (wrapping), so the oracle's bytes are every algorithm's. The ring
+AllReduce and the mesh ReduceScatter run by name keep random floats, where a different order
+would show up (``test_order_matters_for_the_oracle``, ``test_the_ring_and_the_mesh_reduce_in_their_documented_order``).
 
 Every rank body runs its calls back to back on one communicator and stream (the second and later
 calls take the resource-reuse path), reads the results with ``acl.rt.memcpy`` D2H and returns
@@ -61,14 +65,23 @@ def _name(dt) -> str:
 
 
 # -- data and oracles ---------------------------------------------------------------------------------
-def make_input(seed, rank: int, n: int, dt, op) -> np.ndarray:
-    """Rank ``rank``'s ``n`` random elements for case ``seed`` (reproducible in the test thread)."""
+def make_input(seed, rank: int, n: int, dt, op, exact: bool = True) -> np.ndarray:
+    """Rank ``rank``'s ``n`` random elements for case ``seed`` (reproducible in the test thread).
+
+    ``exact``: floats whose sums and products are exact in every order (small integers; products
+    of +-1 and +-0.5), so the result does not depend on the order in which the algorithm the
+    selector chose reduces; else any float (:func:`test_order_matters_for_the_oracle`, and the
+    tests that run one algorithm by name against its documented order)."""
     rng = np.random.default_rng([zlib.crc32(repr(seed).encode()), rank])
     t = np.dtype(NP[dt])
     if t.kind in "iu":
         info = np.iinfo(t)
         return rng.integers(info.min, info.max, size=n, endpoint=True, dtype=t)
-    if op == PROD:
+    if exact and op == PROD:
+        x = rng.choice([-1.0, -0.5, 0.5, 1.0], n)
+    elif exact and op == SUM:
+        x = rng.integers(-4, 4, n, endpoint=True).astype(np.float64)
+    elif op == PROD:
         x = rng.uniform(0.8, 1.25, n) * rng.choice([-1.0, 1.0], n)
     else:
         x = rng.uniform(-2.0, 2.0, n)
@@ -376,13 +389,50 @@ def test_mixed_calls_in_a_row_reuse_resources(product, n):
 
 
 def test_order_matters_for_the_oracle():
-    """The oracles follow the algorithms' reduction order: for FP16 sums another order differs."""
-    xs = [make_input("order", r, 64, D.HCCL_DATA_TYPE_FP16, SUM) for r in range(8)]
+    """The oracles follow the algorithms' reduction order: for FP16 sums of any floats another
+    order differs (with the exact inputs of the Hccl* tests it does not)."""
+    xs = [make_input("order", r, 64, D.HCCL_DATA_TYPE_FP16, SUM, exact=False) for r in range(8)]
     ring = ring_all_reduce_oracle(xs, SUM)
     in_rank_order = xs[0]
     for x in xs[1:]:
         in_rank_order = step(in_rank_order, x, SUM)
     assert not np.array_equal(ring, in_rank_order)
+    exact = [make_input("order", r, 64, D.HCCL_DATA_TYPE_FP16, SUM) for r in range(8)]
+    in_rank_order = exact[0]
+    for x in exact[1:]:
+        in_rank_order = step(in_rank_order, x, SUM)
+    assert np.array_equal(ring_all_reduce_oracle(exact, SUM), in_rank_order)
+
+
+@pytest.mark.parametrize("product", [A2, A3])
+@pytest.mark.parametrize("dt", [D.HCCL_DATA_TYPE_FP16, D.HCCL_DATA_TYPE_BFP16, D.HCCL_DATA_TYPE_FP32], ids=_name)
+def test_the_ring_and_the_mesh_reduce_in_their_documented_order(product, dt):
+    """The ring AllReduce and the mesh ReduceScatter, run by name on random floats: the bytes of
+    the oracles' orders (a slice's ring order; the mesh's own input first, then rank order)."""
+    from pyhcomm.collectives import dispatch
+    n, count = 5, 23
+    size = np.dtype(NP[dt]).itemsize
+
+    def body(comm, stream):
+        r, h = comm.rank, comm.handle
+        x = make_input(("order", dt), r, count, dt, SUM, exact=False)
+        y = make_input(("order-rs", dt), r, count * n, dt, SUM, exact=False)
+        sx, rx = to_device(x), to_device(sentinel(count, NP[dt]))
+        sy, ry = to_device(y), to_device(sentinel(count, NP[dt]))
+        dispatch.run_algorithm("ar", h, stream, "ring", dispatch.describe(h, pyhcomm.HCCL_CMD_ALLREDUCE, count * size),
+                               (sx, rx, count, dt, SUM))
+        dispatch.run_algorithm("rs", h, stream, "mesh",
+                               dispatch.describe(h, pyhcomm.HCCL_CMD_REDUCE_SCATTER, count * size),
+                               (sy, ry, count, dt, SUM))
+        assert acl.rt.synchronize_stream(stream) == 0
+        return from_device(rx, count, NP[dt]), from_device(ry, count, NP[dt])
+
+    res = launch(body, n, product)
+    xs = [make_input(("order", dt), r, count, dt, SUM, exact=False) for r in range(n)]
+    ys = [make_input(("order-rs", dt), r, count * n, dt, SUM, exact=False) for r in range(n)]
+    for r in range(n):
+        assert_same(res[r][0], ring_all_reduce_oracle(xs, SUM), f"ring AllReduce rank {r}")
+        assert_same(res[r][1], mesh_reduce_scatter_oracle(ys, r, count, SUM), f"mesh ReduceScatter rank {r}")
 
 
 # -- larger than the HCCL buffer (HCCL_BUFFSIZE=1: 2 MB) -------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
+from .defs import hccl_algo
 from .errors import para
 
 DEFAULT_BUFFSIZE_MB = 200
@@ -82,6 +83,7 @@ _VARS = {
     "PYHCOMM_CCU_DIES": ("ccu_dies", lambda r: _parse_dies(r), "IO die numbers among 0 and 1, comma separated"),
     "HCCL_OP_EXPANSION_MODE": ("op_expansion_mode", lambda r: _choice(r.strip().upper(), EXPANSION_MODES),
                                ", ".join(EXPANSION_MODES)),
+    "HCCL_ALGO": ("hccl_algo", hccl_algo.parse, hccl_algo.EXPECT),
 }
 
 
@@ -138,6 +140,7 @@ class Config:
     verify: bool = False                    # check every launch (pyhcomm.verify)
     ccu_dies: tuple = (0, 1)                # the enabled CCU IO dies of every Atlas 350 device
     op_expansion_mode: str | None = None    # HCCL_OP_EXPANSION_MODE (None: the product's default)
+    hccl_algo: hccl_algo.AlgoConfig = field(default_factory=hccl_algo.AlgoConfig)   # HCCL_ALGO, parsed
     #: variable -> message, for every variable whose value did not parse
     errors: dict = field(default_factory=dict, compare=False)
 
@@ -152,8 +155,8 @@ class Config:
                 continue
             try:
                 values[name] = parse(raw)
-            except (ValueError, TypeError):
-                errors[var] = f"{var}={raw!r} is not valid: expected {valid}"
+            except (ValueError, TypeError) as exc:
+                errors[var] = f"{var}={raw!r} is not valid: " + (str(exc) if var == "HCCL_ALGO" else f"expected {valid}")
         if values.get("product") == "":
             values.pop("product")
         for name, variables, minimum in (("launcher_size", LAUNCHER_SIZE_VARS, 1),

@@ -78,6 +78,11 @@ class Layout:
         for i, servers in enumerate(self.pods):
             for j, s in enumerate(servers):
                 self.pod_of[s], self.spos[s] = i, j
+        local = {}
+        for r, pl in enumerate(places):
+            local.setdefault(self.server_of[r], set()).add(getattr(pl, "local", self.pos[r]))
+        #: every server's ranks are whole pairs of dies (devices 2k, 2k+1: one SIO link each), four or more
+        self.paired = all(len(ds) >= 4 and all(x ^ 1 in ds for x in ds) for ds in local.values())
 
     @classmethod
     def regular(cls, servers: int, per_server: int, super_pods: int = 1) -> "Layout":
@@ -172,6 +177,7 @@ class Call:
     reduce_op: Optional[int] = None     # HcclReduceOp of a reducing call
     deterministic: int = 0              # the communicator's HCCL_DETERMINISTIC
     algo_config: str = ""               # the communicator's hcclAlgo configuration (HCCL_ALGO syntax), as given
+    algo: tuple = ("", "", "", "")      # this collective's level0..level3 of hcclAlgo, else HCCL_ALGO ("": not set)
 
 
 def every_rank(call: Call) -> None:

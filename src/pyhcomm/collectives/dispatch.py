@@ -22,11 +22,13 @@ def describe(comm_handle, op, nbytes: int = 0, *, api: str = "collective", root=
     comm = comm_mod.get_comm(comm_handle, api)
     product = _sim().runtime.product
     settings = getattr(comm, "settings", None)
+    algo = settings.algo if settings is not None and settings.algo is not None else _sim().config.hccl_algo
     return Call(op=Op(op), nranks=comm.nranks, nbytes=nbytes, rank=comm.rank, root=root, peers=tuple(peers),
                 family=product.family, product=product.name, expansion=AI_CPU if device_mode() else HOST,
                 topology=Topology(comm.world, comm.nranks), data_type=data_type, reduce_op=reduce_op,
                 deterministic=deterministic(comm),
-                algo_config=settings.fields.get("hcclAlgo", "") if settings is not None else "")
+                algo_config=settings.fields.get("hcclAlgo", "") if settings is not None else "",
+                algo=algo.levels(op) if Op(op) != Op.HCCL_CMD_INVALID else ("", "", "", ""))
 
 
 def run_algorithm(api: str, comm_handle, stream: int, algorithm, call: Call, args: tuple) -> None:

@@ -32,10 +32,12 @@ ENV_CONNECT_TIMEOUT = "HCCL_CONNECT_TIMEOUT"
 
 
 def check_comm_config(api: str) -> None:
-    """``HCCL_E_PARA`` when ``HCCL_BUFFSIZE`` or ``HCCL_CONNECT_TIMEOUT`` has a value that does not parse."""
+    """``HCCL_E_PARA`` when ``HCCL_BUFFSIZE``, ``HCCL_CONNECT_TIMEOUT`` or ``HCCL_ALGO`` has a value
+    that does not parse (HCCL parses ``HCCL_ALGO`` when it initialises a communicator)."""
     cfg = _sim().config
     cfg.check(ENV_BUFFSIZE, api)
     cfg.check(ENV_CONNECT_TIMEOUT, api)
+    cfg.check("HCCL_ALGO", api)
 
 
 class World:

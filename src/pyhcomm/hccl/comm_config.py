@@ -13,6 +13,9 @@ What a config changes in pyhcomm (a field left "not set" keeps the environment's
   deterministic whatever the value; a mode that names an engine refusing it on the product
   (:attr:`~pyhcomm.hcomm.resources.engines.Engine.expansion_refused`: the CCU modes, not modelled)
   is ``HCCL_E_NOT_SUPPORT``;
+* ``hcclAlgo`` (HCCL_ALGO's syntax, :mod:`pyhcomm.defs.hccl_algo`): the algorithms of this
+  communicator's collectives (overrides ``HCCL_ALGO``); a string that does not parse is
+  ``HCCL_E_PARA`` here, as HCCL's ``SetConfigHcclAlgo``;
 * ``hcclRdmaTrafficClass`` (0..255), ``hcclRdmaServiceLevel`` (0..7), ``hcclQos`` (0..7) and the
   other fields are checked and kept (they tune hardware pyhcomm does not model).
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..defs import hccl_algo
 from ..defs.cstruct import c_string
 from ..defs.hccl_types import (CONFIG_NOT_SET, CONFIG_STRINGS, EXEC_TIMEOUT_NOT_SET, HcclCommConfig,
                                HcclConfig, HcclConfigType, HcclOpExpansionMode)
@@ -47,6 +51,7 @@ class CommSettings:
     exec_timeout: int | None = None
     op_expansion_mode: int = 0
     deterministic: int | None = None
+    algo: object = None                          # hcclAlgo parsed (defs.hccl_algo.AlgoConfig), None: not set
     fields: dict = field(default_factory=dict)   # every field of the config, as given
 
 
@@ -74,6 +79,11 @@ def settings_from(config, api: str) -> CommSettings:
             raise para(api, f"config.hcclBufferSize {size} MB must be at least 1")
         s.buffer_mb = size
     s.name = values["hcclCommName"] or None
+    try:
+        algo = hccl_algo.parse(values["hcclAlgo"])
+    except ValueError as exc:
+        raise para(api, f"config.hcclAlgo: {exc}") from None
+    s.algo = algo or None
     timeout = values["hcclExecTimeOut"]
     if timeout not in (EXEC_TIMEOUT_NOT_SET, CONFIG_NOT_SET):
         if not 0 <= timeout < 1 << 31:

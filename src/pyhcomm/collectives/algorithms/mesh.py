@@ -16,7 +16,7 @@ from ..context import MAX_SLAVES
 from ..pairwise import alltoall, alltoallv
 from ..reduce import barrier
 from ..reduce_scatter import reduce_scatter_mesh
-from ..segments import EMPTY, exchange, reduce_into, seg, size, split
+from ..segments import EMPTY, copy_into, exchange, reduce_into, seg, size, split
 
 
 def all_but_two(call) -> int:
@@ -146,13 +146,17 @@ def level_reduce(g, s, root, red, land):
 
 
 def oneshot_ar(g, s, red, land):
-    """Every rank writes its whole vector to every peer, then reduces the ``p - 1`` it received
-    (HCCL's small-count mesh AllReduce: one step of ``n``)."""
+    """Every rank writes its whole vector to every peer, then reduces what it received (HCCL's
+    small-count mesh AllReduce: one step of ``n``). Every rank reduces in rank order (rank 0's
+    vector, then rank 1's, ...), so every rank gets the same bytes: its own vector goes to its
+    place of the landing area first."""
     r, n = g.rank, size(s)
     patterns.mesh(g, lambda t, q: exchange(g, t, q, q, s, EMPTY, land + r * n, land_rx=land + q * n))
-    for q in range(g.nranks):
-        if q != r:
-            reduce_into(g.main, s, seg(g.ccl + land + q * n, n), red)
+    if r != 0:
+        copy_into(g.main, seg(g.ccl + land + r * n, n), s)
+        copy_into(g.main, s, seg(g.ccl + land, n))
+    for q in range(1, g.nranks):
+        reduce_into(g.main, s, seg(g.ccl + land + q * n, n), red)
 
 
 def mesh_slaves(nranks: int) -> int:

@@ -15,7 +15,9 @@ HCCL's ``nonuniform_hierarchical_ring_base.cc`` and its templates (``reduce_scat
   a binomial tree to rank 0 and broadcast down it (``2 ceil(log2 p)`` steps of ``n``).
 * Broadcast: at most 2 MiB (``NHR_BCAST_SMALL_SIZE``) the binomial tree from the root in one
   shot; above, Scatter then AllGather of the renumbered slices.
-* Scatter: the binomial tree from the root, each hop carrying the slices of the receiver's subtree.
+* Scatter: the binomial tree from the root, each hop carrying the slices of the receiver's subtree;
+  Gather the same tree backwards. Reduce (Atlas 350's ``AicpuReduceSoleNHR``): at most 256 KiB
+  the one-shot tree to the root, above ReduceScatter then Gather.
 
 Cost (HCCL's NHR.md): ReduceScatter / AllGather / Scatter ``ceil(log2 p) alpha + (p-1)/p n beta``
 (+ ``(p-1)/p n gamma`` to reduce); AllReduce and Broadcast twice that; the one-shot forms
@@ -138,6 +140,34 @@ def level_scatter(g, slices, root, land):
                      pack(slices, [(root + x) % p for x in range(k, min(k + pair, p))]), land)
 
 
+def level_gather(g, slices, root, land):
+    """The scatter's tree backwards: each rank sends its subtree's slices to its parent."""
+    p, r = g.nranks, g.rank
+    k, n = (r - root) % p, steps(p)
+    for j in reversed(range(n)):
+        pair = 1 << (n - 1 - j)
+        group = 2 * pair
+        if k % group == pair:
+            exchange(g, g.main, (r - pair) % p, None,
+                     pack(slices, [(root + x) % p for x in range(k, min(k + pair, p))]), EMPTY, land)
+        elif k % group == 0 and k + pair < p:
+            exchange(g, g.main, None, (r + pair) % p, EMPTY,
+                     pack(slices, [(root + x) % p for x in range(k + pair, min(k + group, p))]), land)
+
+
+def level_reduce(g, s, root, red, land):
+    """At most 256 KiB: the whole vector up the binomial tree (HCCL's reduce_nhr_oneshot.cc); above,
+    ReduceScatter then the slices gathered to the root up the scatter's tree."""
+    if g.nranks == 1:
+        return
+    if size(s) <= ONESHOT_ALLREDUCE:
+        tree_reduce(g, s, root, red, land)
+        return
+    slices = split(s, g.nranks, red.elem)
+    level_rs(g, slices, red, land)
+    level_gather(g, slices, root, land)
+
+
 def level_ar(g, s, red, land):
     if g.nranks == 1:
         return
@@ -165,7 +195,7 @@ def level_bcast(g, s, root, land):
 
 
 LEVEL = Level("nhr", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, scatter=level_scatter,
-              peers=distance_peers)
+              gather=level_gather, reduce=level_reduce, peers=distance_peers)
 
 NHR = Algorithm("nhr", "nonuniform hierarchical ring: ceil(log2 p) steps for any p, halving the data each step "
                 "(one-shot trees for small AllReduce and Broadcast)", drive.implementations(LEVEL), level=LEVEL)
