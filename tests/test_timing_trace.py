@@ -49,7 +49,9 @@ def test_the_trace_of_a_16_rank_allreduce_is_small_and_laid_out_per_rank_and_str
     procs = {e["args"]["name"] for e in evs if e["ph"] == "M" and e["name"] == "process_name"}
     assert procs == {f"rank {r} (device {r})" for r in range(NRANKS)}
     threads = [e["args"]["name"] for e in evs if e["ph"] == "M" and e["name"] == "thread_name"]
-    assert sum(t.startswith("thread 0x") and "/ stream 0x" in t for t in threads) == NRANKS
+    # HCCL's choice for two servers: level0 mesh (the main thread and 6 slaves a rank), level1 ring
+    assert [c.algorithm for c in timeline.calls] == ["level0:mesh;level1:ring"]
+    assert sum(t.startswith("thread 0x") and "/ stream 0x" in t for t in threads) == 7 * NRANKS
     assert threads.count("collectives") == NRANKS and threads.count("incoming") == NRANKS
     writes = [e for e in evs if e["ph"] == "X" and e["name"] == "Write"]
     assert writes and all(e["args"]["bytes"] > 0 and "test_timing_trace.py:" in e["args"]["site"] for e in writes)
@@ -114,12 +116,16 @@ def test_png_timeline(timeline, tmp_path):
 
 
 def test_reads_draw_their_bytes_from_the_source_ranks_outgoing_track():
-    """A broadcast pulls the root's data (Reads): each Read has an ``outgoing`` slice on the root and
-    a transfer arrow from there to the Read, the way its bytes go."""
-    def bcast(comm):
+    """The star broadcast pulls the root's data (Reads): each Read has an ``outgoing`` slice on the
+    root and a transfer arrow from there to the Read, the way its bytes go."""
+    from pyhcomm.collectives import dispatch
+
+    def bcast(comm):        # the star broadcast by name (HCCL's selection runs the mesh: writes)
         buf, _ = acl.rt.malloc(1 << 16, 0)
         stream, _ = acl.rt.create_stream()
-        assert ops.HcclBroadcast(buf, 1 << 14, FP32, 0, comm.handle, stream) == 0
+        h = comm.handle
+        dispatch.run_algorithm("HcclBroadcast", h, stream, "star",
+                               dispatch.describe(h, pyhcomm.HCCL_CMD_BROADCAST, 1 << 16, root=0), (buf, 1 << 16, 0))
         acl.rt.synchronize_stream(stream)
 
     sim = pyhcomm.Sim(product="Atlas 800T A2", data=False)

@@ -127,9 +127,25 @@ def expected_code(op: str, product: str):
     return SUCCESS
 
 
-def collective(op: str, count: int = 64, calls: int = 1):
-    """A rank body running collective ``op`` ``calls`` times (see the module docstring); returns
-    the code of the first call that failed (0 when all succeeded)."""
+def _named(algorithm: str, op: str, comm, stream, send, recv, count):
+    """Collective ``op`` on the catalogue's ``algorithm`` by name (AllReduce and Broadcast)."""
+    from pyhcomm.collectives import dispatch
+    h = comm.handle
+    if op == "allreduce":
+        what, args = pyhcomm.HCCL_CMD_ALLREDUCE, (send, recv, count, F32, SUM)
+    elif op == "broadcast":
+        what, args = pyhcomm.HCCL_CMD_BROADCAST, (send, count * 4, 0)
+    else:
+        raise ValueError(op)
+    dispatch.run_algorithm(f"{algorithm}_{op}", h, stream, algorithm, dispatch.describe(h, what, count * 4, root=0),
+                           args)
+    return 0
+
+
+def collective(op: str, count: int = 64, calls: int = 1, algorithm: str = ""):
+    """A rank body running collective ``op`` ``calls`` times (see the module docstring), on the
+    algorithm HCCL's selection chooses or, given ``algorithm``, on that one of the catalogue;
+    returns the code of the first call that failed (0 when all succeeded)."""
     def body(comm):
         n, me = comm.size, comm.rank
         total = 4 * count * n + 64
@@ -139,7 +155,8 @@ def collective(op: str, count: int = 64, calls: int = 1):
         assert acl.rt.memcpy(send, total, acl.util.numpy_to_ptr(x), x.nbytes, H2D) == 0
         stream, _ = acl.rt.create_stream()
         for _ in range(calls):
-            ret = _call(op, comm, stream, send, recv, count)
+            ret = (_named(algorithm, op, comm, stream, send, recv, count) if algorithm
+                   else _call(op, comm, stream, send, recv, count))
             if ret:
                 acl.rt.destroy_stream(stream)
                 return int(ret)
@@ -148,5 +165,5 @@ def collective(op: str, count: int = 64, calls: int = 1):
         assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), total, recv, total, D2H) == 0
         assert acl.rt.destroy_stream(stream) == 0
         return 0
-    body.__qualname__ = f"collective_{op}"
+    body.__qualname__ = f"collective_{op}" + (f"_{algorithm}" if algorithm else "")
     return body

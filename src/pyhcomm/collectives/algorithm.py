@@ -112,6 +112,13 @@ def layout_of(world, nranks: int) -> Layout:
     return got
 
 
+def layout_for(ctx) -> Layout:
+    """The :class:`Layout` of the communicator of a collective context (or the one a probe of the
+    algorithm's peers carries: ``ctx.layout``)."""
+    got = getattr(ctx, "layout", None)
+    return got if got is not None else layout_of(ctx.comm.world, ctx.nranks)
+
+
 class Topology:
     """Where a communicator's ranks sit, as selection rules read it: ``servers``, ``super_pods``,
     ``per_server`` (the most ranks in one server), ``symmetric`` and the :class:`Layout`. Built

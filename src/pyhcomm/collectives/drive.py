@@ -22,8 +22,9 @@ from ..errors import HcclResult, hccl_error
 from ..hcomm.local import local_copy
 from ..sim import current_sim as _sim
 from .algorithm import MIN_SLOT, Implementation, Level, Op
-from .context import buffer_parts
-from .segments import Red, concat, copy_into, seg, whole
+from .context import MAX_SLAVES, buffer_parts
+from .patterns import PROBE
+from .segments import Group, Red, concat, copy_into, seg, whole
 
 SLACK = 4 * MIN_SLOT
 
@@ -185,15 +186,66 @@ DRIVERS = {
 }
 
 
+# -- the peers: the algorithm's steps looked at, not issued ---------------------------------------------
+class _Probe:
+    """Stands in for a :class:`~.context.CollectiveContext` while :func:`probe_peers` looks at an
+    algorithm's steps (the call's rank, size and layout; no thread, channel or buffer)."""
+
+    def __init__(self, call):
+        self.rank, self.nranks = call.rank, call.nranks
+        self.main, self.slaves = 0, list(range(1, MAX_SLAVES + 1))
+        self.ccl, self.ccl_size = 0, 1 << 62
+        self.layout = call.topology.layout
+
+    def channel(self, q):
+        return q
+
+    def peer_ccl(self, q):
+        return 0
+
+
+def probe_peers(level: Level, core: str, call) -> list:
+    """The ranks ``level``'s ``core`` talks to on this rank for ``call`` (one loop of the whole
+    message: the forms a smaller last loop takes talk to a subset), found by running its steps with
+    :data:`.patterns.PROBE` set. A collective connects exactly these: a peer it declared but never
+    waited for could finish the call and destroy its channel ends before this rank connects."""
+    p, n = call.nranks, max(0, call.nbytes)
+    found: set = set()
+    token = PROBE.set(found)
+    try:
+        g = Group(_Probe(call), range(p))
+        red = Red(call.data_type if call.data_type is not None else 4, call.reduce_op or 0,
+                  DATA_TYPE_SIZE.get(call.data_type, 4) if call.data_type is not None else 4)
+        n -= n % red.elem
+        slices = [seg(i * n, n) for i in range(p)]
+        root = call.root or 0
+        if core == "ar":
+            level.ar(g, seg(0, n), red, 0)
+        elif core == "rs":
+            level.rs(g, slices, red, 0)
+        elif core == "ag":
+            level.ag(g, slices, 0)
+        elif core == "bcast":
+            level.bcast(g, seg(0, n), root, 0)
+        elif core == "scatter":
+            level.scatter(g, slices, root, 0)
+        elif core == "reduce":
+            level.reduce(g, seg(0, n), root, red, 0)
+    finally:
+        PROBE.reset(token)
+    return sorted(found - {call.rank})
+
+
 def implementations(level: Level, ops=None, schedules=None) -> tuple:
     """The :class:`~.algorithm.Implementation` of every collective of ``ops`` (default: every one
-    the level has a core for) driven by ``level``; ``schedules``: op -> schedule."""
+    the level has a core for) driven by ``level``; ``schedules``: op -> schedule. Its peers are
+    the ranks its steps name (:func:`probe_peers`)."""
     schedules = schedules or {}
     out = []
     for op, (core, driver) in DRIVERS.items():
         if getattr(level, core) is None or (ops is not None and op not in ops):
             continue
         out.append(Implementation(op, driver(level), slaves=lambda call, lv=level: lv.slaves(call.nranks),
-                                  peers=lambda call, lv=level: sorted(set(lv.peers(call.rank, call.nranks))),
+                                  peers=lambda call, lv=level, c=core: probe_peers(lv, c, call),
                                   schedule=schedules.get(op)))
     return tuple(out)

@@ -21,12 +21,18 @@ are more peers than threads (see there).
 """
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 from ..errors import para
 from ..hcomm import channel_ops as _ch
 from ..hcomm import notify as _notify
 
 ACK, DATA, FIN = 0, 1, 2
 WAIT_TIMEOUT = 1836
+#: While set (a set): an algorithm's steps are only looked at, not issued: each step adds the
+#: ranks it talks to (:func:`pyhcomm.collectives.drive.probe_peers`); the fan-outs and local
+#: operations issue nothing.
+PROBE: ContextVar = ContextVar("pyhcomm_collective_probe", default=None)
 
 
 # -- channel notifies -----------------------------------------------------------------------------
@@ -88,6 +94,8 @@ def pull(t: int, ch: int, dst: int, src: int, nbytes: int) -> None:
 # -- main thread and slaves -------------------------------------------------------------------------
 def fan_out(main: int, slaves) -> None:
     """``main`` releases each of ``slaves`` (a slave waits for its notify 0)."""
+    if PROBE.get() is not None:
+        return
     for s in slaves:
         _notify.record(main, s, 0)
         _notify.wait(s, 0, WAIT_TIMEOUT)
@@ -95,6 +103,8 @@ def fan_out(main: int, slaves) -> None:
 
 def fan_in(main: int, slaves) -> None:
     """Slave ``i`` of ``slaves`` records ``main``'s notify ``i``; ``main`` waits for all of them."""
+    if PROBE.get() is not None:
+        return
     for i, s in enumerate(slaves):
         _notify.record(s, main, i)
         _notify.wait(main, i, WAIT_TIMEOUT)

@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 from ..hcomm import channel_ops as _ch
 from ..hcomm.local import local_copy
 from ..hcomm.reduce import hccl_reduce
-from .patterns import ACK, DATA, WAIT_TIMEOUT
+from .patterns import ACK, DATA, PROBE, WAIT_TIMEOUT
 
 Seg = tuple      # ((address, nbytes), ...)
 EMPTY: Seg = ()
@@ -120,6 +120,8 @@ def paired(dst: Seg, src: Seg) -> list:
 
 def copy_into(t: int, dst: Seg, src: Seg) -> None:
     """Copy the bytes of ``src`` into ``dst`` (same sizes): one task per run both share."""
+    if PROBE.get() is not None:
+        return
     for d, s, n in paired(dst, src):
         if d != s:
             local_copy(t, d, s, n)
@@ -127,6 +129,8 @@ def copy_into(t: int, dst: Seg, src: Seg) -> None:
 
 def reduce_into(t: int, dst: Seg, src: Seg, red: Red) -> None:
     """``dst = dst op src`` element by element (same sizes)."""
+    if PROBE.get() is not None:
+        return
     for d, s, n in paired(dst, src):
         hccl_reduce(t, d, s, n // red.elem, red.data_type, red.op)
 
@@ -184,6 +188,10 @@ def exchange(g: Group, t: int, to: Optional[int], frm: Optional[int], tx: Seg, r
     buffers (``land_rx``: this rank's, when it differs from the one written), then copy the landed
     bytes into ``rx`` (``red``: reduce them into it). ``merge``: one transfer per contiguous run
     (else one per piece, as HCCL's NB sends slice by slice)."""
+    probe = PROBE.get()
+    if probe is not None:
+        probe.update(g.members[q] for q in (to, frm) if q is not None)
+        return
     if frm is not None:
         _ch.notify_record(t, g.channel(frm), ACK)
     if to is not None:

@@ -421,6 +421,8 @@ RULES = (
          A3),
     # ---- Atlas 350 (hccl src/ops/*/selector, AI CPU expansion) ----------------------------------------------------
     Rule(A2A, "mesh", "950 alltoall selectors: the full mesh", N950),
+    Rule(EVERY, "nhr", "950 selectors: levels that are not symmetric (level0AndLevel1Symetric false): *SoleNHR",
+         _both(N950, asymmetric)),
     Rule(_ops("ALLREDUCE"), "mesh_oneshot", "950 all_reduce_auto_selector.cc SelectMeshAlgoAicpu: one level, "
          "<= 8 MiB: AicpuAllReduceSoleMeshOneShot", _both(N950, lambda c: _levels_950(c) == 1 and c.nbytes <= 8 * MIB)),
     Rule(EVERY, "mesh", "950 *_auto_selector.cc: one level (one server): the 1-D mesh (SoleMesh, TwoShot)",

@@ -26,7 +26,7 @@ import math
 
 from ...sim import current_sim as _sim
 from .. import drive
-from ..algorithm import Algorithm, Implementation, Layout, Level, layout_of
+from ..algorithm import Algorithm, Implementation, Layout, Level, layout_for
 from ..segments import Group, concat, cut, shares, size, split
 from . import nhr, ring
 
@@ -81,7 +81,7 @@ def _inter(plan: Plan):
 
 
 def _plan(g):
-    layout = layout_of(g.ctx.comm.world, g.ctx.nranks)
+    layout = layout_for(g.ctx)
     return Plan(groups_of(layout, _sim().runtime.product.family), g.ctx.rank)
 
 
@@ -136,25 +136,9 @@ def level_ar(g, s, red, land):
         nhr.level_ag(grp, cols, land)
 
 
-def _peers(call) -> list:
-    layout = call.topology.layout
-    plan = Plan(groups_of(layout, call.family), call.rank)
-    out = set()
-    grp = plan.groups[plan.gi]
-    out |= {grp[q] for q in nhr.distance_peers(plan.i, len(grp))}
-    inter = _inter(plan)
-    for _us, owners in plan.runs():
-        if call.rank in owners:
-            k = owners.index(call.rank)
-            near = ring.ring_neighbours(k, len(owners)) if inter is ring else nhr.distance_peers(k, len(owners))
-            out |= {owners[q] for q in near}
-    return sorted(out - {call.rank})
-
-
 def _algorithm(name: str, summary: str) -> Algorithm:
     level = Level(name, rs=level_rs, ag=level_ag, ar=level_ar)
-    impls = tuple(Implementation(i.op, i.issue, peers=_peers) for i in drive.implementations(level))
-    return Algorithm(name, summary, impls, level=None)
+    return Algorithm(name, summary, drive.implementations(level), level=None)
 
 
 AHC = _algorithm("ahc", "asymmetric hierarchical concatenate: groups of any sizes, steps between logically "

@@ -27,7 +27,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .. import drive
-from ..algorithm import Algorithm, Implementation, Layout, Level, Op, layout_of
+from ..algorithm import Algorithm, Implementation, Layout, Level, Op, layout_for
 from ..segments import Group, concat, split
 from ...errors import not_support
 
@@ -95,7 +95,7 @@ class Hierarchy:
 
     def __init__(self, levels, g):
         self.levels, self.ctx = levels, g.ctx
-        layout = layout_of(g.ctx.comm.world, g.ctx.nranks)
+        layout = layout_for(g.ctx)
         self.co = _coords_cached(id(layout), len(levels), layout)
         self.me = self.co.of[g.ctx.rank]
 
@@ -194,15 +194,7 @@ def compose(levels) -> Algorithm:
         me, co = _members(call, k)
         return max(lv.slaves(co.sizes[i]) for i, lv in enumerate(lvs))
 
-    def peers(call) -> list:
-        me, co = _members(call, k)
-        out = set()
-        for i, lv in enumerate(lvs):
-            grp = co.group(i, me)
-            out |= {grp[q] for q in lv.peers(me[i], len(grp))}
-        return sorted(out - {call.rank})
-
-    impls = tuple(Implementation(i.op, i.issue, slaves=slaves, peers=peers) for i in drive.implementations(core))
+    impls = tuple(Implementation(i.op, i.issue, slaves=slaves, peers=i.peers) for i in drive.implementations(core))
     return Algorithm(core.name, "levels: " + ", ".join(f"{i}: {a.summary}" for i, a in enumerate(levels)),
                      impls, level=core)
 

@@ -23,8 +23,9 @@ A3 (``alg_configurator.cc``); its AlltoAll pipeline is not modelled.
 """
 from __future__ import annotations
 
+from ...errors import not_support
 from .. import drive, patterns
-from ..algorithm import Algorithm, Implementation, Level, Op, layout_of
+from ..algorithm import Algorithm, Implementation, Level, Op, layout_for
 from ..segments import EMPTY, Group, exchange, reduce_into, seg, size, split
 
 
@@ -32,7 +33,9 @@ class Plan:
     """One rank's servers, server and position, its server's group and its ring among the servers."""
 
     def __init__(self, ctx):
-        layout = layout_of(ctx.comm.world, ctx.nranks)
+        layout = layout_for(ctx)
+        if len({len(s) for s in layout.servers}) > 1:
+            raise not_support("collective", "the pipeline needs as many ranks in every server")
         self.servers = layout.servers
         self.m, self.d = len(self.servers), len(self.servers[0])
         self.s, self.l = layout.server_of[ctx.rank], layout.pos[ctx.rank]
@@ -115,17 +118,9 @@ def _slaves(call) -> int:
     return max(0, call.topology.per_server - 1)
 
 
-def _peers(call) -> list:
-    layout = call.topology.layout
-    s, l = layout.server_of[call.rank], layout.pos[call.rank]
-    m = len(layout.servers)
-    out = set(layout.servers[s]) | {layout.servers[(s + 1) % m][l], layout.servers[(s - 1) % m][l]}
-    return sorted(out - {call.rank})
-
-
 LEVEL = Level("pipeline", rs=level_rs, ag=level_ag, ar=level_ar, land_per_byte=lambda p: 2.0)
 
 PIPELINE = Algorithm("pipeline", "the ring between servers and the mesh inside each server at once, a block a step",
-                     tuple(Implementation(i.op, i.issue, slaves=_slaves, peers=_peers)
+                     tuple(Implementation(i.op, i.issue, slaves=_slaves, peers=i.peers)
                            for i in drive.implementations(LEVEL, {Op.HCCL_CMD_ALLGATHER, Op.HCCL_CMD_ALLGATHER_V,
                                                                   Op.HCCL_CMD_REDUCE_SCATTER, Op.HCCL_CMD_ALLREDUCE})))
