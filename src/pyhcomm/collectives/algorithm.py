@@ -136,6 +136,13 @@ class Topology:
         t._layout = Layout.regular(servers, per_server, super_pods)
         return t
 
+    @classmethod
+    def of(cls, layout: Layout) -> "Topology":
+        """The topology of a given :class:`Layout`."""
+        t = cls(None, 0)
+        t._layout = layout
+        return t
+
     @property
     def layout(self) -> Layout:
         if self._layout is None:

@@ -363,12 +363,12 @@ RULES = (
     Rule(_ops("SEND", "RECEIVE", "BATCH_SEND_RECV"), "p2p", "hcomm-api §8 S2 (point-to-point by one-sided read)"),
     Rule(_ops("BARRIER"), "mesh", "pyhcomm: HCCL's barrier as a notify-only exchange with every peer"),
     # ---- Atlas A2 (hcomm src/algorithm/impl/operator/*_operator.cc SelectAlgfor910B) ----------------
+    Rule(CORE, a2_ahc, "A2 HCCL_ALGO level1:AHC / AHC_BROKE (coll_alg_operator.cc SelectAlgforAHC, AHCAlgSelect)",
+         _both(A2, _configured_ahc)),
     Rule(EVERY, "ring", "A2 alg_configurator.cc SelectCurrOpAlgType: servers of different sizes (isNoARS) run "
          "level0 WHOLE_RING / level1 WHOLE_RING: one ring over every rank", _both(A2, asymmetric)),
     Rule(A2A, "pairwise", "A2 alltoall_operator.cc SelectAlgforAlltoAll: servers of different sizes run "
          "RunAlltoAllVFullMesh (pairwise over every rank)", _both(A2, asymmetric, lambda c: not one_server(c))),
-    Rule(CORE, a2_ahc, "A2 HCCL_ALGO level1:AHC / AHC_BROKE (coll_alg_operator.cc SelectAlgforAHC, AHCAlgSelect)",
-         _both(A2, _configured_ahc)),
     Rule(_ops("ALLREDUCE"), "mesh_oneshot", "A2 all_reduce_operator.cc MeshTopoSelector / NonDeterministicSelector: "
          "one server, op-base, inline reduce, <= 256 KiB: AllReduceMeshSmallCountExecutor",
          _both(A2, one_server, inline, lambda c: c.nbytes <= 256 * KIB)),
