@@ -25,7 +25,7 @@ from pyhcomm.collectives.algorithm import (AI_CPU, ARGUMENTS, HOST, Algorithm, C
                                            Op, RingStep, Topology, every_rank)
 from pyhcomm.collectives.patterns import ACK, DATA, pull, record, wait
 from pyhcomm.config import Config
-from pyhcomm.errors import HcclError
+
 from pyhcomm.hcomm.local import local_copy
 from hcomm_testutil import malloc, read, write
 from timing_cases import WITH_SCHEDULE, arguments

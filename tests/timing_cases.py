@@ -58,6 +58,15 @@ def arguments(op, n: int, send: int, recv: int, nbytes: int) -> tuple:
         return send, recv, [count] * n, [r * count for r in range(n)], FP32, SUM
     if op == Op.HCCL_CMD_BARRIER:
         return ()
+    if op == Op.HCCL_CMD_BROADCAST:
+        return send, nbytes, 0
+    if op == Op.HCCL_CMD_REDUCE:
+        return send, recv, count, FP32, SUM, 0
+    if op == Op.HCCL_CMD_SCATTER:
+        return send, recv, nbytes, 0
+    if op in (Op.HCCL_CMD_ALLTOALLV, Op.HCCL_CMD_ALLTOALLVC):
+        sizes, displs = [nbytes] * n, [r * nbytes for r in range(n)]
+        return send, sizes, displs, recv, sizes, displs
     raise ValueError(f"timing_cases: no arguments for {Op(op).name}")
 
 
@@ -79,7 +88,8 @@ def _body(case, nbytes):
             run(h, stream, n - 1, all_reduce_mesh, send, recv, nbytes // 4, tag=tag)
         else:
             algorithm, op = what
-            call = dispatch.describe(h, op, nbytes)
+            call = dispatch.describe(h, op, nbytes, root=0 if op in (Op.HCCL_CMD_BROADCAST, Op.HCCL_CMD_REDUCE,
+                                                                     Op.HCCL_CMD_SCATTER) else None)
             dispatch.run_algorithm(tag, h, stream, algorithm, call, arguments(op, n, send, recv, nbytes))
         acl.rt.synchronize_stream(stream)
     return body

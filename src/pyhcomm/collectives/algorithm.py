@@ -229,11 +229,6 @@ class Implementation:
     schedule: Optional[Callable] = None
 
 
-def all_peers(rank: int, nranks: int) -> list:
-    """Every other rank of a level."""
-    return [q for q in range(nranks) if q != rank]
-
-
 def one_thread(nranks: int) -> int:
     """A level that runs on the main thread only: no slave."""
     return 0
@@ -254,8 +249,10 @@ class Level:
       only; the others' are work space), ``gather(g, slices, root, land)``,
       ``reduce(g, seg, root, red, land)`` (``seg`` modifiable work space; the result on the root).
 
-    ``peers(rank, nranks)``: the local ranks it talks to; ``slaves(nranks)``: slave threads it
-    runs on; ``land_per_byte(nranks)``: landing bytes it needs per byte of the vector."""
+    ``slaves(nranks)``: the slave threads it runs on (the ranks it talks to are its steps'
+    own: :func:`.drive.probe_peers`); ``land_per_byte(nranks)``: landing bytes it needs per byte of the vector;
+    ``schedules``: its steps (one thread, the same count on every rank) give every collective it
+    drives a schedule (:func:`.drive.schedule_of`)."""
 
     name: str
     rs: Optional[Callable] = None
@@ -265,9 +262,9 @@ class Level:
     scatter: Optional[Callable] = None
     gather: Optional[Callable] = None
     reduce: Optional[Callable] = None
-    peers: Callable = all_peers
     slaves: Callable = one_thread
     land_per_byte: Callable = lambda nranks: 1.0
+    schedules: bool = False     # its steps run on the main thread and line up: a schedule per collective
 
 
 @dataclass(frozen=True)
@@ -344,6 +341,22 @@ class MeshPass:
         peers = [q for q in range(nranks) if q != rank]
         order = (lambda q: (q - rank) % nranks) if self.rotated else None
         return patterns.mesh_groups(rank, nranks, peers, self.width, order)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One step of every rank's main thread, rank by rank (:func:`.segments.exchange`; arrays over
+    the ranks): rank ``r`` records the ACK of ``frm[r]``, waits for the ACK of ``to[r]``, writes
+    ``writes[r]`` (one transfer per byte count) to it and records its DATA, waits for the DATA of
+    ``frm[r]``, then runs ``locals[r]`` (one ``after`` task per byte count: ``"copy"`` or
+    ``"reduce"``). ``-1``: no such peer (that side and its signals are skipped); a step of local
+    tasks alone has neither."""
+
+    to: tuple
+    frm: tuple
+    writes: tuple
+    locals: tuple
+    after: str = "copy"
 
 
 #: The smallest slot the HCCL buffer is cut into (EX05 aligns slots to 128 bytes).

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 from ..enums import DATA_TYPE_SIZE
 from ..errors import HcclResult, hccl_error
-from ..hcomm.local import local_copy
 from ..sim import current_sim as _sim
-from .algorithm import MIN_SLOT, Implementation, Level, Op
+from .algorithm import MIN_SLOT, Exchange, Implementation, Layout, Level, Op
 from .context import MAX_SLAVES, buffer_parts
-from .patterns import PROBE
-from .segments import Group, Red, concat, copy_into, seg, whole
+from .patterns import PROBE, Probe
+from .segments import Group, Red, concat, copy, copy_into, seg, whole
 
 SLACK = 4 * MIN_SLOT
 
@@ -53,7 +52,7 @@ def all_reduce(level: Level):
         elem = DATA_TYPE_SIZE[data_type]
         n = count * elem
         if send != recv and n:
-            local_copy(ctx.main, recv, send, n)
+            copy(ctx.main, recv, send, n)
         if ctx.nranks == 1 or not n:
             return
         g, red = whole(ctx), Red(data_type, op, elem)
@@ -69,7 +68,7 @@ def reduce_scatter_v(level: Level):
         elem = DATA_TYPE_SIZE[data_type]
         if p == 1:
             if counts[0] and recv != send + displs[0] * elem:
-                local_copy(ctx.main, recv, send + displs[0] * elem, counts[0] * elem)
+                copy(ctx.main, recv, send + displs[0] * elem, counts[0] * elem)
             return
         g, red = whole(ctx), Red(data_type, op, elem)
         c = fit(ctx, p * (1 + level.land_per_byte(p)), elem) // elem
@@ -81,7 +80,7 @@ def reduce_scatter_v(level: Level):
                                                        for i in range(p)))
             level.rs(g, slices, red, land)
             if piece[me]:
-                local_copy(ctx.main, recv + done * elem, work + me * c * elem, piece[me])
+                copy(ctx.main, recv + done * elem, work + me * c * elem, piece[me])
     return _named(issue, level, "reduce_scatter_v")
 
 
@@ -100,14 +99,14 @@ def all_gather_v(level: Level):
         mine = recv + displs[me]
         if p == 1:
             if sizes[0] and mine != send:
-                local_copy(ctx.main, mine, send, sizes[0])
+                copy(ctx.main, mine, send, sizes[0])
             return
         g = whole(ctx)
         c = fit(ctx, p * level.land_per_byte(p), MIN_SLOT)
         for done in range(0, max(sizes), c):
             piece = [max(0, min(c, k - done)) for k in sizes]
             if piece[me] and mine != send:
-                local_copy(ctx.main, mine + done, send + done, piece[me])
+                copy(ctx.main, mine + done, send + done, piece[me])
             level.ag(g, [seg(recv + displs[i] + done, piece[i]) for i in range(p)], 0)
     return _named(issue, level, "all_gather_v")
 
@@ -137,7 +136,7 @@ def scatter(level: Level):
         p, me = ctx.nranks, ctx.rank
         if p == 1:
             if nbytes and recv != send:
-                local_copy(ctx.main, recv, send, nbytes)
+                copy(ctx.main, recv, send, nbytes)
             return
         g = whole(ctx)
         c = fit(ctx, p * (1 + level.land_per_byte(p)), MIN_SLOT)
@@ -149,7 +148,7 @@ def scatter(level: Level):
             level.scatter(g, slices, root, land)
             src = base + me * stride
             if src != recv + done:
-                local_copy(ctx.main, recv + done, src, cur)
+                copy(ctx.main, recv + done, src, cur)
     return _named(issue, level, "scatter")
 
 
@@ -159,17 +158,16 @@ def reduce(level: Level):
         n = count * elem
         if ctx.nranks == 1:
             if n and recv != send:
-                local_copy(ctx.main, recv, send, n)
+                copy(ctx.main, recv, send, n)
             return
         g, red = whole(ctx), Red(data_type, op, elem)
         c = fit(ctx, 1 + level.land_per_byte(ctx.nranks), elem)
         work = ctx.ccl
         for o in range(0, n, c):
             cur = min(c, n - o)
-            local_copy(ctx.main, work, send + o, cur)
+            copy(ctx.main, work, send + o, cur)
             level.reduce(g, seg(work, cur), root, red, c)
-            if ctx.rank == root:
-                local_copy(ctx.main, recv + o, work, cur)
+            copy(ctx.main, recv + o, work, cur if ctx.rank == root else 0)     # the root's result (others: nothing)
     return _named(issue, level, "reduce")
 
 
@@ -210,8 +208,8 @@ def probe_peers(level: Level, core: str, call) -> list:
     :data:`.patterns.PROBE` set. A collective connects exactly these: a peer it declared but never
     waited for could finish the call and destroy its channel ends before this rank connects."""
     p, n = call.nranks, max(0, call.nbytes)
-    found: set = set()
-    token = PROBE.set(found)
+    probe = Probe()
+    token = PROBE.set(probe)
     try:
         g = Group(_Probe(call), range(p))
         red = Red(call.data_type if call.data_type is not None else 4, call.reduce_op or 0,
@@ -233,19 +231,110 @@ def probe_peers(level: Level, core: str, call) -> list:
             level.reduce(g, seg(0, n), root, red, 0)
     finally:
         PROBE.reset(token)
-    return sorted(found - {call.rank})
+    return sorted(probe.peers - {call.rank})
+
+
+#: fake addresses of a schedule's look at an issue function (nothing is issued)
+_SEND, _RECV, _CCL = 1 << 44, 2 << 44, 3 << 44
+_ELEM_TYPES = {1: 1, 2: 3, 4: 4, 8: 5}     # element size -> an HcclDataType of that size (int8, fp16, fp32, int64)
+
+
+def _fake_args(op, p: int, nbytes: int, elem: int) -> tuple:
+    count = nbytes // elem
+    dt = _ELEM_TYPES[elem]
+    if op in (Op.HCCL_CMD_ALLGATHER,):
+        return _SEND, _RECV, nbytes
+    if op == Op.HCCL_CMD_ALLGATHER_V:
+        return _SEND, _RECV, [nbytes] * p, [i * nbytes for i in range(p)]
+    if op in (Op.HCCL_CMD_ALLREDUCE, Op.HCCL_CMD_REDUCE_SCATTER):
+        return _SEND, _RECV, count, dt, 0
+    if op == Op.HCCL_CMD_REDUCE_SCATTER_V:
+        return _SEND, _RECV, [count] * p, [i * count for i in range(p)], dt, 0
+    if op == Op.HCCL_CMD_REDUCE:
+        return _SEND, _RECV, count, dt, 0, 0
+    if op == Op.HCCL_CMD_BROADCAST:
+        return _SEND, nbytes, 0
+    if op == Op.HCCL_CMD_SCATTER:
+        return _SEND, _RECV, nbytes, 0
+    if op in (Op.HCCL_CMD_ALLTOALL, Op.HCCL_CMD_ALLTOALLV, Op.HCCL_CMD_ALLTOALLVC):
+        sizes, displs = [nbytes] * p, [i * nbytes for i in range(p)]
+        return (_SEND, _RECV, nbytes) if op == Op.HCCL_CMD_ALLTOALL else (_SEND, sizes, displs, _RECV, sizes, displs)
+    raise ValueError(f"no schedule for {Op(op).name}")
+
+
+class _ScheduleProbe:
+    """A rank of a flat communicator as :func:`probe_schedule` sees it (one server)."""
+
+    def __init__(self, rank: int, nranks: int, ccl_size: int):
+        self.rank, self.nranks = rank, nranks
+        self.main, self.slaves = 0, list(range(1, MAX_SLAVES + 1))
+        self.ccl, self.ccl_size = _CCL, ccl_size
+        self.layout = Layout.regular(1, nranks)
+
+    def channel(self, q):
+        return q
+
+    def peer_ccl(self, q):
+        return _CCL
+
+
+def probe_schedule(issue, op, nranks: int, nbytes: int, ccl: int, elem: int = 4):
+    """The steps ``issue`` (an issue function of one thread: the main thread) takes on every rank
+    of a flat communicator, as :class:`~.algorithm.Exchange` steps aligned by index: each rank's
+    steps are looked at with :data:`.patterns.PROBE` set (nothing is issued). ``ValueError`` when a
+    step runs on another thread or the ranks' steps do not line up (no schedule for that call)."""
+    per_rank = []
+    for r in range(nranks):
+        probe = Probe(events=True)
+        token = PROBE.set(probe)
+        try:
+            issue(_ScheduleProbe(r, nranks, ccl), *_fake_args(op, nranks, nbytes, elem))
+        finally:
+            PROBE.reset(token)
+        per_rank.append(probe.events)
+    if any(ev[1] != 0 for events in per_rank for ev in events):
+        raise ValueError(f"{getattr(issue, '__name__', issue)}: steps on slave threads have no schedule")
+    if len({len(events) for events in per_rank}) > 1:
+        raise ValueError(f"{getattr(issue, '__name__', issue)}: the ranks' steps do not line up")
+    steps = []
+    for i in range(len(per_rank[0])):
+        at = [events[i] for events in per_rank]
+        kinds = {ev[0] for ev in at}
+        afters = {ev[6] if ev[0] == "exchange" else ev[2] for ev in at
+                  if (ev[5] if ev[0] == "exchange" else ev[3])}
+        if len(kinds) > 1 or len(afters) > 1:
+            raise ValueError(f"{getattr(issue, '__name__', issue)}: step {i} differs between the ranks")
+        after = afters.pop() if afters else "copy"
+        if kinds == {"local"}:
+            steps.append(Exchange((-1,) * nranks, (-1,) * nranks, ((),) * nranks,
+                                  tuple(tuple(ev[3]) for ev in at), after))
+        else:
+            steps.append(Exchange(tuple(ev[2] for ev in at), tuple(ev[3] for ev in at),
+                                  tuple(tuple(ev[4]) for ev in at), tuple(tuple(ev[5]) for ev in at), after))
+    return steps
+
+
+def schedule_of(issue, op):
+    """The ``schedule(nranks, nbytes, ccl, elem)`` of an issue function (:func:`probe_schedule`)."""
+    def schedule(nranks: int, nbytes: int, ccl: int, elem: int = 4):
+        return iter(probe_schedule(issue, op, nranks, nbytes, ccl, elem))
+    return schedule
 
 
 def implementations(level: Level, ops=None, schedules=None) -> tuple:
     """The :class:`~.algorithm.Implementation` of every collective of ``ops`` (default: every one
-    the level has a core for) driven by ``level``; ``schedules``: op -> schedule. Its peers are
-    the ranks its steps name (:func:`probe_peers`)."""
+    the level has a core for) driven by ``level``; ``schedules``: op -> schedule (default, for a
+    level whose steps all run on the main thread and line up between the ranks: the steps of its
+    issue function, :func:`schedule_of`). Its peers are the ranks its steps name (:func:`probe_peers`)."""
     schedules = schedules or {}
     out = []
     for op, (core, driver) in DRIVERS.items():
         if getattr(level, core) is None or (ops is not None and op not in ops):
             continue
-        out.append(Implementation(op, driver(level), slaves=lambda call, lv=level: lv.slaves(call.nranks),
-                                  peers=lambda call, lv=level, c=core: probe_peers(lv, c, call),
-                                  schedule=schedules.get(op)))
+        issue = driver(level)
+        schedule = schedules.get(op)
+        if schedule is None and level.schedules:
+            schedule = schedule_of(issue, op)
+        out.append(Implementation(op, issue, slaves=lambda call, lv=level: lv.slaves(call.nranks),
+                                  peers=lambda call, lv=level, c=core: probe_peers(lv, c, call), schedule=schedule))
     return tuple(out)

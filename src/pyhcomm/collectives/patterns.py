@@ -29,9 +29,20 @@ from ..hcomm import notify as _notify
 
 ACK, DATA, FIN = 0, 1, 2
 WAIT_TIMEOUT = 1836
-#: While set (a set): an algorithm's steps are only looked at, not issued: each step adds the
-#: ranks it talks to (:func:`pyhcomm.collectives.drive.probe_peers`); the fan-outs and local
-#: operations issue nothing.
+
+class Probe:
+    """What a look at an algorithm's steps collects (:data:`PROBE`): the ranks they talk to and,
+    when ``events`` is a list, the steps themselves (:mod:`pyhcomm.collectives.drive`)."""
+
+    def __init__(self, events: bool = False, main=0):
+        self.peers: set = set()
+        self.events = [] if events else None
+        self.main = main
+
+
+#: While set (a :class:`Probe`): an algorithm's steps are only looked at, not issued
+#: (:func:`pyhcomm.collectives.drive.probe_peers`, ``probe_schedule``); the fan-outs, transfers
+#: and local operations issue nothing.
 PROBE: ContextVar = ContextVar("pyhcomm_collective_probe", default=None)
 
 

@@ -118,20 +118,36 @@ def paired(dst: Seg, src: Seg) -> list:
     return out
 
 
+def _looked_at(t, what: str, pieces) -> bool:
+    """In a probe (:data:`~.patterns.PROBE`): note a local step of ``pieces`` byte counts; True."""
+    probe = PROBE.get()
+    if probe is None:
+        return False
+    if probe.events is not None:
+        probe.events.append(("local", t, what, [n for n in pieces if n]))
+    return True
+
+
 def copy_into(t: int, dst: Seg, src: Seg) -> None:
     """Copy the bytes of ``src`` into ``dst`` (same sizes): one task per run both share."""
-    if PROBE.get() is not None:
+    runs_ = [(d, s, n) for d, s, n in paired(dst, src) if d != s]
+    if _looked_at(t, "copy", [n for _d, _s, n in runs_]):
         return
-    for d, s, n in paired(dst, src):
-        if d != s:
-            local_copy(t, d, s, n)
+    for d, s, n in runs_:
+        local_copy(t, d, s, n)
+
+
+def copy(t: int, dst: int, src: int, nbytes: int) -> None:
+    """One local copy of ``nbytes`` (none for 0 bytes or ``dst == src``)."""
+    copy_into(t, seg(dst, nbytes), seg(src, nbytes))
 
 
 def reduce_into(t: int, dst: Seg, src: Seg, red: Red) -> None:
     """``dst = dst op src`` element by element (same sizes)."""
-    if PROBE.get() is not None:
+    runs_ = paired(dst, src)
+    if _looked_at(t, "reduce", [n for _d, _s, n in runs_]):
         return
-    for d, s, n in paired(dst, src):
+    for d, s, n in runs_:
         hccl_reduce(t, d, s, n // red.elem, red.data_type, red.op)
 
 
@@ -181,6 +197,12 @@ def whole(ctx) -> Group:
     return Group(ctx, range(ctx.nranks))
 
 
+def idle(g: Group, t=None) -> None:
+    """A step this rank sits out: nothing is issued (a probe of the schedule notes it, so that the
+    ranks' steps line up)."""
+    exchange(g, g.main if t is None else t, None, None, EMPTY, EMPTY, 0)
+
+
 def exchange(g: Group, t: int, to: Optional[int], frm: Optional[int], tx: Seg, rx: Seg, land: int,
              red: Optional[Red] = None, merge: bool = True, land_rx: Optional[int] = None) -> None:
     """One step on thread ``t`` (see the module docstring): send ``tx`` to local rank ``to``,
@@ -190,7 +212,13 @@ def exchange(g: Group, t: int, to: Optional[int], frm: Optional[int], tx: Seg, r
     (else one per piece, as HCCL's NB sends slice by slice)."""
     probe = PROBE.get()
     if probe is not None:
-        probe.update(g.members[q] for q in (to, frm) if q is not None)
+        probe.peers.update(g.members[q] for q in (to, frm) if q is not None)
+        if probe.events is not None:
+            sent = [n for _a, n in (runs(tx) if merge else tx) if n] if to is not None else []
+            got = [n for _d, _s, n in paired(rx, seg(0, size(rx)))] if frm is not None else []
+            probe.events.append(("exchange", t, g.members[to] if to is not None else -1,
+                                 g.members[frm] if frm is not None else -1, sent, got,
+                                 "reduce" if red is not None else "copy"))
         return
     if frm is not None:
         _ch.notify_record(t, g.channel(frm), ACK)

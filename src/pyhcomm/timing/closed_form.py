@@ -40,7 +40,7 @@ from itertools import chain
 
 import numpy as np
 
-from ..collectives.algorithm import Algorithm, Local, MeshPass, Op, RingStep, slot_size
+from ..collectives.algorithm import Algorithm, Exchange, Local, MeshPass, Op, RingStep, slot_size
 from ..collectives.algorithms import find
 
 #: The HCCL buffer (2 x HCCL_BUFFSIZE MB, 200 MB by default) as the collectives cut it.
@@ -78,6 +78,8 @@ def evaluate(schedule, m, nranks: int, link, sharing: str = "pair", device_mode:
             uneven = uneven or _uneven(step.nbytes)
         elif isinstance(step, RingStep):
             uneven = uneven or _uneven(step.write) or _uneven(step.local)
+        elif isinstance(step, Exchange):
+            uneven = True           # peers and bytes rank by rank
         else:
             raise TypeError(f"closed_form: no cost for a step {step!r}")
     if mesh:
@@ -194,6 +196,47 @@ class _Ranks:
         self.free = np.maximum(self._start() + self.m.task_dispatch, arrives) + self.m.notify_wait
         self.issued += 1
 
+    def _record(self, mask):
+        """A notify record on the ranks in ``mask``; returns when each was recorded (others: nan)."""
+        when = np.full(len(self.free), np.nan)
+        if mask.any():
+            self.free[mask] = self._start(mask) + self.m.task_dispatch + self.m.notify_record
+            self.issued[mask] += 1
+            when[mask] = self.free[mask]
+        return when
+
+    def _wait(self, mask, arrives) -> None:
+        if mask.any():
+            self.free[mask] = np.maximum(self._start(mask) + self.m.task_dispatch, arrives[mask]) + self.m.notify_wait
+            self.issued[mask] += 1
+
+    def _tasks(self, sizes, body) -> None:
+        """Each rank's tasks in order: ``sizes[r]`` (a list of byte counts) on rank ``r``, a task of
+        ``n`` bytes running ``body(n)`` after its dispatch."""
+        most = max((len(x) for x in sizes), default=0)
+        for i in range(most):
+            mask = np.array([len(x) > i for x in sizes])
+            nbytes = np.array([x[i] if len(x) > i else 0 for x in sizes], dtype=np.float64)
+            self.task(mask, np.where(mask, body(nbytes), 0.0))
+
+    def exchange(self, step) -> None:
+        """One :class:`~pyhcomm.collectives.algorithm.Exchange` (see there), rank by rank: the ACK
+        crosses the link from ``frm`` to the rank that writes to it, the DATA from ``to`` back."""
+        lat = self.link.latency
+        to, frm = np.array(step.to), np.array(step.frm)
+        sends, gets = to >= 0, frm >= 0
+        acked = self._record(gets)              # "my landing area is free", to frm
+        arrive = np.zeros(len(to))
+        arrive[sends] = acked[to[sends]] + lat
+        self._wait(sends, arrive)
+        self._tasks([w if t >= 0 else () for w, t in zip(step.writes, step.to)],
+                    lambda n: n / self.link.bandwidth + lat)
+        landed = self._record(sends)             # "it landed", to to
+        arrive = np.zeros(len(frm))
+        arrive[gets] = landed[frm[gets]] + lat
+        self._wait(gets, arrive)
+        self._tasks(step.locals, lambda n: _local(self.m, step.after, n))
+
     def step(self, out, back, after: str) -> None:
         """One ring step: ``out`` bytes written right, ``back`` bytes copied or reduced
         (``after``) after."""
@@ -224,6 +267,8 @@ def _rank_form(schedule, m, nranks: int, link, device_mode: bool) -> float:
                 piece = vector(step.nbytes)
                 for _ in range(step.times):
                     ranks.task(piece > 0, _local(m, step.what, piece))
+            elif isinstance(step, Exchange):
+                ranks.exchange(step)
             else:
                 ranks.step(vector(step.write), vector(step.local), step.after)
 

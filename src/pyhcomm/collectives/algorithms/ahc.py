@@ -26,7 +26,7 @@ import math
 
 from ...sim import current_sim as _sim
 from .. import drive
-from ..algorithm import Algorithm, Implementation, Layout, Level, layout_for
+from ..algorithm import Algorithm, Layout, Level, Op, layout_for
 from ..segments import Group, concat, cut, shares, size, split
 from . import nhr, ring
 
@@ -138,7 +138,8 @@ def level_ar(g, s, red, land):
 
 def _algorithm(name: str, summary: str) -> Algorithm:
     level = Level(name, rs=level_rs, ag=level_ag, ar=level_ar)
-    return Algorithm(name, summary, drive.implementations(level), level=None)
+    return Algorithm(name, summary, drive.implementations(level, {Op.HCCL_CMD_ALLGATHER, Op.HCCL_CMD_REDUCE_SCATTER,
+                                                                 Op.HCCL_CMD_ALLREDUCE}), level=None)
 
 
 AHC = _algorithm("ahc", "asymmetric hierarchical concatenate: groups of any sizes, steps between logically "

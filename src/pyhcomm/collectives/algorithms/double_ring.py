@@ -68,7 +68,7 @@ def two_rings(nranks: int) -> int:
     return 1 if nranks > 2 else 0
 
 
-LEVEL = Level("double_ring", rs=level_rs, ag=level_ag, ar=level_ar, peers=ring.ring_neighbours, slaves=two_rings)
+LEVEL = Level("double_ring", rs=level_rs, ag=level_ag, ar=level_ar, slaves=two_rings)
 
 DOUBLE_RING = Algorithm("double_ring", "two rings at once in opposite directions, each with half of every slice "
                         "(Atlas A3 inside a server)", drive.implementations(LEVEL), level=LEVEL)

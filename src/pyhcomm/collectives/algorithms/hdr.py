@@ -24,8 +24,8 @@ ranks pair up (``2i``, ``2i + 1``) and one of each pair folds into the other, le
 from __future__ import annotations
 
 from .. import drive
-from ..algorithm import Algorithm, Level
-from ..segments import EMPTY, concat, exchange, split
+from ..algorithm import Algorithm, Level, Op
+from ..segments import EMPTY, concat, exchange, idle, split
 
 
 class Fold:
@@ -57,23 +57,12 @@ class Fold:
         return [2 * b, 2 * b + 1] if b < self.part1 // 2 else [b + self.part1 // 2]
 
 
-def hd_peers(rank: int, nranks: int) -> list:
-    """Fold partners and every block partner, for both parities of the fold."""
-    out = set()
-    for keep in (0, 1):
-        f = Fold(nranks, keep)
-        if f.partner(rank) is not None:
-            out.add(f.partner(rank))
-        b = f.block_rank(rank)
-        if b is not None:
-            out |= {f.rank(b ^ (1 << s)) for s in range(f.k)}
-    return sorted(out - {rank})
-
-
 def _fold_in(g, t, f: Fold, s_send, s_recv, land, red=None):
     """A pair's member outside the block sends ``s_send`` to the one inside (``red``: reduced)."""
     r, mate = g.rank, f.partner(g.rank)
     if mate is None:
+        if f.part1:                 # the pairs fold this step: sit it out
+            idle(g, t)
         return
     if f.block_rank(r) is None:
         exchange(g, t, mate, None, s_send, EMPTY, land)
@@ -85,6 +74,8 @@ def _fold_out(g, t, f: Fold, s_send, s_recv, land):
     """The block member of a pair sends ``s_send`` to the other (which receives ``s_recv``)."""
     r, mate = g.rank, f.partner(g.rank)
     if mate is None:
+        if f.part1:                 # the pairs fold this step: sit it out
+            idle(g, t)
         return
     if f.block_rank(r) is not None:
         exchange(g, t, mate, None, s_send, EMPTY, land)
@@ -93,7 +84,12 @@ def _fold_out(g, t, f: Fold, s_send, s_recv, land):
 
 
 def _halving(g, t, f: Fold, b, block_slices, land, red):
-    """Recursive halving in the block: block rank ``b`` ends with ``block_slices[b]`` reduced."""
+    """Recursive halving in the block: block rank ``b`` ends with ``block_slices[b]`` reduced (a
+    rank outside the block sits the steps out)."""
+    if b is None:
+        for _s in range(f.k):
+            idle(g, t)
+        return
     for s in range(f.k):
         mask = 1 << (f.k - 1 - s)
         peer = b ^ mask
@@ -104,6 +100,10 @@ def _halving(g, t, f: Fold, b, block_slices, land, red):
 
 def _doubling(g, t, f: Fold, b, block_slices, land):
     """Recursive doubling in the block: every block rank ends with every block slice."""
+    if b is None:
+        for _s in range(f.k):
+            idle(g, t)
+        return
     for s in range(f.k):
         mask = 1 << s
         peer = b ^ mask
@@ -121,8 +121,7 @@ def level_rs(g, slices, red, land, t=None):
     everything = concat(slices)
     _fold_in(g, t, f, everything, everything, land, red)
     b = f.block_rank(r)
-    if b is not None:
-        _halving(g, t, f, b, [concat(slices[o] for o in f.origins(i)) for i in range(f.block)], land, red)
+    _halving(g, t, f, b, [concat(slices[o] for o in f.origins(i)) for i in range(f.block)], land, red)
     mate = f.partner(r)
     _fold_out(g, t, f, slices[mate] if mate is not None else EMPTY, slices[r], land)
 
@@ -135,8 +134,7 @@ def level_ag(g, slices, land, t=None):
     f = Fold(p)
     _fold_in(g, t, f, slices[r], slices[f.partner(r)] if f.partner(r) is not None else EMPTY, land)
     b = f.block_rank(r)
-    if b is not None:
-        _doubling(g, t, f, b, [concat(slices[o] for o in f.origins(i)) for i in range(f.block)], land)
+    _doubling(g, t, f, b, [concat(slices[o] for o in f.origins(i)) for i in range(f.block)], land)
     everything = concat(slices)
     _fold_out(g, t, f, everything, everything, land)
 
@@ -148,10 +146,9 @@ def level_ar(g, s, red, land):
     f, t = Fold(p), g.main
     _fold_in(g, t, f, s, s, land, red)
     b = f.block_rank(r)
-    if b is not None:
-        block_slices = split(s, f.block, red.elem)
-        _halving(g, t, f, b, block_slices, land, red)
-        _doubling(g, t, f, b, block_slices, land)
+    block_slices = split(s, f.block, red.elem)
+    _halving(g, t, f, b, block_slices, land, red)
+    _doubling(g, t, f, b, block_slices, land)
     _fold_out(g, t, f, s, s, land)
 
 
@@ -161,14 +158,15 @@ def level_bcast(g, s, root, land):
         return
     f = Fold(p, root % 2 if root < 2 * (p - (1 << (p.bit_length() - 1))) else 0)
     b, br = f.block_rank(r), f.block_rank(root)
-    if b is not None:
-        rel = b ^ br
-        for j in range(f.k):
-            mask = 1 << (f.k - 1 - j)
-            if rel % (2 * mask) == 0:
-                exchange(g, g.main, f.rank((rel + mask) ^ br), None, s, EMPTY, land)
-            elif rel % (2 * mask) == mask:
-                exchange(g, g.main, None, f.rank((rel - mask) ^ br), EMPTY, s, land)
+    for j in range(f.k):
+        mask = 1 << (f.k - 1 - j)
+        rel = None if b is None else b ^ br
+        if rel is not None and rel % (2 * mask) == 0:
+            exchange(g, g.main, f.rank((rel + mask) ^ br), None, s, EMPTY, land)
+        elif rel is not None and rel % (2 * mask) == mask:
+            exchange(g, g.main, None, f.rank((rel - mask) ^ br), EMPTY, s, land)
+        else:
+            idle(g)
     _fold_out(g, g.main, f, s, s, land)
 
 
@@ -179,14 +177,13 @@ def level_reduce(g, s, root, red, land):
     f, t = Fold(p, root % 2 if root < 2 * (p - (1 << (p.bit_length() - 1))) else 0), g.main
     _fold_in(g, t, f, s, s, land, red)
     b, br = f.block_rank(r), f.block_rank(root)
-    if b is None:
-        return
     block_slices = split(s, f.block, red.elem)
     _halving(g, t, f, b, block_slices, land, red)
     for j in range(f.k):                    # gather to the root's block rank by doubling distance
         mask = 1 << j
-        if (b ^ br) & (mask - 1):
-            continue                        # already sent its group
+        if b is None or (b ^ br) & (mask - 1):
+            idle(g)                         # outside the block, or already sent its group
+            continue
         peer = b ^ mask
         if (b ^ br) & mask:
             lo = b & ~(mask - 1)
@@ -196,7 +193,9 @@ def level_reduce(g, s, root, red, land):
             exchange(g, t, None, f.rank(peer), EMPTY, concat(block_slices[lo:lo + mask]), land)
 
 
-LEVEL = Level("hdr", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, reduce=level_reduce, peers=hd_peers)
+LEVEL = Level("hdr", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, reduce=level_reduce, schedules=True)
 
 HDR = Algorithm("hdr", "recursive halving-doubling (H-D_R): log2 p steps between pairs of ranks, a fold step "
-                "for rank counts that are no power of two", drive.implementations(LEVEL), level=LEVEL)
+                "for rank counts that are no power of two", drive.implementations(LEVEL, {Op.HCCL_CMD_ALLGATHER,
+                Op.HCCL_CMD_REDUCE_SCATTER, Op.HCCL_CMD_ALLREDUCE, Op.HCCL_CMD_BROADCAST, Op.HCCL_CMD_REDUCE}),
+                level=LEVEL)

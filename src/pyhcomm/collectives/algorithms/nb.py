@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from .. import drive
 from ..algorithm import Algorithm, Level
-from ..segments import EMPTY, concat, exchange, split
-from .nhr import distance_peers, steps
+from ..segments import EMPTY, concat, exchange, idle, split
+from .nhr import steps
 
 
 def level_rs(g, slices, red, land, t=None):
@@ -64,6 +64,8 @@ def level_scatter(g, slices, root, land):
         elif d <= x < 2 * d:
             exchange(g, g.main, None, (r - d) % p, EMPTY,
                      concat(slices[(root + y) % p] for y in range(x, p, 2 * d)), land, merge=False)
+        else:
+            idle(g)
 
 
 def level_bcast(g, s, root, land):
@@ -73,7 +75,7 @@ def level_bcast(g, s, root, land):
 
 
 LEVEL = Level("nb", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, scatter=level_scatter,
-              peers=distance_peers)
+              schedules=True)
 
 NB = Algorithm("nb", "nonuniform Bruck: ceil(log2 p) steps for any p, distance doubling, slice by slice",
                drive.implementations(LEVEL), level=LEVEL)

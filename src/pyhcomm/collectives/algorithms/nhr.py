@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from .. import drive
 from ..algorithm import Algorithm, Level
-from ..segments import EMPTY, exchange, pack, size, split
+from ..segments import EMPTY, exchange, idle, pack, size, split
 
 ONESHOT_ALLREDUCE = 256 << 10
 ONESHOT_BROADCAST = 2 << 20
@@ -36,14 +36,6 @@ ONESHOT_BROADCAST = 2 << 20
 def steps(p: int) -> int:
     """``ceil(log2 p)``."""
     return (p - 1).bit_length()
-
-
-def distance_peers(rank: int, nranks: int) -> list:
-    """The ranks ``2^s`` away either way (every step's partners, and the trees')."""
-    out = set()
-    for s in range(steps(nranks)):
-        out |= {(rank + (1 << s)) % nranks, (rank - (1 << s)) % nranks}
-    return sorted(out - {rank})
 
 
 def slice_map(p: int) -> list:
@@ -101,12 +93,13 @@ def tree_reduce(g, s, root, red, land):
     k = (r - root) % p
     for j in range(steps(p)):
         pair, group = 1 << j, 1 << (j + 1)
-        if k // group >= (p - 1 + pair) // group:
-            continue
-        if (k + pair) % group == 0:
+        active = k // group < (p - 1 + pair) // group
+        if active and (k + pair) % group == 0:
             exchange(g, g.main, (r - pair) % p, None, s, EMPTY, land)
-        elif k % group == 0:
+        elif active and k % group == 0:
             exchange(g, g.main, None, (r + pair) % p, EMPTY, s, land, red)
+        else:
+            idle(g)
 
 
 def tree_bcast(g, s, root, land):
@@ -116,12 +109,13 @@ def tree_bcast(g, s, root, land):
     for j in range(n):
         pair = 1 << (n - 1 - j)
         group = 2 * pair
-        if k // group >= (p - 1 + pair) // group:
-            continue
-        if k % group == 0:
+        active = k // group < (p - 1 + pair) // group
+        if active and k % group == 0:
             exchange(g, g.main, (r + pair) % p, None, s, EMPTY, land)
-        elif (k + pair) % group == 0:
+        elif active and (k + pair) % group == 0:
             exchange(g, g.main, None, (r - pair) % p, EMPTY, s, land)
+        else:
+            idle(g)
 
 
 def level_scatter(g, slices, root, land):
@@ -138,6 +132,8 @@ def level_scatter(g, slices, root, land):
         elif k % group == pair:
             exchange(g, g.main, None, (r - pair) % p, EMPTY,
                      pack(slices, [(root + x) % p for x in range(k, min(k + pair, p))]), land)
+        else:
+            idle(g)
 
 
 def level_gather(g, slices, root, land):
@@ -153,6 +149,8 @@ def level_gather(g, slices, root, land):
         elif k % group == 0 and k + pair < p:
             exchange(g, g.main, None, (r + pair) % p, EMPTY,
                      pack(slices, [(root + x) % p for x in range(k + pair, min(k + group, p))]), land)
+        else:
+            idle(g)
 
 
 def level_reduce(g, s, root, red, land):
@@ -195,7 +193,7 @@ def level_bcast(g, s, root, land):
 
 
 LEVEL = Level("nhr", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, scatter=level_scatter,
-              gather=level_gather, reduce=level_reduce, peers=distance_peers)
+              gather=level_gather, reduce=level_reduce, schedules=True)
 
 NHR = Algorithm("nhr", "nonuniform hierarchical ring: ceil(log2 p) steps for any p, halving the data each step "
                 "(one-shot trees for small AllReduce and Broadcast)", drive.implementations(LEVEL), level=LEVEL)

@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 
 from .. import drive
-from ..algorithm import Algorithm, Level
-from ..segments import EMPTY, concat, exchange, split
+from ..algorithm import Algorithm, Level, Op
+from ..segments import EMPTY, concat, exchange, idle, split
 from . import ring
 
 THRESHOLD = 5
@@ -101,19 +101,6 @@ class Grid:
         return members, members.index(rank)
 
 
-def grid_peers(rank: int, nranks: int) -> list:
-    gr = Grid(nranks)
-    out = set()
-    members, _i = gr.vertical(rank)
-    row = gr.row(gr.v(rank))
-    col = [gr.at(i, gr.h(rank)) for i in range(gr.col_size(gr.h(rank)))] if gr.h(rank) < len(row) else []
-    for ring_members in (members, row, row[:gr.cols], col):
-        if rank in ring_members:
-            i, n = ring_members.index(rank), len(ring_members)
-            out |= {ring_members[(i - 1) % n], ring_members[(i + 1) % n]}
-    return sorted(out - {rank})
-
-
 def _row_slices(gr: Grid, slices, v: int) -> list:
     """A row's ring slices over its full columns (the last full member also holds the extra one's)."""
     out = []
@@ -126,10 +113,13 @@ def _row_slices(gr: Grid, slices, v: int) -> list:
 
 
 def _extra_copy(g, gr: Grid, slices, land, send_to_extra: bool) -> None:
-    """The slice of a row's extra rank between it and the row's last full member."""
+    """The slice of a row's extra rank between it and the row's last full member (a step the others
+    sit out, when some row has an extra rank)."""
     r = g.rank
     v, h = gr.v(r), gr.h(r)
     if gr.row_size(v) <= gr.cols or h < gr.cols - 1:
+        if any(gr.row_size(x) > gr.cols for x in range(gr.rows)):
+            idle(g)
         return
     full, extra = gr.at(v, gr.cols - 1), gr.at(v, gr.cols)
     mine = slices[extra]
@@ -139,17 +129,36 @@ def _extra_copy(g, gr: Grid, slices, land, send_to_extra: bool) -> None:
         exchange(g, g.main, None, extra if r == full else full, EMPTY, mine, land)
 
 
+def _ring(g, members, run, steps_of, most: int) -> None:
+    """``run(subgroup)`` on the ring of ``members`` (when it has two or more), then idle steps up to
+    ``most``: every rank takes as many steps per phase (the ranks' steps line up)."""
+    done = 0
+    if len(members) > 1:
+        run(g.sub(members))
+        done = steps_of(len(members))
+    for _i in range(most - done):
+        idle(g)
+
+
+def _line(n: int) -> int:
+    return n - 1
+
+
+def _chain(n: int) -> int:
+    return 2 * n - 2
+
+
 def level_rs(g, slices, red, land):
     gr, r = Grid(g.nranks), g.rank
     if g.nranks == 1:
         return
     members, _i = gr.vertical(r)
-    if len(members) > 1:
-        blocks = [concat(slices[q] for q in gr.row(gr.v(m))) if gr.h(m) < gr.cols else EMPTY for m in members]
-        ring.level_rs(g.sub(members), blocks, red, land)
+    blocks = [concat(slices[q] for q in gr.row(gr.v(m))) if gr.h(m) < gr.cols else EMPTY for m in members]
+    tallest = max(len(gr.vertical(q)[0]) for q in range(g.nranks))
+    _ring(g, members, lambda sub: ring.level_rs(sub, blocks, red, land), _line, tallest - 1)
     v = gr.v(r)
-    if gr.h(r) < gr.cols and gr.cols > 1:
-        ring.level_rs(g.sub(gr.row(v)[:gr.cols]), _row_slices(gr, slices, v), red, land)
+    row = gr.row(v)[:gr.cols] if gr.h(r) < gr.cols else []
+    _ring(g, row, lambda sub: ring.level_rs(sub, _row_slices(gr, slices, v), red, land), _line, gr.cols - 1)
     _extra_copy(g, gr, slices, land, send_to_extra=True)
 
 
@@ -159,12 +168,12 @@ def level_ag(g, slices, land):
         return
     _extra_copy(g, gr, slices, land, send_to_extra=False)
     v = gr.v(r)
-    if gr.h(r) < gr.cols and gr.cols > 1:
-        ring.level_ag(g.sub(gr.row(v)[:gr.cols]), _row_slices(gr, slices, v), land)
+    row = gr.row(v)[:gr.cols] if gr.h(r) < gr.cols else []
+    _ring(g, row, lambda sub: ring.level_ag(sub, _row_slices(gr, slices, v), land), _line, gr.cols - 1)
     members, _i = gr.vertical(r)
-    if len(members) > 1:
-        blocks = [concat(slices[q] for q in gr.row(gr.v(m))) if gr.h(m) < gr.cols else EMPTY for m in members]
-        ring.level_ag(g.sub(members), blocks, land)
+    blocks = [concat(slices[q] for q in gr.row(gr.v(m))) if gr.h(m) < gr.cols else EMPTY for m in members]
+    tallest = max(len(gr.vertical(q)[0]) for q in range(g.nranks))
+    _ring(g, members, lambda sub: ring.level_ag(sub, blocks, land), _line, tallest - 1)
 
 
 def _row_cut(gr: Grid, s, v: int, elem: int) -> list:
@@ -180,13 +189,12 @@ def level_ar(g, s, red, land):
         return
     v, h = gr.v(r), gr.h(r)
     row = gr.row(v)
+    widest = max(gr.row_size(x) for x in range(gr.rows))
     cut = _row_cut(gr, s, v, red.elem)
-    if len(row) > 1:
-        ring.level_rs(g.sub(row), cut, red, land)
-    if gr.full(h) and gr.col_size(h) > 1:
-        ring.level_ar(g.sub([gr.at(i, h) for i in range(gr.col_size(h))]), cut[h], red, land)
-    if len(row) > 1:
-        ring.level_ag(g.sub(row), cut, land)
+    _ring(g, row, lambda sub: ring.level_rs(sub, cut, red, land), _line, widest - 1)
+    col = [gr.at(i, h) for i in range(gr.col_size(h))] if gr.full(h) else []
+    _ring(g, col, lambda sub: ring.level_ar(sub, cut[h], red, land), _chain, 2 * gr.col_size(0) - 2)
+    _ring(g, row, lambda sub: ring.level_ag(sub, cut, land), _line, widest - 1)
 
 
 def level_bcast(g, s, root, land):
@@ -195,17 +203,18 @@ def level_bcast(g, s, root, land):
         return
     v, h, rv = gr.v(r), gr.h(r), gr.v(root)
     row = gr.row(v)
+    widest = max(gr.row_size(x) for x in range(gr.rows))
     cut = _row_cut(gr, s, v, 1)
-    if v == rv and len(row) > 1:
-        ring.level_scatter(g.sub(row), cut, row.index(root), land)
-    if gr.full(h) and gr.col_size(h) > 1:
-        col = [gr.at(i, h) for i in range(gr.col_size(h))]
-        ring.level_bcast(g.sub(col), cut[h], rv, land)
-    if len(row) > 1:
-        ring.level_ag(g.sub(row), cut, land)
+    _ring(g, row if v == rv else [], lambda sub: ring.level_scatter(sub, cut, row.index(root), land), _line,
+          gr.row_size(rv) - 1)
+    col = [gr.at(i, h) for i in range(gr.col_size(h))] if gr.full(h) else []
+    _ring(g, col, lambda sub: ring.level_bcast(sub, cut[h], rv, land), _chain, 2 * gr.col_size(0) - 2)
+    _ring(g, row, lambda sub: ring.level_ag(sub, cut, land), _line, widest - 1)
 
 
-LEVEL = Level("nhr_v1", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, peers=grid_peers)
+LEVEL = Level("nhr_v1", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, schedules=True)
 
 NHR_V1 = Algorithm("nhr_v1", "the ranks as a near-square grid: rings along the columns and the rows (HCCL's "
-                   "deprecated NHR_V1)", drive.implementations(LEVEL), level=LEVEL)
+                   "deprecated NHR_V1)", drive.implementations(LEVEL, {Op.HCCL_CMD_ALLGATHER, Op.HCCL_CMD_REDUCE_SCATTER,
+                                                                       Op.HCCL_CMD_ALLREDUCE, Op.HCCL_CMD_BROADCAST}),
+                   level=LEVEL)

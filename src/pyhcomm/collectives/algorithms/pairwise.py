@@ -15,9 +15,8 @@ from __future__ import annotations
 from ..algorithm import Algorithm, Implementation, Op
 from ..context import buffer_parts
 from ..algorithm import MIN_SLOT
-from ..drive import fit
-from ...hcomm.local import local_copy
-from ..segments import EMPTY, exchange, seg, whole
+from ..drive import fit, schedule_of
+from ..segments import EMPTY, copy, exchange, seg, whole
 
 
 def step_peers(call) -> None:
@@ -28,8 +27,7 @@ def step_peers(call) -> None:
 @buffer_parts(lambda n: 2)
 def alltoallv(ctx, send, send_sizes, send_displs, recv, recv_sizes, recv_displs):
     p, r, t = ctx.nranks, ctx.rank, ctx.main
-    if send_sizes[r] and recv + recv_displs[r] != send + send_displs[r]:
-        local_copy(t, recv + recv_displs[r], send + send_displs[r], send_sizes[r])
+    copy(t, recv + recv_displs[r], send + send_displs[r], send_sizes[r])
     if p == 1:
         return
     g = whole(ctx)
@@ -53,8 +51,7 @@ def alltoall(ctx, send, recv, nbytes):
     alltoallv(ctx, send, sizes, displs, recv, sizes, displs)
 
 
-PAIRWISE = Algorithm("pairwise", "AlltoAll in p - 1 steps: step k sends to r + k and receives from r - k", (
-    Implementation(Op.HCCL_CMD_ALLTOALL, alltoall, peers=step_peers),
-    Implementation(Op.HCCL_CMD_ALLTOALLV, alltoallv, peers=step_peers),
-    Implementation(Op.HCCL_CMD_ALLTOALLVC, alltoallv, peers=step_peers),
-))
+PAIRWISE = Algorithm("pairwise", "AlltoAll in p - 1 steps: step k sends to r + k and receives from r - k", tuple(
+    Implementation(op, fn, peers=step_peers, schedule=schedule_of(fn, op))
+    for op, fn in ((Op.HCCL_CMD_ALLTOALL, alltoall), (Op.HCCL_CMD_ALLTOALLV, alltoallv),
+                   (Op.HCCL_CMD_ALLTOALLVC, alltoallv))))

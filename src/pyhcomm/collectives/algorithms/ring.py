@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import drive, patterns
+from .. import drive
 from ..algorithm import Algorithm, Implementation, Level, Local, Op, RingStep, ring_peers, slot_size
 from ..all_reduce import all_reduce_ring, slices
 from ..allgather import allgather_ring, allgatherv_ring
@@ -87,10 +87,6 @@ def all_reduce_schedule(nranks: int, nbytes: int, ccl: int, elem: int = 4):
 
 
 # -- the ring as a level (segments; any slice sizes) ----------------------------------------------------
-def ring_neighbours(rank: int, nranks: int) -> list:
-    return patterns.ring_peers(rank, nranks)
-
-
 def level_rs(g, slices, red, land, t=None):
     """``p - 1`` steps: send the partial of slice ``r - s - 1`` right, reduce the left one's partial
     of slice ``r - s - 2`` into this rank's; the last one received is this rank's, complete."""
@@ -165,7 +161,7 @@ def level_reduce(g, s, root, red, land):
 
 
 LEVEL = Level("ring", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, scatter=level_scatter,
-              gather=level_gather, reduce=level_reduce, peers=ring_neighbours)
+              gather=level_gather, reduce=level_reduce, schedules=True)
 
 
 RING = Algorithm("ring", "each slice travels round the ring of ranks: one thread, the two neighbours, p - 1 steps", (
