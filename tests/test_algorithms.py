@@ -21,11 +21,10 @@ import pytest
 import pyhcomm
 from pyhcomm import acl
 from pyhcomm.collectives import algorithms, dispatch, selector
-from pyhcomm.collectives.algorithm import (AI_CPU, ARGUMENTS, HOST, Algorithm, Call, Implementation, Local, MeshPass,
-                                           Op, RingStep, Topology, every_rank)
+from pyhcomm.collectives.algorithm import (AI_CPU, ARGUMENTS, HOST, Algorithm, Call, Exchange, Implementation, Local,
+                                           MeshPass, Op, RingStep, Topology, every_rank)
 from pyhcomm.collectives.patterns import ACK, DATA, pull, record, wait
 from pyhcomm.config import Config
-
 from pyhcomm.hcomm.local import local_copy
 from hcomm_testutil import malloc, read, write
 from timing_cases import WITH_SCHEDULE, arguments
@@ -221,6 +220,11 @@ def _expected(steps, nranks) -> list:
                     out[r][("LocalCopy", step.nbytes)] += nranks - 1
                 if step.nbytes:
                     out[r][("Write", step.nbytes)] += nranks - 1
+            elif isinstance(step, Exchange):
+                for n in step.writes[r]:
+                    out[r][("Write", n)] += 1
+                for n in step.locals[r]:
+                    out[r][(kind[step.after], n)] += 1
     return out
 
 
