@@ -96,7 +96,8 @@ PODS = {2: (8, 2, 4), 4: (16, 2, 4)}
 
 def _hier_cases(every: bool):
     out = []
-    for product, name, ops in HIERARCHIES:
+    for product, name, listed in HIERARCHIES:
+        ops = [op for op in listed if op in algorithms.find(name).ops]
         levels = name.count(";") + 1
         tops = [PODS[2], PODS[4]] if levels == 3 else [TWO_SERVERS, FOUR_SERVERS]
         if product == A3 and levels == 2:
