@@ -48,6 +48,14 @@ def test_the_compare_sweep_of_the_issue_prints_busbw_for_both_algorithms_at_ever
     assert "bench: 22 points in" in err
 
 
+def test_a_hierarchy_named_in_hccl_algo_syntax_runs_on_two_servers_and_checks():
+    status, out, err = run(["-o", "allreduce", "-p", "4", "--servers", "2", "-b", "64K", "-e", "64K", "-c", "1",
+                            "--compare", "ring,level0:fullmesh;level1:NHR"])
+    assert status == 0, err
+    [(head, [row])] = tables(out)
+    assert head[4] == "level0:fullmesh;level1:NHR:time(us)" and row[-1] == "success"
+
+
 def test_checked_bytes_succeed_for_the_library_and_fail_for_a_collective_that_moves_nothing(tmp_path):
     status, out, _ = run(["-o", "allgather", "-p", "4", "-b", "16K", "-e", "32K", "-c", "1"])
     [(head, rows)] = tables(out)
@@ -82,6 +90,7 @@ def test_flags_servers_products_and_hccl_algo_strings():
                         bench.REDUCE_OPS["sum"])
     assert setup.nranks == 8 and setup.devices() == [0, 1, 2, 3, 8, 9, 10, 11]
     assert bench.parse_algo("level0:NA;level1:ring") == "ring" and bench.parse_algo("fullmesh") == "fullmesh"
+    assert bench.parse_algo("level0:fullmesh;level1:H-D_R") == "level0:mesh;level1:hdr"
     assert [bench.parse_size(x) for x in ("8K", "1M", "1G", "512")] == [8192, MIB, GIB, 512]
     status, out, _ = run(["-o", "broadcast", "-p", "2", "-b", "8K", "-e", "8K", "--product", "Atlas 800T A2,Atlas A3"])
     heads = [line for line in out.splitlines() if line.startswith("# broadcast")]
@@ -92,8 +101,8 @@ def test_flags_servers_products_and_hccl_algo_strings():
 
 @pytest.mark.parametrize("argv,message", [
     (["-o", "foo"], "unknown collective 'foo'"),
-    (["--algo", "NHR"], "no algorithm 'NHR' in the collective library"),
-    (["-o", "broadcast", "--algo", "ring"], "algorithm 'ring' does not run broadcast"),
+    (["--algo", "NHR2"], "no algorithm 'NHR2' in the collective library"),
+    (["-o", "alltoall", "--algo", "ring"], "algorithm 'ring' does not run alltoall"),
     (["--algo", "level0:NA;level1:ring;level2:NHR"], "names 2 algorithms"),
     (["--compare", "ring"], "--compare takes two or more"),
     (["-p", "9"], "more NPUs than a server of Atlas 800T A2 has (8)"),

@@ -26,6 +26,7 @@ from typing import Callable
 from ..enums import HcclDataType as D
 from ..enums import HcclReduceOp as R
 from ..errors import log, not_support, para
+from ..sim import LayerState
 from ..sim import current_sim as _sim
 from . import algorithms
 from .algorithm import AI_CPU, Algorithm, Call, Op
@@ -462,16 +463,23 @@ def rule_for(call: Call) -> Rule:
     return choose(call).rule
 
 
+@dataclass
+class NotesLogged(LayerState):
+    """The fallback notes a Sim has logged (each once)."""
+
+    notes: set = field(default_factory=set)
+
+
 def select(call: Call) -> Algorithm:
     """The algorithm that runs ``call`` (:func:`choose`); HCCL's fallback lines go to the log once
     per message and Sim. ``HCCL_E_NOT_SUPPORT`` when no rule covers the collective;
     ``ValueError`` when the rule names an algorithm that does not implement it (a defect)."""
     choice = choose(call)
     if choice.notes:
-        seen = _sim().registry("algorithm_notes")
+        seen = _sim().layer_state(NotesLogged).notes
         for note in choice.notes:
             if note not in seen:
-                seen[note] = True
+                seen.add(note)
                 log.warning("HCCL_ALGO: %s", note)
     algorithm = algorithms.find(choice.name)
     if call.op not in algorithm.ops:

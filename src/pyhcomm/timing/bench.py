@@ -22,12 +22,13 @@ each of that many servers: rank ``k`` on device ``k % p`` of server ``k // p``),
 ``--compare``, ``--custom``, ``--png``.
 
 ``--algo NAME`` runs one algorithm of the collective library by name instead of the selection's,
-``--compare A,B,...`` several side by side. The names are HCCL_ALGO's: today the catalogue has
-``ring`` and ``mesh`` (``fullmesh``: HCCL's name for it); for the AllReduce, which the catalogue's
-mesh does not implement yet, ``fullmesh`` is the mesh ReduceScatter then the mesh AllGather in
-one call (:data:`FULLMESH_ALLREDUCE`, HCCL's mesh AllReduce in two passes). An HCCL_ALGO string
-(``level0:NA;level1:ring``) is reduced to the one algorithm it names; parsing HCCL_ALGO with its
-levels and fallbacks belongs to the selection, which does not read it yet.
+``--compare A,B,...`` several side by side. The names are the catalogue's
+(:mod:`pyhcomm.collectives.algorithms`: ``ring``, ``mesh``, ``hdr``, ``nhr``, ``nb`` ...) or
+HCCL_ALGO's (``fullmesh``, ``H-D_R``, ``NHR`` ...); an HCCL_ALGO string naming one algorithm
+besides ``NA`` (``level0:NA;level1:ring``) is that algorithm, one naming every level a hierarchy
+of the catalogue (``level0:fullmesh;level1:NHR``: the mesh in each server, NHR between them).
+HCCL_ALGO itself (the environment) configures the selection, whose pick is the ``selected``
+column.
 
 ``--custom FILE.py:FUNC`` times a caller's own collective: ``FUNC(comm, send, recv, nbytes,
 stream)`` (a :class:`pyhcomm.Comm`, device addresses of the collective's buffers, the data size,
@@ -50,10 +51,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import enums
-from ..collectives import allgather_mesh, dispatch, reduce_scatter_mesh, selector
+from ..collectives import dispatch, selector
 from ..collectives import algorithms as catalogue
-from ..collectives.algorithm import Algorithm, Implementation, Op
-from ..collectives.context import buffer_parts
+from ..collectives.algorithm import Algorithm, Op
 from ..config import Config
 from ..enums import HcclDataType, HcclReduceOp
 from ..products import find_product
@@ -74,7 +74,7 @@ DATA_TYPES = {"int8": HcclDataType.HCCL_DATA_TYPE_INT8, "int16": HcclDataType.HC
 REDUCE_OPS = {"sum": HcclReduceOp.HCCL_REDUCE_SUM, "prod": HcclReduceOp.HCCL_REDUCE_PROD,
               "max": HcclReduceOp.HCCL_REDUCE_MAX, "min": HcclReduceOp.HCCL_REDUCE_MIN}
 #: HCCL_ALGO's names for the catalogue's algorithms where they differ
-ALIASES = {"fullmesh": "mesh"}
+ALIASES = {"fullmesh": "mesh", "h-d_r": "hdr"}
 
 
 # -- the collectives ------------------------------------------------------------------------------------
@@ -194,48 +194,41 @@ def _per_rank_bytes(c: Collective, size: int, n: int) -> int:
 
 
 # -- the algorithms -----------------------------------------------------------------------------------------
-@buffer_parts(lambda n: 2 * n)
-def _allreduce_fullmesh(ctx, send, recv, count, data_type, op):
-    """The mesh ReduceScatter of ``count / p`` elements per rank into this rank's slice of
-    ``recv``, then the mesh AllGather of the slices into ``recv`` (``count`` a multiple of ``p``)."""
-    per = count // ctx.nranks
-    elem = enums.DATA_TYPE_SIZE[int(data_type)]
-    mine = recv + ctx.rank * per * elem
-    reduce_scatter_mesh(ctx, send, mine, per, data_type, op)
-    allgather_mesh(ctx, mine, recv, per * elem)
-
-
-#: HCCL's mesh AllReduce in two passes, until the catalogue has one: a slave per peer.
-FULLMESH_ALLREDUCE = Algorithm("fullmesh", "mesh ReduceScatter then mesh AllGather in one call (bench)", (
-    Implementation(Op.HCCL_CMD_ALLREDUCE, _allreduce_fullmesh, slaves=lambda call: call.nranks - 1),))
-
-
 def parse_algo(text: str) -> str:
-    """The one algorithm an ``--algo`` value names: a name, or an HCCL_ALGO string whose levels
-    name one algorithm besides ``NA`` (``level0:NA;level1:ring``; per-operator forms are not read
-    here). ``ValueError`` otherwise."""
+    """The algorithm an ``--algo`` value names: a name; an HCCL_ALGO string whose levels name one
+    algorithm besides ``NA`` (``level0:NA;level1:ring``: ``ring``); one whose every level names an
+    algorithm: the catalogue's hierarchy (``level0:fullmesh;level1:NHR``:
+    ``level0:mesh;level1:nhr``). Per-operator forms are the selection's (HCCL_ALGO).
+    ``ValueError`` otherwise."""
     text = text.strip()
     if ":" not in text and "=" not in text:
         return text
     if "=" in text:
-        raise ValueError(f"bench: --algo {text!r}: per-operator HCCL_ALGO strings are read by the selection, "
-                         "which does not parse HCCL_ALGO yet; give one algorithm (ring, fullmesh)")
-    names = set()
+        raise ValueError(f"bench: --algo {text!r}: a per-operator HCCL_ALGO string configures the selection "
+                         "(set HCCL_ALGO); give one algorithm (ring, fullmesh) or one per level")
+    levels = []
     for part in text.split(";"):
         level, _, name = part.partition(":")
         if not level.strip().startswith("level") or not name.strip():
             raise ValueError(f"bench: --algo {text!r}: {part!r} is not levelN:ALGO")
-        if name.strip().upper() != "NA":
-            names.add(name.strip())
-    if len(names) != 1:
-        raise ValueError(f"bench: --algo {text!r} names {len(names)} algorithms; the bench runs one "
-                         "(HCCL_ALGO's levels are the selection's, which does not parse it yet)")
-    return names.pop()
+        levels.append(name.strip())
+    named = [name for name in levels if name.upper() != "NA"]
+    if len(named) == 1:
+        return named[0]
+    if len(named) == len(levels) > 1:
+        return ";".join(f"level{i}:{_catalogue_name(name)}" for i, name in enumerate(levels))
+    raise ValueError(f"bench: --algo {text!r} names {len(named)} algorithms and leaves a level NA; the bench "
+                     "runs one algorithm, or one per level (level0:fullmesh;level1:NHR)")
+
+
+def _catalogue_name(name: str) -> str:
+    return ALIASES.get(name.lower(), name.lower())
 
 
 def resolve(name: str, c: Collective) -> Algorithm:
-    """The algorithm called ``name`` (HCCL_ALGO's name or the catalogue's) that runs ``c``."""
-    key = name.strip()
+    """The algorithm called ``name`` (HCCL_ALGO's name or string, :func:`parse_algo`, or the
+    catalogue's) that runs ``c``."""
+    key = parse_algo(name)
     for candidate in (key, key.lower(), ALIASES.get(key.lower(), key.lower())):
         try:
             algorithm = catalogue.find(candidate)
@@ -243,8 +236,6 @@ def resolve(name: str, c: Collective) -> Algorithm:
             continue
         if c.op in algorithm.ops:
             return algorithm
-        if c.op == Op.HCCL_CMD_ALLREDUCE and algorithm.name == "mesh":
-            return FULLMESH_ALLREDUCE
         raise ValueError(f"bench: algorithm {name!r} does not run {c.name} "
                          f"(it runs {', '.join(sorted(dispatch.op_name(o) for o in algorithm.ops))})")
     known = sorted({a.name for a in catalogue.CATALOGUE} | set(ALIASES))
@@ -607,4 +598,4 @@ def _main(args, out, err) -> int:
 
 
 __all__ = ["main", "run_point", "Setup", "Point", "COLLECTIVES", "find_collective", "resolve", "parse_algo",
-           "parse_size", "FULLMESH_ALLREDUCE"]
+           "parse_size"]
