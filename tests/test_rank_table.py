@@ -217,3 +217,22 @@ def test_a3_super_pods_listed_apart_are_refused():
     pyhcomm.set_product("Atlas A3")
     with pytest.raises(ValueError, match="the servers of super pod 0 are not listed together"):
         RankTable.from_json(_pods_apart())
+
+
+@pytest.mark.timeout(60)
+def test_a_rank_table_file_is_parsed_once_per_content(tmp_path, monkeypatch):
+    """Every rank of a cluster passes the same file: it is parsed once (a parse per rank made a
+    4096-rank init quadratic); a file rewritten with other servers is parsed again."""
+    parsed = []
+    real = RankTable.from_json.__func__
+    monkeypatch.setattr(RankTable, "from_json", classmethod(lambda cls, data: parsed.append(1) or real(cls, data)))
+    path = tmp_path / "rt.json"
+    path.write_text(json.dumps(TWO_SERVERS))
+    first = pyhcomm.launch(lambda comm: protocols(comm, 0, 2), 4, product="Atlas 800T A2", rank_table=str(path))
+    assert len(parsed) == 1
+    one_server = {"server_list": [{"server_id": "a", "device": [
+        {"device_id": str(k), "rank_id": str(k)} for k in range(4)]}]}
+    path.write_text(json.dumps(one_server))
+    second = pyhcomm.launch(lambda comm: protocols(comm, 0, 2), 4, product="Atlas 800T A2", rank_table=str(path))
+    assert len(parsed) == 2
+    assert first[0] == [COMM_PROTOCOL_ROCE] and COMM_PROTOCOL_HCCS in second[0]

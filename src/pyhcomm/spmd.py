@@ -366,7 +366,8 @@ class _Barrier:
     def wait(self) -> None:
         w = self.world
         sched = w.sim.scheduler
-        sched.settle(self.arrivals)
+        if self.broken or w.finished == len(w.ranks):
+            sched.settle(self.arrivals)      # (only the last arrival opens it: one scan of the waiters, not one per rank)
         sched.run_until(lambda: self.broken or w.finished == len(w.ranks), self.timeout, "launch barrier",
                         (self.arrivals,), detect_stuck=False)
 

@@ -83,6 +83,9 @@ class Layout:
             local.setdefault(self.server_of[r], set()).add(getattr(pl, "local", self.pos[r]))
         #: every server's ranks are whole pairs of dies (devices 2k, 2k+1: one SIO link each), four or more
         self.paired = all(len(ds) >= 4 and all(x ^ 1 in ds for x in ds) for ds in local.values())
+        #: the most ranks in one server; every server holds as many ranks, every super pod as many servers
+        self.per_server = max((len(s) for s in self.servers), default=0)
+        self.symmetric = len({len(s) for s in self.servers}) <= 1 and len({len(p) for p in self.pods}) <= 1
 
     @classmethod
     def regular(cls, servers: int, per_server: int, super_pods: int = 1) -> "Layout":
@@ -94,10 +97,6 @@ class Layout:
                 self.server, self.super_pod = server, server // per_pod
         return cls([_P(r // per_server) for r in range(servers * per_server)])
 
-    @property
-    def symmetric(self) -> bool:
-        """Every server holds as many ranks, every super pod as many servers."""
-        return len({len(s) for s in self.servers}) <= 1 and len({len(p) for p in self.pods}) <= 1
 
 
 _LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -155,7 +154,7 @@ class Topology:
 
     @property
     def per_server(self) -> int:
-        return max((len(s) for s in self.layout.servers), default=0)
+        return self.layout.per_server
 
     @property
     def super_pods(self) -> int:

@@ -215,7 +215,7 @@ def probe_peers(level: Level, core: str, call) -> list:
         red = Red(call.data_type if call.data_type is not None else 4, call.reduce_op or 0,
                   DATA_TYPE_SIZE.get(call.data_type, 4) if call.data_type is not None else 4)
         n -= n % red.elem
-        slices = [seg(i * n, n) for i in range(p)]
+        slices = [seg(i * n, n) for i in range(p)] if core in ("rs", "ag", "scatter") else None
         root = call.root or 0
         if core == "ar":
             level.ar(g, seg(0, n), red, 0)

@@ -6,6 +6,7 @@ joined, or ``HCCL_CONNECT_TIMEOUT`` seconds (default 120) pass.
 """
 from __future__ import annotations
 
+import json
 import os
 import struct
 import zlib
@@ -212,16 +213,30 @@ def init_cluster_info(cluster_info, rank: int, settings=None, api: str = "HcclCo
     path = os.path.abspath(str(cluster_info))
     if not os.path.isfile(path):
         raise hccl_error(HcclResult.HCCL_E_OPEN_FILE_FAILURE, api, f"cannot open rank table {cluster_info!r}")
-    try:
-        table = topology.RankTable.from_json(path)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise para(api, f"rank table {cluster_info!r} is malformed: {exc}") from None
+    table = _read_rank_table(path, cluster_info, api)
     sim = _sim()
     with sim.lock:
         world = named_world(("rank table", path), table.nranks)
         if world.rank_table is None:
             world.rank_table = table
     return _join(world, table.nranks, rank, api, settings, wait=wait)
+
+
+def _read_rank_table(path: str, cluster_info, api: str):
+    """The rank table in the file ``path``, parsed once per content and Sim (every rank of a
+    cluster reads the file: parsing it per rank made a 4096-rank init quadratic)."""
+    with open(path, "rb") as f:
+        text = f.read()
+    cache = hccl_state().rank_tables
+    key = (text, topology.devices_per_server())
+    table = cache.get(key)
+    if table is None:
+        try:
+            table = topology.RankTable.from_json(json.loads(text))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise para(api, f"rank table {cluster_info!r} is malformed: {exc}") from None
+        cache[key] = table
+    return table
 
 
 def _join(world: World, nranks: int, rank: int, api: str, settings=None, device=None,

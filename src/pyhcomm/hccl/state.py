@@ -16,6 +16,9 @@ class HcclState(LayerState):
     sym_windows: dict = field(default_factory=dict)
     #: process-wide HCCL settings (``HcclSetConfig``: HcclConfig -> value)
     settings: dict = field(default_factory=dict)
+    #: (the rank-table file's bytes, devices per server) -> its parsed RankTable: every rank of a
+    #: cluster reads the same file, parsed once (HcclCommInitClusterInfo)
+    rank_tables: dict = field(default_factory=dict)
 
     def release_device(self, sim, device_id: int) -> None:
         """Destroy the communicators on ``device_id`` (its reset or ``aclFinalize``)."""

@@ -60,7 +60,7 @@ class Coords:
             raise not_support("collective", "a hierarchical algorithm needs as many ranks in every server "
                               "(and as many servers in every super pod)")
         self.k = k
-        self.of, self.at, self._blocks = {}, {}, {}
+        self.of, self.at, self._blocks, self._groups = {}, {}, {}, {}
         for r, s in layout.server_of.items():
             c = (layout.pos[r], s) if k == 2 else (layout.pos[r], layout.spos[s], layout.pod_of[s])
             self.of[r], self.at[c] = c, r
@@ -68,9 +68,15 @@ class Coords:
         self.sizes = (len(layout.servers[0]), ns) if k == 2 else \
             (len(layout.servers[0]), len(layout.pods[0]), len(layout.pods))
 
-    def group(self, i: int, c) -> list:
-        """The ranks that share ``c`` but at level ``i``, by their ``c_i``."""
-        return [self.at[c[:i] + (x,) + c[i + 1:]] for x in range(self.sizes[i])]
+    def group(self, i: int, c) -> tuple:
+        """The ranks that share ``c`` but at level ``i``, by their ``c_i`` (made once per group:
+        every rank of a 4096-rank hierarchy asks for its groups)."""
+        c = tuple(c)
+        key = (i, c[:i] + c[i + 1:])
+        got = self._groups.get(key)
+        if got is None:
+            got = self._groups[key] = tuple(self.at[c[:i] + (x,) + c[i + 1:]] for x in range(self.sizes[i]))
+        return got
 
     def block(self, i: int, c) -> list:
         """The ranks under level ``i`` that share ``c`` at levels ``i`` and up (a server at 1, a pod at 2)."""
