@@ -22,7 +22,7 @@ import pyhcomm
 from pyhcomm import acl
 from pyhcomm.collectives import algorithms, dispatch, selector
 from pyhcomm.collectives.algorithm import (AI_CPU, ARGUMENTS, HOST, Algorithm, Call, Exchange, Implementation, Local,
-                                           MeshPass, Op, RingStep, Topology, every_rank)
+                                           MeshPass, Op, Program, RingStep, Topology, every_rank)
 from pyhcomm.collectives.patterns import ACK, DATA, pull, record, wait
 from pyhcomm.config import Config
 from pyhcomm.hcomm.local import local_copy
@@ -225,6 +225,12 @@ def _expected(steps, nranks) -> list:
                     out[r][("Write", n)] += 1
                 for n in step.locals[r]:
                     out[r][(kind[step.after], n)] += 1
+            elif isinstance(step, Program):
+                for task in step.ranks[r]:
+                    if task[0] in ("write", "read"):
+                        out[r][(task[0].capitalize(), task[3])] += 1
+                    elif task[0] == "local":
+                        out[r][(kind[task[2]], task[3])] += 1
     return out
 
 
@@ -240,14 +246,15 @@ def test_a_schedule_declares_the_copies_reduces_and_writes_its_implementation_is
         send, _ = acl.rt.malloc(max(nbytes * n, 4), 0)
         recv, _ = acl.rt.malloc(max(nbytes * n, 4), 0)
         stream, _ = acl.rt.create_stream()
-        dispatch.run_algorithm("case", h, stream, algorithm, dispatch.describe(h, op, nbytes),
+        rooted = op in (Op.HCCL_CMD_BROADCAST, Op.HCCL_CMD_REDUCE, Op.HCCL_CMD_SCATTER)
+        dispatch.run_algorithm("case", h, stream, algorithm, dispatch.describe(h, op, nbytes, root=0 if rooted else None),
                                arguments(op, n, send, recv, nbytes))
         acl.rt.synchronize_stream(stream)
 
     pyhcomm.launch(body, nranks, sim=sim)
     got = [collections.Counter() for _ in range(nranks)]
     for e in sim.record.events():
-        if e.kind in ("LocalCopy", "LocalReduce", "Write"):
+        if e.kind in ("LocalCopy", "LocalReduce", "Write", "Read"):
             got[e.rank][(e.kind, e.nbytes)] += 1
     schedule = algorithms.find(algorithm).implementation(op).schedule
     assert got == _expected(schedule(nranks, nbytes, ccl, 4), nranks)

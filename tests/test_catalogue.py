@@ -7,7 +7,6 @@ CI runs a representative subset (each implementation at one rank count, each lev
 a hierarchy on one topology); ``--slow`` runs the whole matrix: 2..16 ranks, both topologies,
 every product HCCL runs the algorithm on, and the closed forms at 2..64 ranks.
 """
-import itertools
 
 import pytest
 
@@ -179,13 +178,38 @@ def test_the_selected_algorithms_through_the_c_tier(product, nranks, per):
 
 
 # -- the closed forms from 2 to 64 ranks --------------------------------------------------------------------------
+FLAT_RANKS = (2, 3, 4, 5, 7, 8, 12, 16, 31, 64)
+#: More topologies for the algorithms that run between servers: (ranks, ranks a server)
+MORE_SERVERS = [(32, 4), (64, 8)]
+
+
+def closed_form_cases():
+    """(product, algorithm, op, [(ranks, ranks a server, ranks a super pod), ...]): every
+    implementation with a schedule on every product HCCL runs it on (and Atlas A2 and A3), flat
+    from 2 to 64 ranks or, between servers, on the topologies above; every hierarchy on two and
+    four servers (or super pods) and on 64 ranks."""
+    out = []
+    for a in algorithms.CATALOGUE:
+        for i in a.implementations:
+            if i.schedule is None:
+                continue
+            tops = [(n, per, 0) for n, per in SERVERS[a.name] + MORE_SERVERS] if a.name in SERVERS \
+                else [(n, 0, 0) for n in FLAT_RANKS]
+            for product in sorted(set(PRODUCTS[a.name]) | {A2, A3}):
+                out.append((product, a.name, i.op, tops))
+    for product, name, listed in HIERARCHIES:
+        levels = name.count(";") + 1
+        tops = [PODS[2], PODS[4], (64, 4, 16)] if levels == 3 else \
+            [(8, 4, 0), (16, 4, 0), (64, 16, 0)] if product == A3 else [TWO_SERVERS, FOUR_SERVERS, (64, 8, 0)]
+        out += [(product, name, op, tops) for op in listed if op in algorithms.find(name).ops]
+    return out
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("algorithm,op", [(a.name, i.op) for a in algorithms.CATALOGUE for i in a.implementations
-                                          if i.schedule is not None],
-                         ids=[f"{a.name}-{Op(i.op).name[9:]}" for a in algorithms.CATALOGUE for i in a.implementations
-                              if i.schedule is not None])
-def test_every_schedule_within_5_percent_of_the_replay_from_2_to_64_ranks(algorithm, op):
+@pytest.mark.parametrize("product,algorithm,op,tops", closed_form_cases(),
+                         ids=[f"{p[6:]}-{a}-{Op(o).name[9:]}" for p, a, o, _t in closed_form_cases()])
+def test_every_closed_form_within_5_percent_of_the_replay_from_2_to_64_ranks(product, algorithm, op, tops):
     from timing_cases import modeled
-    for nranks, product in itertools.product((2, 3, 4, 5, 7, 8, 12, 16, 31, 64), (A2, A3)):
-        seconds, closed, _tl = modeled(product, (algorithm, op), nranks, 64 << 10)
-        assert seconds == pytest.approx(closed, rel=0.05), (nranks, product, seconds, closed)
+    for nranks, per, pod in tops:
+        seconds, closed, _tl = modeled(product, (algorithm, op), nranks, 64 << 10, per_server=per, pod=pod)
+        assert seconds == pytest.approx(closed, rel=0.05), (nranks, per, pod, seconds, closed)

@@ -31,6 +31,8 @@ NAMED = {"ring_allgather": ("ring", AG), "ring_reduce_scatter": ("ring", RS), "r
 ALGORITHMS = tuple(NAMED)
 #: Every implementation of the catalogue that has a closed form.
 WITH_SCHEDULE = tuple((a.name, i.op) for a in CATALOGUE for i in a.implementations if i.schedule is not None)
+#: The algorithms that run between servers only: ranks a server to run them on (of 8 ranks).
+SERVERS = {"pipeline": 4, "ahc": 4, "ahc_broke": 4}
 
 
 @buffer_parts(lambda n: 2 * n)
@@ -95,9 +97,11 @@ def _body(case, nbytes):
     return body
 
 
-def modeled(product: str, case, nranks: int, nbytes: int, model=None):
-    """``(modeled seconds of the call(s), closed-form seconds, timeline)``."""
-    config = Config.from_env().with_values(devices_per_server=max(nranks, 16), super_pod_size=max(nranks, 768),
+def modeled(product: str, case, nranks: int, nbytes: int, model=None, per_server: int = 0, pod: int = 0):
+    """``(modeled seconds of the call(s), closed-form seconds, timeline)``; ``per_server``,
+    ``pod``: devices a server and a super pod (0: every rank in one server, one pod)."""
+    config = Config.from_env().with_values(devices_per_server=per_server or max(nranks, 16),
+                                           super_pod_size=pod or max(nranks, 768),
                                            record_capacity=0)     # a replay needs the whole record
     sim = pyhcomm.Sim(config, product=product, data=False)
     pyhcomm.launch(_body(case, nbytes), nranks, sim=sim)
@@ -111,5 +115,28 @@ def modeled(product: str, case, nranks: int, nbytes: int, model=None):
     if what is None:
         closed = cf.mesh_allreduce(m, nranks, nbytes, link, sharing, device)
     else:
-        closed = cf.predict(what[0], what[1], m, nranks, nbytes, link, sharing, device)
+        closed = cf.predict(what[0], what[1], m, nranks, nbytes, link, sharing, device,
+                            per_server=per_server or None, per_pod=pod or None, route=route(sim, m, nranks))
     return seconds, closed, tl
+
+
+def route(sim, m, nranks: int):
+    """``route(src, dst)`` of the closed forms (:func:`pyhcomm.timing.closed_form.evaluate`):
+    the link and resources of the protocol a collective's channel between two ranks of ``sim``
+    takes (rank ``r`` on device ``r``, placed by the Sim's configuration)."""
+    from pyhcomm import sim as sim_mod, topology
+    from pyhcomm.hcomm.resources import engines
+    token = sim_mod.enter(sim)
+    try:
+        order = engines.collective_engine().channels.collective
+        family = sim.runtime.product.family
+        table = {}
+        for src in range(nranks):
+            for dst in range(nranks):
+                have = set(topology.protocols_between(src, dst))
+                protocol = next((p for p in order if p in have), None)
+                if protocol is not None:
+                    table[(src, dst)] = (m.link(protocol), topology.link_resources(family, protocol, src, dst))
+    finally:
+        sim_mod.leave(token)
+    return lambda src, dst: table[(src, dst)]

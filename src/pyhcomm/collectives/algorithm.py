@@ -249,9 +249,8 @@ class Level:
       ``reduce(g, seg, root, red, land)`` (``seg`` modifiable work space; the result on the root).
 
     ``slaves(nranks)``: the slave threads it runs on (the ranks it talks to are its steps'
-    own: :func:`.drive.probe_peers`); ``land_per_byte(nranks)``: landing bytes it needs per byte of the vector;
-    ``schedules``: its steps (one thread, the same count on every rank) give every collective it
-    drives a schedule (:func:`.drive.schedule_of`)."""
+    own: :func:`.drive.probe_peers`); ``land_per_byte(nranks)``: landing bytes it needs per byte of the vector.
+    Its steps give every collective it drives a schedule (:func:`.drive.schedule_of`)."""
 
     name: str
     rs: Optional[Callable] = None
@@ -263,7 +262,6 @@ class Level:
     reduce: Optional[Callable] = None
     slaves: Callable = one_thread
     land_per_byte: Callable = lambda nranks: 1.0
-    schedules: bool = False     # its steps run on the main thread and line up: a schedule per collective
 
 
 @dataclass(frozen=True)
@@ -356,6 +354,26 @@ class Exchange:
     writes: tuple
     locals: tuple
     after: str = "copy"
+
+
+@dataclass(frozen=True)
+class Program:
+    """Every rank's tasks in the order its program issues them, on any of its threads: the
+    schedule of a collective whose steps run on several threads, or differ between the ranks
+    (:func:`.drive.probe_schedule`). ``ranks[r]`` is rank ``r``'s tasks, each a tuple:
+
+    * ``("rec", t, q, idx)``: thread ``t`` records rank ``q``'s channel notify ``idx``;
+      ``("wait", t, q, idx)``: thread ``t`` waits for its notify ``idx`` of the channel to ``q``
+      (the ``k``-th wait for ``(q, idx)`` consumes ``q``'s ``k``-th record of it);
+    * ``("trec", t, u, idx)``: thread ``t`` records thread ``u``'s notify ``idx`` (same rank);
+      ``("twait", t, idx)``: thread ``t`` waits for its own notify ``idx``;
+    * ``("write", t, q, n)`` / ``("read", t, q, n)``: ``n`` bytes to / from rank ``q``;
+    * ``("local", t, what, n)``: a ``LocalCopy`` (``what == "copy"``) or ``LocalReduce``
+      (``"reduce"``) of ``n`` bytes.
+
+    Threads are numbers: 0 the main thread, 1.. its slaves."""
+
+    ranks: tuple
 
 
 #: The smallest slot the HCCL buffer is cut into (EX05 aligns slots to 128 bytes).

@@ -14,9 +14,8 @@ a peer reads straight into its user buffer.
 """
 from __future__ import annotations
 
-from ..hcomm.local import local_copy
 from .context import buffer_parts, chunk_bytes
-from .patterns import ACK, DATA, pull, record, wait
+from .patterns import ACK, DATA, copy_task, pull, record, wait
 
 
 @buffer_parts(lambda n: 1)
@@ -32,7 +31,7 @@ def broadcast(ctx, buf: int, nbytes: int, root: int) -> None:
     for done in range(0, nbytes, chunk):
         cur = min(chunk, nbytes - done)
         if me == root:
-            local_copy(t, ctx.ccl, buf + done, cur)
+            copy_task(t, ctx.ccl, buf + done, cur)
             for p in peers:
                 record(t, ctx.channel(p), ACK)
             for p in peers:

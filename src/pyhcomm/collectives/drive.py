@@ -20,9 +20,10 @@ from __future__ import annotations
 from ..enums import DATA_TYPE_SIZE
 from ..errors import HcclResult, hccl_error
 from ..sim import current_sim as _sim
-from .algorithm import MIN_SLOT, Exchange, Implementation, Layout, Level, Op
+from ..topology import CommProtocol, RankPlace
+from .algorithm import MIN_SLOT, Call, Exchange, Implementation, Layout, Level, Op, Program, Topology
 from .context import MAX_SLAVES, buffer_parts
-from .patterns import PROBE, Probe
+from .patterns import ACK, DATA, PROBE, Probe
 from .segments import Group, Red, concat, copy, copy_into, seg, whole
 
 SLACK = 4 * MIN_SLOT
@@ -263,13 +264,15 @@ def _fake_args(op, p: int, nbytes: int, elem: int) -> tuple:
 
 
 class _ScheduleProbe:
-    """A rank of a flat communicator as :func:`probe_schedule` sees it (one server)."""
+    """A rank of a communicator as :func:`probe_schedule` sees it: ``nranks`` ranks in servers of
+    ``per_server`` (one server when None), ``nslaves`` slave threads (1 ..), channels that are
+    the peers' ranks."""
 
-    def __init__(self, rank: int, nranks: int, ccl_size: int):
+    def __init__(self, rank: int, nranks: int, ccl_size: int, nslaves: int, layout: Layout):
         self.rank, self.nranks = rank, nranks
-        self.main, self.slaves = 0, list(range(1, MAX_SLAVES + 1))
+        self.main, self.slaves = 0, list(range(1, nslaves + 1))
         self.ccl, self.ccl_size = _CCL, ccl_size
-        self.layout = Layout.regular(1, nranks)
+        self.layout = layout
 
     def channel(self, q):
         return q
@@ -277,25 +280,46 @@ class _ScheduleProbe:
     def peer_ccl(self, q):
         return _CCL
 
+    def protocol(self, q):
+        """HCCS inside a server, RoCE between servers (what a flat product's collectives use)."""
+        same = self.layout.server_of[q] == self.layout.server_of[self.rank]
+        return CommProtocol.COMM_PROTOCOL_HCCS if same else CommProtocol.COMM_PROTOCOL_ROCE
 
-def probe_schedule(issue, op, nranks: int, nbytes: int, ccl: int, elem: int = 4):
-    """The steps ``issue`` (an issue function of one thread: the main thread) takes on every rank
-    of a flat communicator, as :class:`~.algorithm.Exchange` steps aligned by index: each rank's
-    steps are looked at with :data:`.patterns.PROBE` set (nothing is issued). ``ValueError`` when a
-    step runs on another thread or the ranks' steps do not line up (no schedule for that call)."""
+
+def probe_schedule(issue, op, nranks: int, nbytes: int, ccl: int, elem: int = 4, slaves=None,
+                   per_server: int | None = None, per_pod: int | None = None):
+    """The steps ``issue`` (an issue function) takes on every rank of a communicator of
+    ``nranks`` ranks (servers of ``per_server`` ranks, super pods of ``per_pod``; one server, one
+    pod when None), each rank's looked at
+    with :data:`.patterns.PROBE` set (nothing is issued) and ``slaves(call)`` slave threads (at
+    most :data:`MAX_SLAVES`; none when None). Where every step runs on the main thread and the
+    ranks' steps line up on one server, :class:`~.algorithm.Exchange` steps aligned by index;
+    otherwise one :class:`~.algorithm.Program` of every rank's tasks."""
+    per = per_server or nranks
+    layout = Layout([RankPlace(r // per, r % per, r // per_pod if per_pod else 0, r) for r in range(nranks)])
+    topology = Topology.of(layout)
     per_rank = []
     for r in range(nranks):
+        call = Call(op, nranks, nbytes, rank=r, topology=topology, root=0)
+        nslaves = min(MAX_SLAVES, slaves(call)) if slaves is not None else 0
         probe = Probe(events=True)
         token = PROBE.set(probe)
         try:
-            issue(_ScheduleProbe(r, nranks, ccl), *_fake_args(op, nranks, nbytes, elem))
+            issue(_ScheduleProbe(r, nranks, ccl, nslaves, layout), *_fake_args(op, nranks, nbytes, elem))
         finally:
             PROBE.reset(token)
         per_rank.append(probe.events)
-    if any(ev[1] != 0 for events in per_rank for ev in events):
-        raise ValueError(f"{getattr(issue, '__name__', issue)}: steps on slave threads have no schedule")
+    steps = _aligned(per_rank, nranks) if len(layout.servers) == 1 else None   # (Exchange steps: one kind of link)
+    return steps if steps is not None else [Program(tuple(_tasks(events) for events in per_rank))]
+
+
+def _aligned(per_rank, nranks: int):
+    """The ranks' events as :class:`~.algorithm.Exchange` steps (None: some run on another thread
+    than the main one, or are no exchange or local step, or do not line up between the ranks)."""
+    if any(ev[0] not in ("exchange", "local") or ev[1] != 0 for events in per_rank for ev in events):
+        return None
     if len({len(events) for events in per_rank}) > 1:
-        raise ValueError(f"{getattr(issue, '__name__', issue)}: the ranks' steps do not line up")
+        return None
     steps = []
     for i in range(len(per_rank[0])):
         at = [events[i] for events in per_rank]
@@ -303,7 +327,7 @@ def probe_schedule(issue, op, nranks: int, nbytes: int, ccl: int, elem: int = 4)
         afters = {ev[6] if ev[0] == "exchange" else ev[2] for ev in at
                   if (ev[5] if ev[0] == "exchange" else ev[3])}
         if len(kinds) > 1 or len(afters) > 1:
-            raise ValueError(f"{getattr(issue, '__name__', issue)}: step {i} differs between the ranks")
+            return None
         after = afters.pop() if afters else "copy"
         if kinds == {"local"}:
             steps.append(Exchange((-1,) * nranks, (-1,) * nranks, ((),) * nranks,
@@ -314,27 +338,53 @@ def probe_schedule(issue, op, nranks: int, nbytes: int, ccl: int, elem: int = 4)
     return steps
 
 
-def schedule_of(issue, op):
-    """The ``schedule(nranks, nbytes, ccl, elem)`` of an issue function (:func:`probe_schedule`)."""
-    def schedule(nranks: int, nbytes: int, ccl: int, elem: int = 4):
-        return iter(probe_schedule(issue, op, nranks, nbytes, ccl, elem))
+def _tasks(events) -> tuple:
+    """One rank's probe events as :class:`~.algorithm.Program` tasks: an exchange as the tasks
+    :func:`.segments.exchange` issues, a local step as one task per piece."""
+    out = []
+    for ev in events:
+        kind, t = ev[0], ev[1]
+        if kind == "exchange":
+            _k, t, to, frm, sent, got, after = ev
+            if frm >= 0:
+                out.append(("rec", t, frm, ACK))
+            if to >= 0:
+                out.append(("wait", t, to, ACK))
+                out.extend(("write", t, to, n) for n in sent)
+                out.append(("rec", t, to, DATA))
+            if frm >= 0:
+                out.append(("wait", t, frm, DATA))
+                out.extend(("local", t, after, n) for n in got)
+        elif kind == "local":
+            out.extend(("local", t, ev[2], n) for n in ev[3])
+        else:
+            out.append(ev)
+    return tuple(out)
+
+
+def schedule_of(issue, op, slaves=None):
+    """The ``schedule(nranks, nbytes, ccl, elem, per_server=None, per_pod=None)`` of an issue
+    function run with ``slaves(call)`` slave threads (:func:`probe_schedule`)."""
+    def schedule(nranks: int, nbytes: int, ccl: int, elem: int = 4, per_server: int | None = None,
+                 per_pod: int | None = None):
+        return iter(probe_schedule(issue, op, nranks, nbytes, ccl, elem, slaves, per_server, per_pod))
     return schedule
 
 
-def implementations(level: Level, ops=None, schedules=None) -> tuple:
+def implementations(level: Level, ops=None, schedules=None, slaves_of=None) -> tuple:
     """The :class:`~.algorithm.Implementation` of every collective of ``ops`` (default: every one
-    the level has a core for) driven by ``level``; ``schedules``: op -> schedule (default, for a
-    level whose steps all run on the main thread and line up between the ranks: the steps of its
-    issue function, :func:`schedule_of`). Its peers are the ranks its steps name (:func:`probe_peers`)."""
+    the level has a core for) driven by ``level``; ``schedules``: op -> schedule (default: the
+    steps of its issue function, :func:`schedule_of`); ``slaves_of(call)``: the slave threads it
+    asks for (default: the level's ``slaves(nranks)``). Its peers are the ranks its steps name
+    (:func:`probe_peers`)."""
     schedules = schedules or {}
     out = []
     for op, (core, driver) in DRIVERS.items():
         if getattr(level, core) is None or (ops is not None and op not in ops):
             continue
         issue = driver(level)
-        schedule = schedules.get(op)
-        if schedule is None and level.schedules:
-            schedule = schedule_of(issue, op)
-        out.append(Implementation(op, issue, slaves=lambda call, lv=level: lv.slaves(call.nranks),
-                                  peers=lambda call, lv=level, c=core: probe_peers(lv, c, call), schedule=schedule))
+        slaves = (lambda call, lv=level: lv.slaves(call.nranks)) if slaves_of is None else slaves_of
+        out.append(Implementation(op, issue, slaves=slaves,
+                                  peers=lambda call, lv=level, c=core: probe_peers(lv, c, call),
+                                  schedule=schedules.get(op) or schedule_of(issue, op, slaves)))
     return tuple(out)

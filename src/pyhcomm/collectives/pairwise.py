@@ -49,7 +49,7 @@ from __future__ import annotations
 from ..hcomm import channel_ops as _ch
 from ..hcomm.local import local_copy
 from .context import buffer_parts, chunk_bytes
-from .patterns import ACK, DATA, mesh, mesh_exchange, record, wait
+from .patterns import ACK, DATA, copy_task, mesh, mesh_exchange, record, wait
 
 
 def loops(rounds, slot: int) -> list[tuple]:
@@ -80,7 +80,7 @@ def exchange(ctx, plan: dict, local=None) -> None:
     the main thread first."""
     n, me = ctx.nranks, ctx.rank
     if local is not None and local[2] and local[0] != local[1]:
-        local_copy(ctx.main, *local)
+        copy_task(ctx.main, *local)
     if n == 1 or not plan:
         return
 
@@ -88,10 +88,10 @@ def exchange(ctx, plan: dict, local=None) -> None:
         src, spiece, dst, rpiece = piece
         out_slot, in_slot = ctx.ccl + slot * p, ctx.ccl + slot * (n + p)
         if spiece:
-            local_copy(t, out_slot, src, spiece)
+            copy_task(t, out_slot, src, spiece)
         mesh_exchange(t, ctx.channel(p), ctx.peer_ccl(p) + slot * (n + me), out_slot, spiece)
         if rpiece:
-            local_copy(t, dst, in_slot, rpiece)
+            copy_task(t, dst, in_slot, rpiece)
 
     _run_loops(ctx, plan, 2 * n, step)
 

@@ -23,9 +23,12 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
+from ..enums import DATA_TYPE_SIZE
 from ..errors import para
 from ..hcomm import channel_ops as _ch
 from ..hcomm import notify as _notify
+from ..hcomm.local import local_copy
+from ..hcomm.reduce import hccl_reduce
 
 ACK, DATA, FIN = 0, 1, 2
 WAIT_TIMEOUT = 1836
@@ -46,29 +49,68 @@ class Probe:
 PROBE: ContextVar = ContextVar("pyhcomm_collective_probe", default=None)
 
 
+def noted(*events) -> bool:
+    """In a probe (:data:`PROBE`): note ``events`` (tasks as :class:`~.algorithm.Program` lists
+    them; in a probe context a channel is its peer's rank) and return True: the caller issues
+    nothing. False outside a probe."""
+    probe = PROBE.get()
+    if probe is None:
+        return False
+    for ev in events:
+        if ev[0] in ("rec", "wait", "write", "read"):
+            probe.peers.add(ev[2])
+    if probe.events is not None:
+        probe.events.extend(events)
+    return True
+
+
 # -- channel notifies -----------------------------------------------------------------------------
 def record(t: int, ch: int, idx: int) -> None:
     """Record the peer's channel notify ``idx`` on thread ``t``."""
-    _ch.notify_record(t, ch, idx)
+    if not noted(("rec", t, ch, idx)):
+        _ch.notify_record(t, ch, idx)
 
 
 def wait(t: int, ch: int, idx: int) -> None:
     """Wait on thread ``t`` for this end's channel notify ``idx``."""
-    _ch.notify_wait(t, ch, idx, WAIT_TIMEOUT)
+    if not noted(("wait", t, ch, idx)):
+        _ch.notify_wait(t, ch, idx, WAIT_TIMEOUT)
+
+
+def read(t: int, ch: int, dst: int, src: int, nbytes: int) -> None:
+    """Read ``nbytes`` from the peer on ``ch`` on thread ``t``."""
+    if not noted(("read", t, ch, nbytes)):
+        _ch.read(t, ch, dst, src, nbytes)
+
+
+def copy_task(t: int, dst: int, src: int, nbytes: int) -> None:
+    """One ``LocalCopy`` task of ``nbytes`` on thread ``t`` (issued as given, even of 0 bytes)."""
+    if not noted(("local", t, "copy", [nbytes])):
+        local_copy(t, dst, src, nbytes)
+
+
+def reduce_task(t: int, dst: int, src: int, count: int, data_type: int, op: int) -> None:
+    """One ``LocalReduce`` task of ``count`` elements on thread ``t``."""
+    if not noted(("local", t, "reduce", [count * DATA_TYPE_SIZE[data_type]])):
+        hccl_reduce(t, dst, src, count, data_type, op)
 
 
 # (grant, push and land call the channel operations directly rather than through record/wait:
 # every collective's steps go through them.)
 def grant(t: int, ch: int) -> None:
     """Tell the peer on ``ch`` that this rank's slot for it is free (record its ACK)."""
-    _ch.notify_record(t, ch, ACK)
+    if not noted(("rec", t, ch, ACK)):
+        _ch.notify_record(t, ch, ACK)
 
 
 def push(t: int, ch: int, write=None) -> None:
     """Wait until the peer's slot is free, ``write = (dst, src, nbytes)`` into it (nothing when
     None or empty), tell the peer it landed (record its DATA)."""
+    moves = write is not None and write[2]
+    if noted(("wait", t, ch, ACK), *((("write", t, ch, write[2]),) if moves else ()), ("rec", t, ch, DATA)):
+        return
     _ch.notify_wait(t, ch, ACK, WAIT_TIMEOUT)
-    if write is not None and write[2]:
+    if moves:
         _ch.write(t, ch, *write)
     _ch.notify_record(t, ch, DATA)
 
@@ -76,8 +118,11 @@ def push(t: int, ch: int, write=None) -> None:
 def land(t: int, ch: int, read=None) -> None:
     """Wait until the peer's data for this rank landed (own DATA); then ``read = (dst, src,
     nbytes)`` from the peer (nothing when None or empty)."""
+    moves = read is not None and read[2]
+    if noted(("wait", t, ch, DATA), *((("read", t, ch, read[2]),) if moves else ())):
+        return
     _ch.notify_wait(t, ch, DATA, WAIT_TIMEOUT)
-    if read is not None and read[2]:
+    if moves:
         _ch.read(t, ch, *read)
 
 
@@ -98,14 +143,14 @@ def pull(t: int, ch: int, dst: int, src: int, nbytes: int) -> None:
     """The receiving side of S2: wait until the peer staged (own ACK), ``Read(dst <- src)``, tell
     the peer it was read (record its DATA)."""
     wait(t, ch, ACK)
-    _ch.read(t, ch, dst, src, nbytes)
+    read(t, ch, dst, src, nbytes)
     record(t, ch, DATA)
 
 
 # -- main thread and slaves -------------------------------------------------------------------------
 def fan_out(main: int, slaves) -> None:
     """``main`` releases each of ``slaves`` (a slave waits for its notify 0)."""
-    if PROBE.get() is not None:
+    if noted(*(ev for s in slaves for ev in (("trec", main, s, 0), ("twait", s, 0)))):
         return
     for s in slaves:
         _notify.record(main, s, 0)
@@ -114,7 +159,7 @@ def fan_out(main: int, slaves) -> None:
 
 def fan_in(main: int, slaves) -> None:
     """Slave ``i`` of ``slaves`` records ``main``'s notify ``i``; ``main`` waits for all of them."""
-    if PROBE.get() is not None:
+    if noted(*(ev for i, s in enumerate(slaves) for ev in (("trec", s, main, i), ("twait", main, i)))):
         return
     for i, s in enumerate(slaves):
         _notify.record(s, main, i)

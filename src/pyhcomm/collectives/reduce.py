@@ -18,10 +18,8 @@ other ranks' ``recv`` is not touched (it may be NULL).
 from __future__ import annotations
 
 from ..enums import DATA_TYPE_SIZE
-from ..hcomm.local import local_copy
-from ..hcomm.reduce import hccl_reduce
 from .context import buffer_parts, chunk_bytes
-from .patterns import grant, land, push, mesh, ring_step
+from .patterns import copy_task, grant, land, push, mesh, reduce_task, ring_step
 
 
 @buffer_parts(lambda n: n)
@@ -34,7 +32,7 @@ def reduce_to_root(ctx, send: int, recv: int, count: int, data_type: int, op: in
     t = ctx.main
     if n == 1:
         if nbytes and recv != send:
-            local_copy(t, recv, send, nbytes)
+            copy_task(t, recv, send, nbytes)
         return
     slot = chunk_bytes(ctx, n) // size * size
     peers = [p for p in range(n) if p != root]
@@ -44,13 +42,13 @@ def reduce_to_root(ctx, send: int, recv: int, count: int, data_type: int, op: in
             push(t, ctx.channel(root), (ctx.peer_ccl(root) + slot * me, send + done, cur))
             continue
         if recv != send:
-            local_copy(t, recv + done, send + done, cur)
+            copy_task(t, recv + done, send + done, cur)
         for p in peers:
             grant(t, ctx.channel(p))
         for p in peers:
             land(t, ctx.channel(p))
         for p in peers:
-            hccl_reduce(t, recv + done, ctx.ccl + slot * p, cur // size, data_type, op)
+            reduce_task(t, recv + done, ctx.ccl + slot * p, cur // size, data_type, op)
 
 
 def barrier(ctx) -> None:

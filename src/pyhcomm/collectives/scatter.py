@@ -26,10 +26,9 @@ reading from it, so the next loop (or the next collective) may overwrite the HCC
 """
 from __future__ import annotations
 
-from ..hcomm.local import local_copy
 from ..topology import CommProtocol
 from .context import buffer_parts, chunk_bytes
-from .patterns import grant, land, push, ring_step
+from .patterns import copy_task, grant, land, push, ring_step
 
 ROCE = CommProtocol.COMM_PROTOCOL_ROCE
 
@@ -41,7 +40,7 @@ def scatter_ring(ctx, send: int, recv: int, nbytes: int, root: int) -> None:
     n, me = ctx.nranks, ctx.rank
     t = ctx.main
     if n == 1:
-        local_copy(t, recv, send, nbytes)
+        copy_task(t, recv, send, nbytes)
         return
     half = chunk_bytes(ctx, 2 * n) * n
     size = min(half // n, nbytes)  # slice stride per loop: small scatters stay packed
@@ -50,9 +49,9 @@ def scatter_ring(ctx, send: int, recv: int, nbytes: int, root: int) -> None:
         cur = min(size, nbytes - done)
         if me == root:  # stage this loop's piece of every slice in the input half
             for k in range(n):
-                local_copy(t, ring.input + k * size, send + k * nbytes + done, cur)
+                copy_task(t, ring.input + k * size, send + k * nbytes + done, cur)
         ring.run(size, cur)
-        local_copy(t, recv + done, ring.output + me * size, cur)
+        copy_task(t, recv + done, ring.output + me * size, cur)
 
 
 class _Ring:
@@ -76,7 +75,7 @@ class _Ring:
         off = lambda k: k * size  # noqa: E731
         if r == root:
             whole = (n - 1) * size + cur  # up to the end of the last slice
-            local_copy(t, self.output, self.input, whole)
+            copy_task(t, self.output, self.input, whole)
             for i in range(1, n):
                 pre = (root - i + n) % n
                 push(t, self.right, self._write(self.input + off(pre), off(pre), cur))

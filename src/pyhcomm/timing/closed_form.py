@@ -40,7 +40,7 @@ from itertools import chain
 
 import numpy as np
 
-from ..collectives.algorithm import Algorithm, Exchange, Local, MeshPass, Op, RingStep, slot_size
+from ..collectives.algorithm import Algorithm, Exchange, Local, MeshPass, Op, Program, RingStep, slot_size
 from ..collectives.algorithms import find
 
 #: The HCCL buffer (2 x HCCL_BUFFSIZE MB, 200 MB by default) as the collectives cut it.
@@ -52,26 +52,33 @@ AG, RS, AR = Op.HCCL_CMD_ALLGATHER, Op.HCCL_CMD_REDUCE_SCATTER, Op.HCCL_CMD_ALLR
 
 
 def predict(algorithm, op, m, nranks: int, nbytes: int, link, sharing: str = "pair", device_mode: bool = False,
-            ccl: int = DEFAULT_CCL, elem: int = 4, by_rank: bool = False) -> float:
+            ccl: int = DEFAULT_CCL, elem: int = 4, by_rank: bool = False, per_server: int | None = None,
+            per_pod: int | None = None, route=None) -> float:
     """The closed form of ``algorithm`` (an :class:`~pyhcomm.collectives.algorithm.Algorithm` or
     its name) running collective ``op`` (see the module docstring); ``device_mode``: AI CPU
-    orchestration (A3, 350), else host (A2); ``elem``: the element size of a reducing call.
-    ``ValueError`` when the implementation has no schedule."""
+    orchestration (A3, 350), else host (A2); ``elem``: the element size of a reducing call;
+    ``per_server``, ``per_pod``: the ranks of a server and of a super pod (one server, one pod when
+    None) and ``route`` the links between ranks (:func:`evaluate`). ``ValueError`` when the implementation has no schedule."""
     if not isinstance(algorithm, Algorithm):
         algorithm = find(algorithm)
     impl = algorithm.implementation(op)
     if impl.schedule is None:
         raise ValueError(f"no closed form for the {algorithm.name} {Op(op).name}: its descriptor has no schedule")
-    return evaluate(lambda: impl.schedule(nranks, nbytes, ccl, elem), m, nranks, link, sharing, device_mode,
-                    by_rank)
+    servers = {k: v for k, v in (("per_server", per_server), ("per_pod", per_pod)) if v is not None}
+    return evaluate(lambda: impl.schedule(nranks, nbytes, ccl, elem, **servers), m, nranks, link, sharing,
+                    device_mode, by_rank, route)
 
 
 def evaluate(schedule, m, nranks: int, link, sharing: str = "pair", device_mode: bool = False,
-             by_rank: bool = False) -> float:
+             by_rank: bool = False, route=None) -> float:
     """Seconds of the steps ``schedule()`` yields (a fresh iterator per call: some forms walk
-    them twice) on ``nranks`` ranks (see the module docstring for which form)."""
+    them twice) on ``nranks`` ranks (see the module docstring for which form); ``route(src,
+    dst)``: the ``(Link, resources)`` of a transfer between two ranks, for a :class:`Program`
+    whose ranks sit in several servers (default: ``link`` and ``sharing`` between every pair)."""
     mesh, uneven = False, False
     for step in schedule():
+        if isinstance(step, Program):
+            return _program_form(step, m, route or uniform_route(link, sharing), device_mode)
         if isinstance(step, MeshPass):
             mesh = True
         elif isinstance(step, Local):
@@ -481,6 +488,159 @@ def shared_finish(starts, works) -> list:
         left[order[k]] = works[order[k]]
         k += 1
     return done
+
+
+# -- any program: every rank's tasks on every thread ----------------------------------------------------
+def uniform_route(link, sharing: str):
+    """``route(src, dst)`` with ``link`` between every pair of ranks: a dedicated link per
+    directed pair (``sharing == "pair"``), or the source's egress and the destination's ingress
+    port (``"port"``)."""
+    def route(src: int, dst: int):
+        if sharing == "pair":
+            return link, (("link", src, dst),)
+        return link, (("out", src), ("in", dst))
+    return route
+
+
+#: Rounds of the contention fixed point (:func:`_program_form`) at most.
+SHARING_ROUNDS = 30
+
+
+def _program_form(prog: Program, m, route, device_mode: bool) -> float:
+    """A :class:`Program` (every rank's tasks on its threads), as a max-plus recurrence over the
+    tasks (:func:`_walk`): a task starts once its thread is free and its program issued it (host
+    orchestration: the ``k``-th entry of a rank ``k * host_submit`` after the call began; AI CPU:
+    after the kernel launch and its batch), ``dispatch`` later runs its body; a wait ends
+    ``notify_wait`` after its record arrived (a channel notify's record after the link's latency,
+    a thread notify's after ``notify_latency``); a write moves its bytes then pays the link's
+    latency (a read twice: request and data); a local copy or reduce moves its bytes on the
+    device's memory, then pays its fixed part.
+
+    Transfers and local tasks that overlap on a resource (a pair link, a port, a device's memory)
+    share its bandwidth: each round gives every flow the duration processor sharing gives it
+    among the flows of each of its resources (with the start times of the previous round), the
+    longest over its resources, until no duration changes (at most :data:`SHARING_ROUNDS`)."""
+    durations: dict = {}
+    for _round in range(SHARING_ROUNDS):
+        end, flows = _walk(prog, m, route, device_mode, durations)
+        shared = _shared_durations(flows)
+        if all(abs(shared[f] - durations.get(f, work)) <= 1e-12 for f, _b, work, _res in flows):
+            break
+        durations = shared
+    return end
+
+
+def _walk(prog: Program, m, route, device_mode: bool, durations: dict):
+    """One pass of :func:`_program_form`: ``(the call's seconds, flows)``, a flow ``(id, start of
+    its bytes, seconds alone, resources)``; ``durations``: a flow's seconds (default: alone)."""
+    d, nr, nw, nl = m.task_dispatch, m.notify_record, m.notify_wait, m.notify_latency
+    ranks = prog.ranks
+    p = len(ranks)
+    if device_mode:
+        head = m.task_dispatch + m.notify_wait          # the kernel's wait for the host's sync notify
+        ready = [_launch(m) + (len(tasks) + 2) * m.batch_submit + m.batch_fixed + head for tasks in ranks]
+    else:
+        ready = [0.0] * p
+    # the k-th record of a notify is consumed by its k-th wait
+    signal_of: list = []
+    for r, tasks in enumerate(ranks):
+        seen: dict = {}
+        keys = []
+        for t in tasks:
+            kind = t[0]
+            if kind == "rec":
+                key = ("c", r, t[2], t[3])
+            elif kind == "wait":
+                key = ("c", t[2], r, t[3])
+            elif kind == "trec":
+                key = ("t", r, t[2], t[3])
+            elif kind == "twait":
+                key = ("t", r, t[1], t[2])
+            else:
+                keys.append(None)
+                continue
+            side = (key, kind in ("rec", "trec"))
+            n = seen.get(side, 0)
+            seen[side] = n + 1
+            keys.append(key + (n,))
+        signal_of.append(keys)
+    queues = []        # per rank: thread -> [task indices], in program order
+    for tasks in ranks:
+        q: dict = {}
+        for k, t in enumerate(tasks):
+            q.setdefault(t[1], []).append(k)
+        queues.append(q)
+    arrived: dict = {}
+    free = [dict.fromkeys(q, ready[r]) for r, q in enumerate(queues)]
+    heads = [dict.fromkeys(q, 0) for q in queues]
+    flows = []
+    left = sum(len(tasks) for tasks in ranks)
+    while left:
+        moved = 0
+        for r in range(p):
+            tasks, keys, fr = ranks[r], signal_of[r], free[r]
+            issue = m.host_submit if not device_mode else 0.0
+            for thread, order in queues[r].items():
+                i = heads[r][thread]
+                while i < len(order):
+                    k = order[i]
+                    t = tasks[k]
+                    kind = t[0]
+                    if kind in ("wait", "twait") and keys[k] not in arrived:
+                        break
+                    start = max(fr[thread], k * issue) + d
+                    if kind == "rec" or kind == "trec":
+                        end = start + nr
+                        arrived[keys[k]] = end + (route(r, t[2])[0].latency if kind == "rec" else nl)
+                    elif kind == "wait" or kind == "twait":
+                        end = max(start, arrived[keys[k]]) + nw
+                    elif kind == "write" or kind == "read":
+                        src, dst = (r, t[2]) if kind == "write" else (t[2], r)
+                        link, resources = route(src, dst)
+                        work = t[3] / link.bandwidth
+                        fid = (r, k)
+                        if work:
+                            flows.append((fid, start, work, resources))
+                        end = start + durations.get(fid, work) + link.latency * (2 if kind == "read" else 1)
+                    elif kind == "local":
+                        fixed = m.reduce_latency if t[2] == "reduce" else m.copy_latency
+                        work = m.local_seconds(t[2], t[3]) - fixed
+                        fid = (r, k)
+                        if work:
+                            flows.append((fid, start, work, (("mem", r),)))
+                        end = start + durations.get(fid, work) + fixed
+                    else:
+                        raise TypeError(f"closed_form: no cost for a task {t!r}")
+                    fr[thread] = end
+                    i += 1
+                    moved += 1
+                heads[r][thread] = i
+        if not moved:
+            raise RuntimeError("closed_form: the program's waits never get their records (a deadlock)")
+        left -= moved
+    if device_mode:
+        tail = m.task_dispatch + m.notify_record + m.notify_latency + m.notify_wait
+        return max(max(max(fr.values()), fr.get(0, 0.0) + tail) for fr in free), flows
+    return max(max(fr.values()) for fr in free), flows
+
+
+def _shared_durations(flows) -> dict:
+    """Each flow's seconds when the flows of each resource share it (:func:`shared_finish`), the
+    longest over its resources."""
+    by_resource: dict = {}
+    for n, (_fid, start, work, resources) in enumerate(flows):
+        for res in resources:
+            by_resource.setdefault(res, []).append(n)
+    out = {fid: work for fid, _s, work, _r in flows}
+    for members in by_resource.values():
+        if len(members) == 1:
+            continue
+        starts = [flows[n][1] for n in members]
+        works = [flows[n][2] for n in members]
+        for n, finish in zip(members, shared_finish(starts, works)):
+            fid = flows[n][0]
+            out[fid] = max(out[fid], finish - flows[n][1])
+    return out
 
 
 # -- the forms by name ---------------------------------------------------------------------------------

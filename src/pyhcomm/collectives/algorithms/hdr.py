@@ -193,7 +193,7 @@ def level_reduce(g, s, root, red, land):
             exchange(g, t, None, f.rank(peer), EMPTY, concat(block_slices[lo:lo + mask]), land)
 
 
-LEVEL = Level("hdr", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, reduce=level_reduce, schedules=True)
+LEVEL = Level("hdr", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, reduce=level_reduce)
 
 HDR = Algorithm("hdr", "recursive halving-doubling (H-D_R): log2 p steps between pairs of ranks, a fold step "
                 "for rank counts that are no power of two", drive.implementations(LEVEL, {Op.HCCL_CMD_ALLGATHER,

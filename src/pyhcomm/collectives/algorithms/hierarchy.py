@@ -27,7 +27,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .. import drive
-from ..algorithm import Algorithm, Implementation, Layout, Level, Op, layout_for
+from ..algorithm import Algorithm, Layout, Level, Op, layout_for
 from ..segments import Group, concat, split
 from ...errors import not_support
 
@@ -200,7 +200,7 @@ def compose(levels) -> Algorithm:
         me, co = _members(call, k)
         return max(lv.slaves(co.sizes[i]) for i, lv in enumerate(lvs))
 
-    impls = tuple(Implementation(i.op, i.issue, slaves=slaves, peers=i.peers) for i in drive.implementations(core))
+    impls = drive.implementations(core, slaves_of=slaves)
     return Algorithm(core.name, "levels: " + ", ".join(f"{i}: {a.summary}" for i, a in enumerate(levels)),
                      impls, level=core)
 

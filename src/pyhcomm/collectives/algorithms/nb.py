@@ -74,8 +74,7 @@ def level_bcast(g, s, root, land):
     level_ag(g, slices, land)
 
 
-LEVEL = Level("nb", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, scatter=level_scatter,
-              schedules=True)
+LEVEL = Level("nb", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, scatter=level_scatter)
 
 NB = Algorithm("nb", "nonuniform Bruck: ceil(log2 p) steps for any p, distance doubling, slice by slice",
                drive.implementations(LEVEL), level=LEVEL)

@@ -193,7 +193,7 @@ def level_bcast(g, s, root, land):
 
 
 LEVEL = Level("nhr", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, scatter=level_scatter,
-              gather=level_gather, reduce=level_reduce, schedules=True)
+              gather=level_gather, reduce=level_reduce)
 
 NHR = Algorithm("nhr", "nonuniform hierarchical ring: ceil(log2 p) steps for any p, halving the data each step "
                 "(one-shot trees for small AllReduce and Broadcast)", drive.implementations(LEVEL), level=LEVEL)

@@ -212,7 +212,7 @@ def level_bcast(g, s, root, land):
     _ring(g, row, lambda sub: ring.level_ag(sub, cut, land), _line, widest - 1)
 
 
-LEVEL = Level("nhr_v1", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, schedules=True)
+LEVEL = Level("nhr_v1", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast)
 
 NHR_V1 = Algorithm("nhr_v1", "the ranks as a near-square grid: rings along the columns and the rows (HCCL's "
                    "deprecated NHR_V1)", drive.implementations(LEVEL, {Op.HCCL_CMD_ALLGATHER, Op.HCCL_CMD_REDUCE_SCATTER,

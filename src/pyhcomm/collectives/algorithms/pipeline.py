@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from ...errors import not_support
 from .. import drive, patterns
-from ..algorithm import Algorithm, Implementation, Level, Op, layout_for
+from ..algorithm import Algorithm, Level, Op, layout_for
 from ..segments import EMPTY, Group, exchange, reduce_into, seg, size, split
 
 
@@ -121,6 +121,5 @@ def _slaves(call) -> int:
 LEVEL = Level("pipeline", rs=level_rs, ag=level_ag, ar=level_ar, land_per_byte=lambda p: 2.0)
 
 PIPELINE = Algorithm("pipeline", "the ring between servers and the mesh inside each server at once, a block a step",
-                     tuple(Implementation(i.op, i.issue, slaves=_slaves, peers=i.peers)
-                           for i in drive.implementations(LEVEL, {Op.HCCL_CMD_ALLGATHER, Op.HCCL_CMD_ALLGATHER_V,
-                                                                  Op.HCCL_CMD_REDUCE_SCATTER, Op.HCCL_CMD_ALLREDUCE})))
+                     drive.implementations(LEVEL, {Op.HCCL_CMD_ALLGATHER, Op.HCCL_CMD_ALLGATHER_V,
+                                                   Op.HCCL_CMD_REDUCE_SCATTER, Op.HCCL_CMD_ALLREDUCE}, slaves_of=_slaves))

@@ -161,7 +161,7 @@ def level_reduce(g, s, root, red, land):
 
 
 LEVEL = Level("ring", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, scatter=level_scatter,
-              gather=level_gather, reduce=level_reduce, schedules=True)
+              gather=level_gather, reduce=level_reduce)
 
 
 RING = Algorithm("ring", "each slice travels round the ring of ranks: one thread, the two neighbours, p - 1 steps", (
@@ -172,5 +172,6 @@ RING = Algorithm("ring", "each slice travels round the ring of ranks: one thread
     Implementation(Op.HCCL_CMD_REDUCE_SCATTER_V, reduce_scatterv_ring, peers=ring_peers,
                    schedule=reduce_scatter_schedule),
     Implementation(Op.HCCL_CMD_ALLREDUCE, all_reduce_ring, peers=ring_peers, schedule=all_reduce_schedule),
-    Implementation(Op.HCCL_CMD_SCATTER, scatter_ring, peers=ring_peers),
+    Implementation(Op.HCCL_CMD_SCATTER, scatter_ring, peers=ring_peers,
+                   schedule=drive.schedule_of(scatter_ring, Op.HCCL_CMD_SCATTER)),
 ) + drive.implementations(LEVEL, {Op.HCCL_CMD_BROADCAST, Op.HCCL_CMD_REDUCE}), level=LEVEL)
