@@ -22,8 +22,9 @@ Baselines, measured in the same run:
 
 ``--cluster-allreduce``: an ``HcclAllReduce`` of 1 MiB per rank on a cluster (Atlas A2: servers of
 eight NPUs; Atlas A3: super pods of 256 dies) data-less, run and replayed in a subprocess per rank
-count: the algorithm the selection picked, tasks, seconds of the run and of the replay, peak RSS,
-the modeled time and busbw (docs/timing.md, "Scale").
+count: the algorithm the selection picked, tasks, seconds of the run and of the replay, the
+subprocess's wall time all told (start, rank table, run, replay), peak RSS, the modeled time and
+busbw (docs/timing.md, "Scale").
 """
 from __future__ import annotations
 
@@ -336,9 +337,9 @@ def main(argv=None) -> None:
                 continue
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             print(f"{n:>6} ranks ({r['servers']} servers, {r['super_pods']} super pod(s)): {r['algorithm']}, "
-                  f"{r['tasks']:,} tasks, run {r['run']:.1f} s + replay {r['replay']:.1f} s, "
-                  f"peak RSS {r['rss'] / 2**30:.2f} GiB; modeled {r['modeled_us']:.1f} us, busbw {r['busbw']:.2f} GB/s",
-                  flush=True)
+                  f"{r['tasks']:,} tasks, run {r['run']:.1f} s + replay {r['replay']:.1f} s "
+                  f"(wall {time.perf_counter() - t0:.1f} s all told), peak RSS {r['rss'] / 2**30:.2f} GiB; "
+                  f"modeled {r['modeled_us']:.1f} us, busbw {r['busbw']:.2f} GB/s", flush=True)
         return
     if args.case:
         name, n = args.case.split(":")

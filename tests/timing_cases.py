@@ -140,3 +140,30 @@ def route(sim, m, nranks: int):
     finally:
         sim_mod.leave(token)
     return lambda src, dst: table[(src, dst)]
+
+
+def selected(product: str, op: str, nranks: int, nbytes: int, per_server: int = 0):
+    """``(modeled seconds, algorithm)`` of one ``HcclAllReduce`` (``op == "allreduce"``: ``nbytes``
+    fp32 per rank) or ``HcclAllGather`` (``"allgather"``: ``nbytes`` per rank) through the C tier,
+    data-less: the algorithm HCCL's selection picks (``per_server``: devices a server, 0: the
+    product's)."""
+    from pyhcomm.capi import hccl_ops as ops
+    cfg = Config.from_env().with_values(record_capacity=0)
+    if per_server:
+        cfg = cfg.with_values(devices_per_server=per_server)
+    sim = pyhcomm.Sim(cfg, product=product, data=False)
+
+    def body(comm):
+        n, h = comm.size, comm.handle
+        send, _ = acl.rt.malloc(nbytes, 0)
+        recv, _ = acl.rt.malloc(nbytes * (n if op == "allgather" else 1), 0)
+        stream, _ = acl.rt.create_stream()
+        if op == "allreduce":
+            assert ops.HcclAllReduce(send, recv, nbytes // 4, FP32, SUM, h, stream) == 0
+        else:
+            assert ops.HcclAllGather(send, recv, nbytes, int(HcclDataType.HCCL_DATA_TYPE_INT8), h, stream) == 0
+        assert acl.rt.synchronize_stream(stream) == 0
+
+    pyhcomm.launch(body, nranks, sim=sim)
+    call, = replay(sim).calls
+    return call.seconds, call.algorithm

@@ -9,9 +9,10 @@ to run it and everything the timing model needs to cost it:
 * ``slaves(call)``: the slave threads a rank asks for (the main thread is always there; a call
   gets at most :data:`~.context.MAX_SLAVES`);
 * ``peers(call)``: the ranks a rank needs channels to (None: every rank);
-* ``schedule(nranks, nbytes, ccl, elem)``: its steps with their bytes, as data (:class:`Local`,
-  :class:`RingStep`, :class:`MeshPass`), from which :mod:`pyhcomm.timing.closed_form` derives its
-  time; None where no closed form is written yet.
+* ``schedule(nranks, nbytes, ccl, elem[, per_server, per_pod])``: its steps with their bytes, as
+  data (:class:`Local`, :class:`RingStep`, :class:`MeshPass`, :class:`Exchange`,
+  :class:`Program`), from which :mod:`pyhcomm.timing.closed_form` derives its time; None where
+  there is none (point-to-point).
 
 A :class:`Call` is the call as the library sees it: the collective, the communicator's size and
 this rank, the message size, the root or the point-to-point peers, and the facts a selection rule
