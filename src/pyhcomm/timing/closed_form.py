@@ -533,95 +533,103 @@ def _program_form(prog: Program, m, route, device_mode: bool) -> float:
 def _walk(prog: Program, m, route, device_mode: bool, durations: dict):
     """One pass of :func:`_program_form`: ``(the call's seconds, flows)``, a flow ``(id, start of
     its bytes, seconds alone, resources)``; ``durations``: a flow's seconds (default: alone)."""
-    d, nr, nw, nl = m.task_dispatch, m.notify_record, m.notify_wait, m.notify_latency
     ranks = prog.ranks
-    p = len(ranks)
     if device_mode:
         head = m.task_dispatch + m.notify_wait          # the kernel's wait for the host's sync notify
         ready = [_launch(m) + (len(tasks) + 2) * m.batch_submit + m.batch_fixed + head for tasks in ranks]
     else:
-        ready = [0.0] * p
-    # the k-th record of a notify is consumed by its k-th wait
-    signal_of: list = []
-    for r, tasks in enumerate(ranks):
-        seen: dict = {}
-        keys = []
-        for t in tasks:
-            kind = t[0]
-            if kind == "rec":
-                key = ("c", r, t[2], t[3])
-            elif kind == "wait":
-                key = ("c", t[2], r, t[3])
-            elif kind == "trec":
-                key = ("t", r, t[2], t[3])
-            elif kind == "twait":
-                key = ("t", r, t[1], t[2])
-            else:
-                keys.append(None)
-                continue
-            side = (key, kind in ("rec", "trec"))
-            n = seen.get(side, 0)
-            seen[side] = n + 1
-            keys.append(key + (n,))
-        signal_of.append(keys)
+        ready = [0.0] * len(ranks)
+    walk = _Walk(m, route, 0.0 if device_mode else m.host_submit, durations)
     queues = []        # per rank: thread -> [task indices], in program order
     for tasks in ranks:
         q: dict = {}
         for k, t in enumerate(tasks):
             q.setdefault(t[1], []).append(k)
         queues.append(q)
-    arrived: dict = {}
     free = [dict.fromkeys(q, ready[r]) for r, q in enumerate(queues)]
     heads = [dict.fromkeys(q, 0) for q in queues]
-    flows = []
+    keys = [_signal_keys(r, tasks) for r, tasks in enumerate(ranks)]
     left = sum(len(tasks) for tasks in ranks)
     while left:
         moved = 0
-        for r in range(p):
-            tasks, keys, fr = ranks[r], signal_of[r], free[r]
-            issue = m.host_submit if not device_mode else 0.0
+        for r, tasks in enumerate(ranks):
             for thread, order in queues[r].items():
                 i = heads[r][thread]
-                while i < len(order):
-                    k = order[i]
-                    t = tasks[k]
-                    kind = t[0]
-                    if kind in ("wait", "twait") and keys[k] not in arrived:
-                        break
-                    start = max(fr[thread], k * issue) + d
-                    if kind == "rec" or kind == "trec":
-                        end = start + nr
-                        arrived[keys[k]] = end + (route(r, t[2])[0].latency if kind == "rec" else nl)
-                    elif kind == "wait" or kind == "twait":
-                        end = max(start, arrived[keys[k]]) + nw
-                    elif kind == "write" or kind == "read":
-                        src, dst = (r, t[2]) if kind == "write" else (t[2], r)
-                        link, resources = route(src, dst)
-                        work = t[3] / link.bandwidth
-                        fid = (r, k)
-                        if work:
-                            flows.append((fid, start, work, resources))
-                        end = start + durations.get(fid, work) + link.latency * (2 if kind == "read" else 1)
-                    elif kind == "local":
-                        fixed = m.reduce_latency if t[2] == "reduce" else m.copy_latency
-                        work = m.local_seconds(t[2], t[3]) - fixed
-                        fid = (r, k)
-                        if work:
-                            flows.append((fid, start, work, (("mem", r),)))
-                        end = start + durations.get(fid, work) + fixed
-                    else:
-                        raise TypeError(f"closed_form: no cost for a task {t!r}")
-                    fr[thread] = end
+                while i < len(order) and walk.task(r, order[i], tasks[order[i]], keys[r][order[i]], free[r], thread):
                     i += 1
-                    moved += 1
+                moved += i - heads[r][thread]
                 heads[r][thread] = i
         if not moved:
             raise RuntimeError("closed_form: the program's waits never get their records (a deadlock)")
         left -= moved
     if device_mode:
         tail = m.task_dispatch + m.notify_record + m.notify_latency + m.notify_wait
-        return max(max(max(fr.values()), fr.get(0, 0.0) + tail) for fr in free), flows
-    return max(max(fr.values()) for fr in free), flows
+        return max(max(max(fr.values()), fr.get(0, 0.0) + tail) for fr in free), walk.flows
+    return max(max(fr.values()) for fr in free), walk.flows
+
+
+def _signal_keys(r: int, tasks) -> list:
+    """Per task of rank ``r``: the key of the signal it records or waits for (None for others);
+    the ``k``-th record of a notify is consumed by its ``k``-th wait."""
+    seen: dict = {}
+    keys = []
+    for t in tasks:
+        kind = t[0]
+        if kind == "rec":
+            key = ("c", r, t[2], t[3])
+        elif kind == "wait":
+            key = ("c", t[2], r, t[3])
+        elif kind == "trec":
+            key = ("t", r, t[2], t[3])
+        elif kind == "twait":
+            key = ("t", r, t[1], t[2])
+        else:
+            keys.append(None)
+            continue
+        side = (key, kind in ("rec", "trec"))
+        n = seen.get(side, 0)
+        seen[side] = n + 1
+        keys.append(key + (n,))
+    return keys
+
+
+class _Walk:
+    """The cost of each task of a :class:`Program` (see :func:`_program_form`)."""
+
+    def __init__(self, m, route, issue: float, durations: dict):
+        self.m, self.route, self.issue, self.durations = m, route, issue, durations
+        self.arrived: dict = {}
+        self.flows: list = []
+
+    def task(self, r: int, k: int, t: tuple, key, free: dict, thread) -> bool:
+        """Run task ``k`` of rank ``r`` (``t``) on ``thread`` (``free``: when each thread of the
+        rank is free); False when it waits for a record not made yet."""
+        m, kind = self.m, t[0]
+        if key is not None and kind in ("wait", "twait") and key not in self.arrived:
+            return False
+        start = max(free[thread], k * self.issue) + m.task_dispatch
+        if kind == "rec" or kind == "trec":
+            end = start + m.notify_record
+            self.arrived[key] = end + (self.route(r, t[2])[0].latency if kind == "rec" else m.notify_latency)
+        elif kind == "wait" or kind == "twait":
+            end = max(start, self.arrived[key]) + m.notify_wait
+        elif kind == "write" or kind == "read":
+            link, resources = self.route(*((r, t[2]) if kind == "write" else (t[2], r)))
+            end = self._flow((r, k), start, t[3] / link.bandwidth, resources) + \
+                link.latency * (2 if kind == "read" else 1)
+        elif kind == "local":
+            fixed = m.reduce_latency if t[2] == "reduce" else m.copy_latency
+            end = self._flow((r, k), start, m.local_seconds(t[2], t[3]) - fixed, (("mem", r),)) + fixed
+        else:
+            raise TypeError(f"closed_form: no cost for a task {t!r}")
+        free[thread] = end
+        return True
+
+    def _flow(self, fid, start: float, work: float, resources) -> float:
+        """When a flow of ``work`` seconds alone that starts at ``start`` has moved its bytes."""
+        if work:
+            self.flows.append((fid, start, work, resources))
+        return start + self.durations.get(fid, work)
 
 
 def _shared_durations(flows) -> dict:
