@@ -4,8 +4,9 @@ HCCL's selection composes on two and four servers; the closed forms of every sch
 the replay from 2 to 64 ranks.
 
 CI runs a representative subset (each implementation at one rank count, each level-1 algorithm of
-a hierarchy on one topology); ``--slow`` runs the whole matrix: 2..16 ranks, both topologies,
-every product HCCL runs the algorithm on, and the closed forms at 2..64 ranks.
+a hierarchy on one topology); ``--slow`` runs the whole matrix: 2..16 ranks and four servers, both
+topologies of the hierarchies, every product HCCL runs the algorithm on, and the closed forms at
+2..64 ranks.
 """
 
 import pytest
@@ -45,6 +46,10 @@ IMPLS = list(_impls())
 CI_RANKS = (3, 8, 5, 6, 7, 4, 2)
 
 
+#: Four servers for the flat algorithms: (ranks, ranks a server)
+FLAT_ON_SERVERS = [(8, 2), (16, 4)]
+
+
 def _topologies(name, nranks_list):
     if name in SERVERS:
         return SERVERS[name]
@@ -70,8 +75,9 @@ def test_every_algorithm_runs_its_collectives_byte_exact(name, op):
 @pytest.mark.slow
 @pytest.mark.parametrize("name,op", IMPLS, ids=[f"{n}-{Op(o).name[9:]}" for n, o in IMPLS])
 def test_every_algorithm_on_2_to_16_ranks_on_every_product(name, op):
+    """2..16 ranks (two servers past a server's devices), and four servers of two and of four."""
     for product in PRODUCTS[name]:
-        for nranks, per in _topologies(name, range(2, 17)):
+        for nranks, per in _topologies(name, range(2, 17)) + ([] if name in SERVERS else FLAT_ON_SERVERS):
             for root in sorted({0, nranks - 1, nranks // 2}) if op in (BCAST, REDUCE, SCATTER) else (None,):
                 _check(name, op, nranks, per, product, root)
 
@@ -186,15 +192,15 @@ MORE_SERVERS = [(32, 4), (64, 8)]
 def closed_form_cases():
     """(product, algorithm, op, [(ranks, ranks a server, ranks a super pod), ...]): every
     implementation with a schedule on every product HCCL runs it on (and Atlas A2 and A3), flat
-    from 2 to 64 ranks or, between servers, on the topologies above; every hierarchy on two and
-    four servers (or super pods) and on 64 ranks."""
+    from 2 to 64 ranks and on four servers or, between servers, on the topologies above; every
+    hierarchy on two and four servers (or super pods) and on 64 ranks."""
     out = []
     for a in algorithms.CATALOGUE:
         for i in a.implementations:
             if i.schedule is None:
                 continue
             tops = [(n, per, 0) for n, per in SERVERS[a.name] + MORE_SERVERS] if a.name in SERVERS \
-                else [(n, 0, 0) for n in FLAT_RANKS]
+                else [(n, 0, 0) for n in FLAT_RANKS] + [(n, per, 0) for n, per in FLAT_ON_SERVERS]
             for product in sorted(set(PRODUCTS[a.name]) | {A2, A3}):
                 out.append((product, a.name, i.op, tops))
     for product, name, listed in HIERARCHIES:

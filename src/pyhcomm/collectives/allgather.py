@@ -22,9 +22,8 @@ today); the ring serves the ring AllReduce and AllGatherV.
 """
 from __future__ import annotations
 
-from ..hcomm.local import local_copy
 from .context import buffer_parts, chunk_bytes
-from .patterns import mesh, mesh_exchange, ring_peers, ring_step  # noqa: F401  (ring_peers re-exported)
+from .patterns import copy_task, mesh, mesh_exchange, ring_peers, ring_step  # noqa: F401  (ring_peers re-exported)
 
 
 @buffer_parts(lambda n: n)
@@ -35,16 +34,16 @@ def allgather_mesh(ctx, send: int, recv: int, nbytes: int) -> None:
     """
     n, me = ctx.nranks, ctx.rank
     if n == 1:
-        local_copy(ctx.main, recv, send, nbytes)
+        copy_task(ctx.main, recv, send, nbytes)
         return
     slot = chunk_bytes(ctx, n)
     mine = ctx.ccl + slot * me
     for done in range(0, nbytes, slot):
         cur = min(slot, nbytes - done)
-        local_copy(ctx.main, mine, send + done, cur)
+        copy_task(ctx.main, mine, send + done, cur)
         mesh(ctx, lambda t, p: mesh_exchange(t, ctx.channel(p), ctx.peer_ccl(p) + slot * me, mine, cur))
         for r in range(n):
-            local_copy(ctx.main, recv + r * nbytes + done, ctx.ccl + slot * r, cur)
+            copy_task(ctx.main, recv + r * nbytes + done, ctx.ccl + slot * r, cur)
 
 
 # -- ring -------------------------------------------------------------------------------------------
@@ -96,7 +95,7 @@ def allgatherv_ring(ctx, send: int, recv: int, sizes, displs) -> None:
     mine = recv + displs[me]
     if n == 1:
         if sizes[0] and mine != send:
-            local_copy(ctx.main, mine, send, sizes[0])
+            copy_task(ctx.main, mine, send, sizes[0])
         return
     t = ctx.main
     left, right = ctx.channel((me - 1) % n), ctx.channel((me + 1) % n)
@@ -107,11 +106,11 @@ def allgatherv_ring(ctx, send: int, recv: int, sizes, displs) -> None:
             return max(0, min(slot, sizes[k] - done))
 
         if piece(me):
-            local_copy(t, ctx.ccl + slot * me, send + done, piece(me))
+            copy_task(t, ctx.ccl + slot * me, send + done, piece(me))
         for s in range(n - 1):
             fwd, got = (me - s) % n, (me - s - 1) % n
             ring_step(t, left, right, (right_ccl + slot * fwd, ctx.ccl + slot * fwd, piece(fwd)))
             if piece(got):
-                local_copy(t, recv + displs[got] + done, ctx.ccl + slot * got, piece(got))
+                copy_task(t, recv + displs[got] + done, ctx.ccl + slot * got, piece(got))
         if piece(me) and mine != send:
-            local_copy(t, mine + done, send + done, piece(me))
+            copy_task(t, mine + done, send + done, piece(me))

@@ -257,6 +257,8 @@ def _fake_args(op, p: int, nbytes: int, elem: int) -> tuple:
         return _SEND, nbytes, 0
     if op == Op.HCCL_CMD_SCATTER:
         return _SEND, _RECV, nbytes, 0
+    if op == Op.HCCL_CMD_BARRIER:
+        return ()
     if op in (Op.HCCL_CMD_ALLTOALL, Op.HCCL_CMD_ALLTOALLV, Op.HCCL_CMD_ALLTOALLVC):
         sizes, displs = [nbytes] * p, [i * nbytes for i in range(p)]
         return (_SEND, _RECV, nbytes) if op == Op.HCCL_CMD_ALLTOALL else (_SEND, sizes, displs, _RECV, sizes, displs)
@@ -369,6 +371,20 @@ def schedule_of(issue, op, slaves=None):
                  per_pod: int | None = None):
         return iter(probe_schedule(issue, op, nranks, nbytes, ccl, elem, slaves, per_server, per_pod))
     return schedule
+
+
+def on_servers(schedule, issue, op, slaves=None):
+    """A hand-written ``schedule`` (of one server's uniform links) that also takes ``per_server``
+    and ``per_pod``: on several servers, the steps of ``issue`` (:func:`schedule_of`)."""
+    probed = schedule_of(issue, op, slaves)
+
+    def both(nranks: int, nbytes: int, ccl: int, elem: int = 4, per_server: int | None = None,
+             per_pod: int | None = None):
+        if per_server and per_server < nranks:
+            return probed(nranks, nbytes, ccl, elem, per_server, per_pod)
+        return schedule(nranks, nbytes, ccl, elem)
+    both.__name__ = getattr(schedule, "__name__", "schedule")
+    return both
 
 
 def implementations(level: Level, ops=None, schedules=None, slaves_of=None) -> tuple:

@@ -17,10 +17,8 @@ Both algorithms use only Write, LocalCopy, LocalReduce and notifies (no WriteRed
 from __future__ import annotations
 
 from ..enums import DATA_TYPE_SIZE
-from ..hcomm.local import local_copy
-from ..hcomm.reduce import hccl_reduce
 from .context import buffer_parts, chunk_bytes
-from .patterns import mesh, mesh_exchange, ring_step
+from .patterns import copy_task, mesh, mesh_exchange, reduce_task, ring_step
 
 
 @buffer_parts(lambda n: 2 * n)
@@ -51,7 +49,7 @@ def reduce_scatter_mesh(ctx, send: int, recv: int, count: int, data_type: int, o
     own = send + me * nbytes
     if n == 1:
         if nbytes and recv != own:
-            local_copy(ctx.main, recv, own, nbytes)
+            copy_task(ctx.main, recv, own, nbytes)
         return
     slot = chunk_bytes(ctx, 2 * n) // size * size
     staged = [ctx.ccl + slot * p for p in range(n)]           # in[p]
@@ -59,16 +57,16 @@ def reduce_scatter_mesh(ctx, send: int, recv: int, count: int, data_type: int, o
     for done in range(0, nbytes, slot):
         cur = min(slot, nbytes - done)
         if recv != own:
-            local_copy(ctx.main, recv + done, own + done, cur)
+            copy_task(ctx.main, recv + done, own + done, cur)
 
         def send_to(t, p):
-            local_copy(t, staged[p], send + p * nbytes + done, cur)
+            copy_task(t, staged[p], send + p * nbytes + done, cur)
             mesh_exchange(t, ctx.channel(p), ctx.peer_ccl(p) + slot * (n + me), staged[p], cur)
 
         mesh(ctx, send_to, main_too=False, order=lambda p: (p - me) % n)
         for t in range(n):
             if t != me:
-                hccl_reduce(ctx.main, recv + done, landed[t], cur // size, data_type, op)
+                reduce_task(ctx.main, recv + done, landed[t], cur // size, data_type, op)
 
 
 @buffer_parts(lambda n: 2)
@@ -112,7 +110,7 @@ def reduce_scatterv_ring(ctx, send: int, recv: int, counts, displs, data_type: i
     if n == 1:
         src = send + displs[0] * size
         if counts[0] and recv != src:
-            local_copy(ctx.main, recv, src, counts[0] * size)
+            copy_task(ctx.main, recv, src, counts[0] * size)
         return
     t = ctx.main
     left, right = ctx.channel((me - 1) % n), ctx.channel((me + 1) % n)
@@ -128,12 +126,12 @@ def reduce_scatterv_ring(ctx, send: int, recv: int, counts, displs, data_type: i
 
         first = (me - 1) % n
         if piece(first):
-            local_copy(t, buf[1], source(first), piece(first) * size)
+            copy_task(t, buf[1], source(first), piece(first) * size)
         for s in range(n - 1):
             fwd, got = (me - s - 1) % n, (me - s - 2) % n
             tx, rx = (s + 1) % 2, s % 2
             ring_step(t, left, right, (right_ccl + rx * elems * size, buf[tx], piece(fwd) * size))
             if piece(got):
-                hccl_reduce(t, buf[rx], source(got), piece(got), data_type, op)
+                reduce_task(t, buf[rx], source(got), piece(got), data_type, op)
         if piece(me):  # the last step received this rank's own slice
-            local_copy(t, recv + done * size, buf[(n - 2) % 2], piece(me) * size)
+            copy_task(t, recv + done * size, buf[(n - 2) % 2], piece(me) * size)

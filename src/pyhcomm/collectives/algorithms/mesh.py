@@ -170,16 +170,19 @@ ONESHOT = Level("mesh_oneshot", ar=oneshot_ar, slaves=mesh_slaves, land_per_byte
 
 
 MESH = Algorithm("mesh", "every rank exchanges with every peer at once, a thread per peer (groups of 64 past 65 ranks)", (
-    Implementation(Op.HCCL_CMD_ALLGATHER, allgather_mesh, slaves=all_but_two, schedule=allgather_schedule),
+    Implementation(Op.HCCL_CMD_ALLGATHER, allgather_mesh, slaves=all_but_two,
+                   schedule=drive.on_servers(allgather_schedule, allgather_mesh, Op.HCCL_CMD_ALLGATHER, all_but_two)),
     Implementation(Op.HCCL_CMD_REDUCE_SCATTER, reduce_scatter_mesh, slaves=all_but_one,
-                   schedule=reduce_scatter_schedule),
+                   schedule=drive.on_servers(reduce_scatter_schedule, reduce_scatter_mesh, Op.HCCL_CMD_REDUCE_SCATTER,
+                                             all_but_one)),
     Implementation(Op.HCCL_CMD_ALLTOALL, alltoall, slaves=all_but_two,
                    schedule=drive.schedule_of(alltoall, Op.HCCL_CMD_ALLTOALL, all_but_two)),
     Implementation(Op.HCCL_CMD_ALLTOALLV, alltoallv, slaves=all_but_two,
                    schedule=drive.schedule_of(alltoallv, Op.HCCL_CMD_ALLTOALLV, all_but_two)),
     Implementation(Op.HCCL_CMD_ALLTOALLVC, alltoallv, slaves=all_but_two,
                    schedule=drive.schedule_of(alltoallv, Op.HCCL_CMD_ALLTOALLVC, all_but_two)),
-    Implementation(Op.HCCL_CMD_BARRIER, barrier, slaves=all_but_two, schedule=barrier_schedule),
+    Implementation(Op.HCCL_CMD_BARRIER, barrier, slaves=all_but_two,
+                   schedule=drive.on_servers(barrier_schedule, barrier, Op.HCCL_CMD_BARRIER, all_but_two)),
 ) + drive.implementations(LEVEL, {Op.HCCL_CMD_ALLREDUCE, Op.HCCL_CMD_ALLGATHER_V, Op.HCCL_CMD_REDUCE_SCATTER_V,
                                    Op.HCCL_CMD_BROADCAST, Op.HCCL_CMD_SCATTER, Op.HCCL_CMD_REDUCE}), level=LEVEL)
 

@@ -165,13 +165,17 @@ LEVEL = Level("ring", rs=level_rs, ag=level_ag, ar=level_ar, bcast=level_bcast, 
 
 
 RING = Algorithm("ring", "each slice travels round the ring of ranks: one thread, the two neighbours, p - 1 steps", (
-    Implementation(Op.HCCL_CMD_ALLGATHER, allgather_ring, peers=ring_peers, schedule=allgather_schedule),
-    Implementation(Op.HCCL_CMD_ALLGATHER_V, allgatherv_ring, peers=ring_peers, schedule=allgather_schedule),
+    Implementation(Op.HCCL_CMD_ALLGATHER, allgather_ring, peers=ring_peers,
+                   schedule=drive.on_servers(allgather_schedule, allgather_ring, Op.HCCL_CMD_ALLGATHER)),
+    Implementation(Op.HCCL_CMD_ALLGATHER_V, allgatherv_ring, peers=ring_peers,
+                   schedule=drive.on_servers(allgather_schedule, allgatherv_ring, Op.HCCL_CMD_ALLGATHER_V)),
     Implementation(Op.HCCL_CMD_REDUCE_SCATTER, reduce_scatter_ring, peers=ring_peers,
-                   schedule=reduce_scatter_schedule),
+                   schedule=drive.on_servers(reduce_scatter_schedule, reduce_scatter_ring, Op.HCCL_CMD_REDUCE_SCATTER)),
     Implementation(Op.HCCL_CMD_REDUCE_SCATTER_V, reduce_scatterv_ring, peers=ring_peers,
-                   schedule=reduce_scatter_schedule),
-    Implementation(Op.HCCL_CMD_ALLREDUCE, all_reduce_ring, peers=ring_peers, schedule=all_reduce_schedule),
+                   schedule=drive.on_servers(reduce_scatter_schedule, reduce_scatterv_ring,
+                                             Op.HCCL_CMD_REDUCE_SCATTER_V)),
+    Implementation(Op.HCCL_CMD_ALLREDUCE, all_reduce_ring, peers=ring_peers,
+                   schedule=drive.on_servers(all_reduce_schedule, all_reduce_ring, Op.HCCL_CMD_ALLREDUCE)),
     Implementation(Op.HCCL_CMD_SCATTER, scatter_ring, peers=ring_peers,
                    schedule=drive.schedule_of(scatter_ring, Op.HCCL_CMD_SCATTER)),
 ) + drive.implementations(LEVEL, {Op.HCCL_CMD_BROADCAST, Op.HCCL_CMD_REDUCE}), level=LEVEL)
