@@ -33,6 +33,7 @@ from ..hcomm.reduce import hccl_reduce
 ACK, DATA, FIN = 0, 1, 2
 WAIT_TIMEOUT = 1836
 
+
 class Probe:
     """What a look at an algorithm's steps collects (:data:`PROBE`): the ranks they talk to and,
     when ``events`` is a list, the steps themselves (:mod:`pyhcomm.collectives.drive`)."""
@@ -107,7 +108,8 @@ def push(t: int, ch: int, write=None) -> None:
     """Wait until the peer's slot is free, ``write = (dst, src, nbytes)`` into it (nothing when
     None or empty), tell the peer it landed (record its DATA)."""
     moves = write is not None and write[2]
-    if noted(("wait", t, ch, ACK), *((("write", t, ch, write[2]),) if moves else ()), ("rec", t, ch, DATA)):
+    if PROBE.get() is not None:
+        noted(("wait", t, ch, ACK), *((("write", t, ch, write[2]),) if moves else ()), ("rec", t, ch, DATA))
         return
     _ch.notify_wait(t, ch, ACK, WAIT_TIMEOUT)
     if moves:
@@ -119,7 +121,8 @@ def land(t: int, ch: int, read=None) -> None:
     """Wait until the peer's data for this rank landed (own DATA); then ``read = (dst, src,
     nbytes)`` from the peer (nothing when None or empty)."""
     moves = read is not None and read[2]
-    if noted(("wait", t, ch, DATA), *((("read", t, ch, read[2]),) if moves else ())):
+    if PROBE.get() is not None:
+        noted(("wait", t, ch, DATA), *((("read", t, ch, read[2]),) if moves else ()))
         return
     _ch.notify_wait(t, ch, DATA, WAIT_TIMEOUT)
     if moves:
@@ -150,7 +153,8 @@ def pull(t: int, ch: int, dst: int, src: int, nbytes: int) -> None:
 # -- main thread and slaves -------------------------------------------------------------------------
 def fan_out(main: int, slaves) -> None:
     """``main`` releases each of ``slaves`` (a slave waits for its notify 0)."""
-    if noted(*(ev for s in slaves for ev in (("trec", main, s, 0), ("twait", s, 0)))):
+    if PROBE.get() is not None:
+        noted(*(ev for s in slaves for ev in (("trec", main, s, 0), ("twait", s, 0))))
         return
     for s in slaves:
         _notify.record(main, s, 0)
@@ -159,7 +163,8 @@ def fan_out(main: int, slaves) -> None:
 
 def fan_in(main: int, slaves) -> None:
     """Slave ``i`` of ``slaves`` records ``main``'s notify ``i``; ``main`` waits for all of them."""
-    if noted(*(ev for i, s in enumerate(slaves) for ev in (("trec", s, main, i), ("twait", main, i)))):
+    if PROBE.get() is not None:
+        noted(*(ev for i, s in enumerate(slaves) for ev in (("trec", s, main, i), ("twait", main, i))))
         return
     for i, s in enumerate(slaves):
         _notify.record(s, main, i)
