@@ -249,3 +249,43 @@ def test_a_rule_reads_the_calls_facts_the_first_match_wins(monkeypatch):
     assert selector.select(call_of("A2", Op.HCCL_CMD_ALLGATHER, 16, 2, MIB, HOST, {})).name == "nb"
     assert selector.select(call_of("A2", Op.HCCL_CMD_ALLGATHER, 16, 2, KIB, HOST, {})).name != "nb"
     assert selector.select(call_of("A2", Op.HCCL_CMD_ALLGATHER, 8, 1, MIB, HOST, {})).name == "mesh"
+
+
+# -- the expansion mode a call is selected with ------------------------------------------------------------------
+def _alltoall_algorithm(mode, comm_mode=None) -> str:
+    """The algorithm HcclAlltoAll ran on 16 Atlas A2 ranks in two servers, under
+    HCCL_OP_EXPANSION_MODE ``mode`` (None: unset) and a communicator config's hcclOpExpansionMode."""
+    import pyhcomm
+    from pyhcomm import acl
+    from pyhcomm.config import Config
+    from hcomm_testutil import malloc
+    env = {"HCCL_OP_EXPANSION_MODE": mode} if mode else {}
+    sim = pyhcomm.Sim(Config.from_env(env).with_values(devices_per_server=8), product="Atlas 800T A2")
+
+    def body(comm):
+        h = comm.handle
+        if comm_mode is not None:
+            cfg = pyhcomm.HcclCommConfig()
+            pyhcomm.HcclCommConfigInit(cfg)
+            cfg.hcclOpExpansionMode = comm_mode
+            ret, _parent, h = pyhcomm.HcclCreateSubCommConfig(h, list(range(comm.size)), 1, comm.rank, cfg)
+            assert ret == 0
+        stream, _ = acl.rt.create_stream()
+        send, recv = malloc(4 * 64 * comm.size), malloc(4 * 64 * comm.size)
+        assert pyhcomm.HcclAlltoAll(send, 64, FP32, recv, 64, FP32, h, stream) == 0
+        assert acl.rt.synchronize_stream(stream) == 0
+
+    pyhcomm.launch(body, 16, sim=sim)
+    (name,) = {e.algorithm for e in sim.record.events() if e.kind == "Collective"}
+    return name
+
+
+def test_hccl_op_expansion_mode_moves_the_selection_and_a_comm_config_overrides_it():
+    """A2 AlltoAll: pairwise when expanded on the host (the product's default), HCCL's full mesh
+    under AI_CPU expansion (alltoall_operator.cc); a communicator's hcclOpExpansionMode HOST wins
+    over the environment."""
+    from pyhcomm.defs.hccl_types import HcclOpExpansionMode as X
+    assert _alltoall_algorithm(None) == "pairwise"
+    assert _alltoall_algorithm("HOST") == "pairwise"
+    assert _alltoall_algorithm("AI_CPU") == "mesh"
+    assert _alltoall_algorithm("AI_CPU", X.HCCL_OP_EXPANSION_MODE_HOST) == "pairwise"

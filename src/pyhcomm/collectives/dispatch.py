@@ -8,6 +8,7 @@ algorithms). The algorithm's name goes into the call's ``Collective`` marker in 
 """
 from __future__ import annotations
 
+from ..defs.hccl_types import HcclOpExpansionMode
 from ..hccl import comm as comm_mod
 from ..hccl.comm_config import deterministic
 from ..sim import current_sim as _sim
@@ -24,11 +25,31 @@ def describe(comm_handle, op, nbytes: int = 0, *, api: str = "collective", root=
     settings = getattr(comm, "settings", None)
     algo = settings.algo if settings is not None and settings.algo is not None else _sim().config.hccl_algo
     return Call(op=Op(op), nranks=comm.nranks, nbytes=nbytes, rank=comm.rank, root=root, peers=tuple(peers),
-                family=product.family, product=product.name, expansion=AI_CPU if device_mode() else HOST,
+                family=product.family, product=product.name, expansion=expansion(comm),
                 topology=Topology(comm.world, comm.nranks), data_type=data_type, reduce_op=reduce_op,
                 deterministic=deterministic(comm),
                 algo_config=settings.fields.get("hcclAlgo", "") if settings is not None else "",
                 algo=algo.levels(op) if Op(op) != Op.HCCL_CMD_INVALID else ("", "", "", ""))
+
+
+#: ``HCCL_OP_EXPANSION_MODE`` names that move where HCCL's selection sees a call expanded.
+_EXPANSIONS = {"HOST": HOST, "HOST_TS": HOST, "AI_CPU": AI_CPU}
+
+
+def expansion(comm):
+    """The expansion mode the selection reads for ``comm``: ``HOST`` or ``AI_CPU``, named by its
+    config's ``hcclOpExpansionMode`` (HOST / HOST_TS) or else ``HCCL_OP_EXPANSION_MODE``; the
+    product's default otherwise (``AI_CPU`` where its collectives run in AI CPU kernels). The AIV
+    and CCU modes select as the default does (HCCL's AIV and CCU executors are not modelled), and
+    the calls still run where the product runs them: only the choice changes."""
+    settings = getattr(comm, "settings", None)
+    mode = settings.op_expansion_mode if settings is not None else 0
+    if mode in (HOST, HcclOpExpansionMode.HCCL_OP_EXPANSION_MODE_HOST_TS):
+        return HOST
+    chosen = _EXPANSIONS.get(_sim().config.op_expansion_mode or "")
+    if chosen is not None:
+        return chosen
+    return AI_CPU if device_mode() else HOST
 
 
 def run_algorithm(api: str, comm_handle, stream: int, algorithm, call: Call, args: tuple) -> None:
