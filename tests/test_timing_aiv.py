@@ -32,14 +32,14 @@ def test_a_local_copy_moves_at_the_aiv_copy_bandwidth_one_aiv_task_apart():
     assert acl.rt.synchronize_stream(stream) == 0
     sim = pyhcomm.current_sim()
     model = cost_model(sim=sim)
-    assert model.param("aiv_task") == 1 * US and model.aiv_copy_bandwidth == 750 * GB
+    bw = model.aiv_copy_bandwidth
     for task in (1 * US, 3 * US):
         tl = replay(sim, model.with_values(aiv_task=task))
         (i, _load), = _times(tl, "AivLoad")
         (j, _store), = _times(tl, "AivStore")
-        assert tl.end[i] - tl.start[i] == pytest.approx(N / (750 * GB))
+        assert tl.end[i] - tl.start[i] == pytest.approx(N / bw)
         # the next entry is issued after this one returned, and aiv_task after this one was issued
-        assert tl.issue[j] - tl.issue[i] == pytest.approx(max(task, N / (750 * GB)))
+        assert tl.issue[j] - tl.issue[i] == pytest.approx(max(task, N / bw))
         launch_at = next(k for k, ev in enumerate(tl.events) if ev.kind == "AivKernelLaunch")
         assert tl.issue[i] == pytest.approx(tl.start[launch_at] + model.kernel_launch)
     names = {e["args"]["name"] for e in trace_events(tl) if e.get("name") == "thread_name"}

@@ -75,7 +75,7 @@ class CostModel:
     copy_latency: float = 0.6 * US              # an SDMA copy's fixed part (HCCL task_profiling.h)
     reduce_latency: float = 0.6 * US            # a reduce task's fixed part (HCCL task_profiling.h)
     ccu_copy_bandwidth: float = 200 * GB        # a CCU's LocalCopy (cost_model.cc's ccuLocalCopyBw_)
-    ccu_reduce_bandwidth: float = 160 * GB      # a CCU's LocalReduce (ccuLocalReduceBw_)
+    ccu_reduce_bandwidth: float = 35 * GB       # a CCU's LocalReduce (ccuLocalReduceBw_)
     ccu_launch: float = 2.0 * US                # a CCU kernel's mission starts this long after its launch task
     task_dispatch: float = 0.0
     notify_record: float = 0.5 * US
@@ -87,7 +87,7 @@ class CostModel:
     batch_fixed: float = 5.0 * US
     kernel_launch: float = 30.0 * US
     sync_return: float = 5.0 * US
-    aiv_copy_bandwidth: float = 750 * GB        # an AIV kernel's moves in its device's memory (cost_model.cc)
+    aiv_copy_bandwidth: float = 1400 * GB       # an AIV kernel's moves in its device's memory (cost_model.cc)
     aiv_link_bandwidth: float = 56 * GB         # ... to or from another device, per pair (cost_model.cc)
     #: engine name -> what a program pays per entry it issues that runs on that engine, in place of
     #: its description's cost (tasks added to a batch still pay ``batch_submit``; the record names
@@ -209,7 +209,7 @@ _FAMILIES = {
     "950": dict(links=_links(UB_CTP=Link(1000 * GB, 1 * US), UBC_TP=Link(1000 * GB, 1 * US),
                              UB_MEM=Link(1000 * GB, 1 * US), UB_RTP=Link(1000 * GB, 1 * US), UBOE=Link(1000 * GB, 2 * US), ROCE=_ROCE_400G,
                              PCIE=Link(64 * GB, 2 * US)),
-                host_link=Link(64 * GB, 2 * US), copy_bandwidth=750 * GB, reduce_bandwidth=750 * GB * 2 / 3),
+                host_link=Link(64 * GB, 2 * US), copy_bandwidth=1400 * GB, reduce_bandwidth=900 * GB),
 }
 #: Products without HCOMM (their primitives return HCCL_E_NOT_SUPPORT): PCIe and RoCE only.
 _OTHER = dict(links=_links(PCIE=Link(25 * GB, 2 * US), ROCE=_ROCE_200G))
