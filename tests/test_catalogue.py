@@ -183,6 +183,35 @@ def test_the_selected_algorithms_through_the_c_tier(product, nranks, per):
     assert any(";" in a or a in ("nhr", "pipeline") for _n, a in names), names
 
 
+def test_atlas_350_across_super_pods_runs_three_levels_over_ub_over_ethernet():
+    """16 Atlas 350 ranks, servers of 4, super pods of 8: HcclAllReduce runs HCCL's three levels
+    (UB inside a pod, UBoE between the pods) and every rank gets numpy's sum."""
+    import numpy as np
+    from pyhcomm import acl
+    from pyhcomm.config import Config
+    from hcomm_testutil import malloc, read, write
+    I32, SUM = pyhcomm.HCCL_DATA_TYPE_INT32, pyhcomm.HCCL_REDUCE_SUM
+    n, count = 16, 1031
+    sim = pyhcomm.Sim(Config.from_env().with_values(devices_per_server=4, super_pod_size=8), product=A350)
+    out = {}
+
+    def x(r):
+        return (np.arange(count) * (r + 1) - r).astype(np.int32)
+
+    def body(comm):
+        stream, _ = acl.rt.create_stream()
+        a, b = malloc(4 * count), malloc(4 * count)
+        write(a, x(comm.rank).view(np.uint8))
+        assert pyhcomm.HcclAllReduce(a, b, count, I32, SUM, comm.handle, stream) == 0
+        assert acl.rt.synchronize_stream(stream) == 0
+        out[comm.rank] = read(b, 4 * count).view(np.int32).copy()
+
+    pyhcomm.launch(body, n, sim=sim)
+    want = np.sum([x(r) for r in range(n)], axis=0, dtype=np.int32)
+    assert all(np.array_equal(out[r], want) for r in range(n))
+    assert {e.algorithm for e in sim.record.events() if e.kind == "Collective"} == {"level0:mesh;level1:nhr;level2:nhr"}
+
+
 # -- the closed forms from 2 to 64 ranks --------------------------------------------------------------------------
 FLAT_RANKS = (2, 3, 4, 5, 7, 8, 12, 16, 31, 64)
 #: More topologies for the algorithms that run between servers: (ranks, ranks a server)

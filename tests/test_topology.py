@@ -81,12 +81,13 @@ def test_a3_hccs_only_inside_the_super_pod(product, monkeypatch, env):
     assert protocols_between(767, 768) == [ROCE]
 
 
-def test_atlas_350_ub_protocols_inside_the_super_pod_and_roce(product, monkeypatch, env):
+def test_atlas_350_ub_protocols_inside_the_super_pod_ub_over_ethernet_and_roce_between_pods(product, monkeypatch,
+                                                                                         env):
     product("Atlas 350")
     assert protocols_between(0, 1) == UB + [ROCE]
     assert protocols_between(0, 9) == UB + [ROCE]          # across servers, same super pod
     env("PYHCOMM_SUPER_POD_SIZE", "8")
-    assert protocols_between(7, 8) == [ROCE]
+    assert protocols_between(7, 8) == [P.COMM_PROTOCOL_UBOE, ROCE]
     assert SIO not in protocols_between(0, 1) and HCCS not in protocols_between(0, 1)
 
 

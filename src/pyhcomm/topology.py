@@ -105,10 +105,11 @@ def protocols_between(a, b) -> list[CommProtocol]:
             out += [P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_HCCS_ONLY]
         return out + [P.COMM_PROTOCOL_ROCE]
     if product.family == "950":
+        # UB inside a super pod; UB over Ethernet (UBoE) and RoCE reach other super pods
         out = []
         if a.super_pod == b.super_pod:
-            out += [P.COMM_PROTOCOL_UB_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM, P.COMM_PROTOCOL_UBOE]
-        return out + [P.COMM_PROTOCOL_ROCE]
+            out += [P.COMM_PROTOCOL_UB_CTP, P.COMM_PROTOCOL_UBC_TP, P.COMM_PROTOCOL_UB_MEM]
+        return out + [P.COMM_PROTOCOL_UBOE, P.COMM_PROTOCOL_ROCE]
     if product.family == "910" and same_server and a.local // TRAINING_GROUP == b.local // TRAINING_GROUP:
         return [P.COMM_PROTOCOL_HCCS, P.COMM_PROTOCOL_ROCE]
     return ([P.COMM_PROTOCOL_PCIE] if same_server else []) + [P.COMM_PROTOCOL_ROCE]

@@ -193,6 +193,7 @@ _RDMA = 7.0 * US                        # an RDMA transfer's fixed part, measure
 _ROCE_200G = Link(22.6 * GB, _RDMA)     # 200GE per 910B: 22.6 GB/s measured (HIXL, two A2 servers)
 _ROCE_400G_DIE = Link(25 * GB, _RDMA)   # 400 Gb/s per Ascend 910C package, split over its two dies
 _ROCE_400G = Link(50 * GB, _RDMA)
+_UBOE = Link(50 * GB, 2 * US)          # UB over Ethernet (Atlas 350 between super pods): a 400GE port
 
 _FAMILIES = {
     # Atlas 800T A2 / 900 A2 PoD / 200T A2 Box16: Ascend 910B, 8 NPUs a server in an HCCS full mesh;
@@ -207,7 +208,7 @@ _FAMILIES = {
                host_link=Link(64 * GB, 2 * US), copy_bandwidth=585 * GB, reduce_bandwidth=585 * GB * 2 / 3),
     # Atlas 350: Ascend 950PR, UB links in a super node
     "950": dict(links=_links(UB_CTP=Link(1000 * GB, 1 * US), UBC_TP=Link(1000 * GB, 1 * US),
-                             UB_MEM=Link(1000 * GB, 1 * US), UB_RTP=Link(1000 * GB, 1 * US), UBOE=Link(1000 * GB, 2 * US), ROCE=_ROCE_400G,
+                             UB_MEM=Link(1000 * GB, 1 * US), UB_RTP=Link(1000 * GB, 1 * US), UBOE=_UBOE, ROCE=_ROCE_400G,
                              PCIE=Link(64 * GB, 2 * US)),
                 host_link=Link(64 * GB, 2 * US), copy_bandwidth=1400 * GB, reduce_bandwidth=900 * GB),
 }
