@@ -164,7 +164,8 @@ def test_hccls_atlas_350_table_places_servers_by_layer_0_and_super_pods_by_layer
         return _graph(comm)["sizes0"], protocols(comm, 0, 1), protocols(comm, 1, 2)
 
     sizes, same_pod, across = pyhcomm.launch(body, 4, product="Atlas 350", rank_table=str(path), timeout=120)[0]
-    assert sizes == [2, 2] and same_pod[0] == pyhcomm.COMM_PROTOCOL_UBC_CTP and across == [COMM_PROTOCOL_ROCE]
+    assert sizes == [2, 2] and same_pod[0] == pyhcomm.COMM_PROTOCOL_UBC_CTP
+    assert across == [pyhcomm.COMM_PROTOCOL_UBOE, COMM_PROTOCOL_ROCE]     # UB over Ethernet, then RoCE, between pods
     assert RankTable.from_json(RankTable.from_json(split).to_json("950")).places == RankTable.from_json(split).places
 
 
