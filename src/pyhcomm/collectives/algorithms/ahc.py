@@ -95,11 +95,18 @@ def _region_units(plan: Plan, slices, elem: int) -> list:
     return out
 
 
+def _own_group(g, plan, units):
+    """This rank's group and, for each of its ranks, the units of every region that rank's column
+    holds (what the in-group NHR steps move)."""
+    grp = Group(g.ctx, plan.groups[plan.gi])
+    return grp, [concat(units[h][u] for h in range(plan.G) for u in plan.column(plan.gi, i))
+                 for i in range(grp.nranks)]
+
+
 def level_rs(g, slices, red, land):
     plan = _plan(g)
     units = _region_units(plan, slices, red.elem)
-    grp = Group(g.ctx, plan.groups[plan.gi])
-    cols = [concat(units[h][u] for h in range(plan.G) for u in plan.column(plan.gi, i)) for i in range(grp.nranks)]
+    grp, cols = _own_group(g, plan, units)
     if grp.nranks > 1:
         nhr.level_rs(grp, cols, red, land)
     inter = _inter(plan)
@@ -115,17 +122,15 @@ def level_ag(g, slices, land, elem: int = 1):
     for us, owners in plan.runs():
         if g.ctx.rank in owners and plan.G > 1:
             inter.level_ag(Group(g.ctx, owners), [concat(units[h][u] for u in us) for h in range(plan.G)], land)
-    grp = Group(g.ctx, plan.groups[plan.gi])
+    grp, cols = _own_group(g, plan, units)
     if grp.nranks > 1:
-        nhr.level_ag(grp, [concat(units[h][u] for h in range(plan.G) for u in plan.column(plan.gi, i))
-                           for i in range(grp.nranks)], land)
+        nhr.level_ag(grp, cols, land)
 
 
 def level_ar(g, s, red, land):
     plan = _plan(g)
     units = [_units(reg, plan.L, red.elem) for reg in split(s, plan.G, red.elem)]
-    grp = Group(g.ctx, plan.groups[plan.gi])
-    cols = [concat(units[h][u] for h in range(plan.G) for u in plan.column(plan.gi, i)) for i in range(grp.nranks)]
+    grp, cols = _own_group(g, plan, units)
     if grp.nranks > 1:
         nhr.level_rs(grp, cols, red, land)
     inter = _inter(plan)
