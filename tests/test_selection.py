@@ -282,10 +282,11 @@ def _alltoall_algorithm(mode, comm_mode=None) -> str:
 
 def test_hccl_op_expansion_mode_moves_the_selection_and_a_comm_config_overrides_it():
     """A2 AlltoAll: pairwise when expanded on the host (the product's default), HCCL's full mesh
-    under AI_CPU expansion (alltoall_operator.cc); a communicator's hcclOpExpansionMode HOST wins
-    over the environment."""
+    under AI_CPU expansion (alltoall_operator.cc); a communicator's hcclOpExpansionMode wins over
+    the environment."""
     from pyhcomm.defs.hccl_types import HcclOpExpansionMode as X
     assert _alltoall_algorithm(None) == "pairwise"
     assert _alltoall_algorithm("HOST") == "pairwise"
     assert _alltoall_algorithm("AI_CPU") == "mesh"
     assert _alltoall_algorithm("AI_CPU", X.HCCL_OP_EXPANSION_MODE_HOST) == "pairwise"
+    assert _alltoall_algorithm("AI_CPU", X.HCCL_OP_EXPANSION_MODE_AIV) == "pairwise"   # AIV: the default's choice

@@ -46,10 +46,8 @@ def expansion(comm):
     mode = settings.op_expansion_mode if settings is not None else 0
     if mode in (HOST, HcclOpExpansionMode.HCCL_OP_EXPANSION_MODE_HOST_TS):
         return HOST
-    chosen = _EXPANSIONS.get(_sim().config.op_expansion_mode or "")
-    if chosen is not None:
-        return chosen
-    return AI_CPU if device_mode() else HOST
+    chosen = None if mode else _EXPANSIONS.get(_sim().config.op_expansion_mode or "")   # the config's wins
+    return chosen if chosen is not None else AI_CPU if device_mode() else HOST
 
 
 def run_algorithm(api: str, comm_handle, stream: int, algorithm, call: Call, args: tuple) -> None:
