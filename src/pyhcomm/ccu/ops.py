@@ -206,22 +206,20 @@ def EventWait(event, mask=1):  # noqa: N802
     return OK
 
 
-def NotifyRecord(channel, remoteNotifyIdx, mask=1):  # noqa: N802,N803
-    name = "ccu.NotifyRecord"
+def _channel_notify(op: str, name: str, channel, index, what: str, mask):
     rec = current(name)
     end = channel_end(channel, name)
-    idx = _index(remoteNotifyIdx, CCU_CHANNEL_CKES, name, "remoteNotifyIdx")
-    rec.emit("notify_record", name, channel=end, cke=idx, mask=_mask(mask, name))
+    idx = _index(index, CCU_CHANNEL_CKES, name, what)
+    rec.emit(op, name, channel=end, cke=idx, mask=_mask(mask, name))
     return OK
+
+
+def NotifyRecord(channel, remoteNotifyIdx, mask=1):  # noqa: N802,N803
+    return _channel_notify("notify_record", "ccu.NotifyRecord", channel, remoteNotifyIdx, "remoteNotifyIdx", mask)
 
 
 def NotifyWait(channel, localNotifyIdx, mask=1):  # noqa: N802,N803
-    name = "ccu.NotifyWait"
-    rec = current(name)
-    end = channel_end(channel, name)
-    idx = _index(localNotifyIdx, CCU_CHANNEL_CKES, name, "localNotifyIdx")
-    rec.emit("notify_wait", name, channel=end, cke=idx, mask=_mask(mask, name))
-    return OK
+    return _channel_notify("notify_wait", "ccu.NotifyWait", channel, localNotifyIdx, "localNotifyIdx", mask)
 
 
 def WriteVariableWithNotify(channel, var, remoteVarIdx, remoteNotifyIdx, mask=1):  # noqa: N802,N803

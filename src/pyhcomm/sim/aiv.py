@@ -241,27 +241,26 @@ def _reach(blk: AivBlock, addr: int, n: int, api: str, what: str):
     return alloc, alloc.device, protocol
 
 
-def _read(blk: AivBlock, alloc, addr: int, n: int, api: str) -> bytes:
+def _storage(blk: AivBlock, alloc, addr: int, api: str, verb: str):
+    """(the Sim, the storage of ``alloc``) for a block that will ``verb`` its bytes at ``addr``."""
     sim = current_sim()
     if not sim.data:
-        _raise(blk, api, EXCEPTION, "AIV kernels read the bytes of global memory: the simulation runs without "
+        _raise(blk, api, EXCEPTION, f"AIV kernels {verb} the bytes of global memory: the simulation runs without "
                                     "data (PYHCOMM_DATA=0)")
     try:
         storage, _owner = memory.hold(alloc)
     except memory.BadRange as why:
         _raise(blk, api, EXCEPTION, f"0x{addr:x}: {why}")
+    return sim, storage
+
+
+def _read(blk: AivBlock, alloc, addr: int, n: int, api: str) -> bytes:
+    sim, storage = _storage(blk, alloc, addr, api, "read")
     return sim.backend.to_host(storage, addr - alloc.addr, n)
 
 
 def _write(blk: AivBlock, alloc, addr: int, data: bytes, api: str) -> None:
-    sim = current_sim()
-    if not sim.data:
-        _raise(blk, api, EXCEPTION, "AIV kernels write the bytes of global memory: the simulation runs without "
-                                    "data (PYHCOMM_DATA=0)")
-    try:
-        storage, _owner = memory.hold(alloc)
-    except memory.BadRange as why:
-        _raise(blk, api, EXCEPTION, f"0x{addr:x}: {why}")
+    sim, storage = _storage(blk, alloc, addr, api, "write")
     sim.backend.from_host(storage, addr - alloc.addr, data)
 
 
