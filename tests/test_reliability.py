@@ -367,8 +367,9 @@ def test_collective_issued_inside_an_open_batch_completes_with_its_stream():
 
 
 # -- 10. "no notify" is never a caller's value ---------------------------------------------------------------
-def test_write_with_notify_index_none_is_a_type_error():
-    from pyhcomm.hcomm import channel_ops
+def _nbi_pair():
+    """Atlas 350, two ranks joined by host CPU RoCE channels: (comms, channel ends, a 64-byte
+    source on device 0, rank 1's HCCL buffer)."""
     pyhcomm.set_product("Atlas 350")
     assert acl.init() == 0
     ret, comms = HcclCommInitAll([0, 1])
@@ -382,8 +383,13 @@ def test_write_with_notify_index_none_is_a_type_error():
         assert ret == 0
         ends.append(chans[0])
     assert acl.rt.set_device(0) == 0
-    src = malloc(64)
     _, peer, _ = pyhcomm.HcclGetHcclBuffer(comms[1])
+    return comms, ends, malloc(64), peer
+
+
+def test_write_with_notify_index_none_is_a_type_error():
+    from pyhcomm.hcomm import channel_ops
+    comms, ends, src, peer = _nbi_pair()
     with pytest.raises(TypeError):
         pyhcomm.HcommWriteWithNotifyNbi(ends[0], peer, src, 64, None)
     assert pyhcomm.HcommWriteWithNotifyNbi(ends[0], peer, src, 64, 0) == 0
@@ -584,20 +590,7 @@ def test_counts_compared_with_an_answer_are_integers_first():
 
 
 def test_nbi_len_and_task_cache_sizes_and_sub_comm_ranks_take_numpy_integers():
-    pyhcomm.set_product("Atlas 350")
-    assert acl.init() == 0
-    ret, comms = HcclCommInitAll([0, 1])
-    ends = []
-    for r in (0, 1):
-        d = pyhcomm.HcclChannelDesc()
-        assert HcclChannelDescInit(d) == 0
-        d.remoteRank, d.channelProtocol, d.notifyNum = 1 - r, pyhcomm.COMM_PROTOCOL_ROCE, 1
-        ret, chans = pyhcomm.HcclChannelAcquire(comms[r], pyhcomm.COMM_ENGINE_CPU, [d])
-        assert ret == 0
-        ends.append(chans[0])
-    assert acl.rt.set_device(0) == 0
-    src = malloc(64)
-    _, peer, _ = pyhcomm.HcclGetHcclBuffer(comms[1])
+    comms, ends, src, peer = _nbi_pair()
     assert pyhcomm.HcommWriteNbi(ends[0], peer, src, 0) == R.HCCL_E_PARA
     assert pyhcomm.HcommWriteNbi(ends[0], peer, src, np.uint64(0)) == R.HCCL_E_PARA     # as 0: nothing posted
     assert pyhcomm.HcommWriteNbi(ends[0], peer, src, np.int16(64)) == 0
